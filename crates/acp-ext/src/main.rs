@@ -1,0 +1,2 @@
+//! `acp-ext`: command-line tool for ACP Extension Core.
+fn main() {}

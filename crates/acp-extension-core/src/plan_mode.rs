@@ -1,0 +1,1 @@
+//! TODO plan_mode

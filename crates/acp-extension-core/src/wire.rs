@@ -1,0 +1,722 @@
+//! Wire primitives shared by every contract type.
+//!
+//! The contract distinguishes an absent key from `null`, uses literal
+//! `version: 1` and literal `true` flags, and constrains numbers and ids
+//! more tightly than JSON does. Each such rule is one small type here; the
+//! contract structs are then declared once with [`wire_struct!`], which
+//! derives serde, JSON Schema and the violation collector from the same
+//! field list, so the parser, the validator and the schema cannot disagree.
+//!
+//! ```
+//! use acp_extension_core::wire::{NonNegF64, Version1};
+//!
+//! let v: Version1 = serde_json::from_str("1")?;
+//! assert_eq!(serde_json::to_string(&v)?, "1");
+//! assert!(serde_json::from_str::<Version1>("2").is_err());
+//! assert!(serde_json::from_str::<NonNegF64>("-1").is_err());
+//! # Ok::<_, serde_json::Error>(())
+//! ```
+
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::validate::{Check, Rule, Violation, child};
+
+pub use agent_client_protocol::schema::MaybeUndefined;
+
+/// A JSON object: the type of `_meta` and of preserved unknown keys.
+pub type Map = serde_json::Map<String, Value>;
+
+/// Largest integer a JavaScript number holds exactly (2^53 − 1).
+pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+/// Serializes a finite `f64`, writing integral values without a fraction
+/// (`100`, not `100.0`) as JavaScript does.
+pub(crate) fn serialize_js_number<S: Serializer>(n: f64, s: S) -> Result<S::Ok, S::Error> {
+    if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
+        if n < 0.0 {
+            s.serialize_i64(n as i64)
+        } else {
+            // `-0.0` also lands here and is written as `0`, like JSON.stringify.
+            s.serialize_u64(n as u64)
+        }
+    } else {
+        s.serialize_f64(n)
+    }
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+macro_rules! number_wrapper {
+    (
+        $(#[$doc:meta])*
+        $name:ident, $expected:literal, $rule:expr, |$n:ident| $ok:expr, $schema:tt
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+        pub struct $name(f64);
+
+        impl $name {
+            /// Wraps `n`, or returns the rule it breaks.
+            pub fn new(n: f64) -> Result<Self, Rule> {
+                let $n = n;
+                if $ok { Ok(Self(n)) } else { Err($rule) }
+            }
+
+            /// The number.
+            pub fn get(self) -> f64 {
+                self.0
+            }
+        }
+
+        impl TryFrom<f64> for $name {
+            type Error = Rule;
+            fn try_from(n: f64) -> Result<Self, Rule> {
+                Self::new(n)
+            }
+        }
+
+        impl From<$name> for f64 {
+            fn from(v: $name) -> f64 {
+                v.0
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serialize_js_number(self.0, s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let n = f64::deserialize(d)?;
+                Self::new(n).map_err(de::Error::custom)
+            }
+        }
+
+        impl Check for $name {
+            const EXPECTED: &'static str = $expected;
+            fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
+                match v.as_f64() {
+                    Some(n) => {
+                        if let Err(rule) = Self::new(n) {
+                            out.push(Violation::new(at, rule));
+                        }
+                    }
+                    None => out.push(Violation::new(at, Rule::type_of($expected, v))),
+                }
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
+
+number_wrapper!(
+    /// A finite number `>= 0`; fractions allowed (`1.5` epoch seconds pass).
+    NonNegF64, "a finite number >= 0", Rule::FiniteNonNegative,
+    |n| n.is_finite() && n >= 0.0,
+    { "type": "number", "minimum": 0 }
+);
+
+number_wrapper!(
+    /// A finite number of any sign.
+    FiniteF64, "a finite number", Rule::Finite,
+    |n| n.is_finite(),
+    { "type": "number" }
+);
+
+number_wrapper!(
+    /// An integral number with |n| <= 2^53 − 1 (a JavaScript safe integer).
+    SafeInt, "a safe integer", Rule::SafeInteger,
+    |n| n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER,
+    { "type": "integer", "minimum": -9_007_199_254_740_991_i64, "maximum": 9_007_199_254_740_991_i64 }
+);
+
+number_wrapper!(
+    /// A safe integer `>= 0` (for example a line number).
+    SafeUint, "a non-negative safe integer", Rule::NonNegativeSafeInteger,
+    |n| n.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&n),
+    { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_i64 }
+);
+
+/// Declares a unit type that (de)serializes as one literal JSON value.
+macro_rules! literal {
+    ($(#[$doc:meta])* $name:ident = $lit:literal, $check:expr, $schema:tt) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub struct $name;
+
+        impl $name {
+            fn accepts(v: &Value) -> bool {
+                let f: fn(&Value) -> bool = $check;
+                f(v)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                Value::from($lit).serialize(s)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = Value::deserialize(d)?;
+                if Self::accepts(&v) {
+                    Ok($name)
+                } else {
+                    Err(de::Error::custom(Rule::Literal(stringify!($lit))))
+                }
+            }
+        }
+
+        impl Check for $name {
+            const EXPECTED: &'static str = concat!("the literal ", stringify!($lit));
+            fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
+                if !Self::accepts(v) {
+                    out.push(Violation::new(at, Rule::Literal(stringify!($lit))));
+                }
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
+
+literal!(
+    /// The literal number `1` of every versioned payload. `1.0` passes (it is
+    /// the same JavaScript number); `2`, `"1"` and `null` do not.
+    Version1 = 1,
+    |v| v.as_f64() == Some(1.0),
+    { "const": 1 }
+);
+
+literal!(
+    /// A flag that is either absent or the literal `true`; `false` is invalid.
+    True = true,
+    |v| v.as_bool() == Some(true),
+    { "const": true }
+);
+
+/// A string that must not be empty (run ids, session ids of events, tool call ids).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(transparent)]
+pub struct NonEmptyString(String);
+
+impl NonEmptyString {
+    /// Wraps `s`, or returns [`Rule::NonEmpty`] for `""`.
+    pub fn new(s: impl Into<String>) -> Result<Self, Rule> {
+        let s = s.into();
+        if s.is_empty() {
+            Err(Rule::NonEmpty)
+        } else {
+            Ok(Self(s))
+        }
+    }
+
+    /// The string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The owned string.
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for NonEmptyString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for NonEmptyString {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for NonEmptyString {
+    type Error = Rule;
+    fn try_from(s: String) -> Result<Self, Rule> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<&str> for NonEmptyString {
+    type Error = Rule;
+    fn try_from(s: &str) -> Result<Self, Rule> {
+        Self::new(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for NonEmptyString {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(s).map_err(de::Error::custom)
+    }
+}
+
+impl Check for NonEmptyString {
+    const EXPECTED: &'static str = "a non-empty string";
+    fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
+        match v.as_str() {
+            Some("") => out.push(Violation::new(at, Rule::NonEmpty)),
+            Some(_) => {}
+            None => out.push(Violation::new(at, Rule::type_of(Self::EXPECTED, v))),
+        }
+    }
+}
+
+impl JsonSchema for NonEmptyString {
+    fn schema_name() -> Cow<'static, str> {
+        "NonEmptyString".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "string", "minLength": 1 })
+    }
+}
+
+/// Map keys that borrow from the input when they can (no allocation for
+/// the common unescaped key).
+pub(crate) struct Key<'de>(pub Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// Schema of an object property that may be `null`.
+pub(crate) fn nullable_schema(inner: Schema) -> Schema {
+    json_schema!({ "anyOf": [inner, { "type": "null" }] })
+}
+
+/// Checks an optional-but-never-null key of an object.
+pub(crate) fn check_opt<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<Violation>) {
+    match obj.get(key) {
+        None => {}
+        Some(Value::Null) => out.push(Violation::new(
+            child(at, key),
+            Rule::NotNull {
+                expected: T::EXPECTED,
+            },
+        )),
+        Some(v) => T::check(v, &child(at, key), out),
+    }
+}
+
+/// Checks a key that may be absent or `null`.
+pub(crate) fn check_nullable<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<Violation>) {
+    match obj.get(key) {
+        None | Some(Value::Null) => {}
+        Some(v) => T::check(v, &child(at, key), out),
+    }
+}
+
+/// Checks a key that must be present (its type decides whether `null` passes).
+pub(crate) fn check_req<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<Violation>) {
+    match obj.get(key) {
+        None => out.push(Violation::new(
+            child(at, key),
+            Rule::Required {
+                expected: T::EXPECTED,
+            },
+        )),
+        Some(v) => T::check(v, &child(at, key), out),
+    }
+}
+
+/// Declares a contract object once: the struct, its serde impls (absent
+/// versus `null` kept apart, unknown keys preserved in `extra`), its JSON
+/// Schema and its [`Check`] collector.
+///
+/// Sections, each optional but in this order:
+/// - `req { field: T = "wireName", … }`: the key must be present. Use
+///   `Option<T>` for the contract's `req|null`.
+/// - `opt { field: T = "wireName", … }`: the key may be absent; `null` is a
+///   violation. The field is `Option<T>`.
+/// - `nullable { field: T = "wireName", … }`: absent, `null` or a value;
+///   the field is [`MaybeUndefined<T>`] so all three survive a round trip.
+///
+/// `new` takes the `req` fields in order; every other field has a chained
+/// setter of the same name.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! wire_struct {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident {
+            $(req { $( $(#[$rdoc:meta])* $rf:ident : $rty:ty = $rw:literal ),* $(,)? })?
+            $(opt { $( $(#[$odoc:meta])* $of:ident : $oty:ty = $ow:literal ),* $(,)? })?
+            $(nullable { $( $(#[$ndoc:meta])* $nf:ident : $nty:ty = $nw:literal ),* $(,)? })?
+        }
+        $(rule = $rule:path;)?
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq)]
+        #[non_exhaustive]
+        pub struct $name {
+            $($( $(#[$rdoc])* pub $rf: $rty, )*)?
+            $($( $(#[$odoc])* pub $of: Option<$oty>, )*)?
+            $($( $(#[$ndoc])* pub $nf: $crate::wire::MaybeUndefined<$nty>, )*)?
+            /// Keys this version of the contract does not define, kept so that
+            /// a relay never drops another peer's fields.
+            pub extra: $crate::wire::Map,
+        }
+
+        impl $name {
+            /// Keys of this object that the contract defines.
+            pub const KEYS: &'static [&'static str] = &[
+                $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
+            ];
+
+            /// Creates the object from its required fields.
+            #[allow(clippy::too_many_arguments, clippy::new_without_default)]
+            pub fn new($($($rf: impl Into<$rty>,)*)?) -> Self {
+                Self {
+                    $($( $rf: $rf.into(), )*)?
+                    $($( $of: None, )*)?
+                    $($( $nf: $crate::wire::MaybeUndefined::Undefined, )*)?
+                    extra: $crate::wire::Map::new(),
+                }
+            }
+
+            $($(
+                #[doc = concat!("Sets `", $ow, "`.")]
+                #[must_use]
+                pub fn $of(mut self, value: impl Into<$oty>) -> Self {
+                    self.$of = Some(value.into());
+                    self
+                }
+            )*)?
+
+            $($(
+                #[doc = concat!("Sets `", $nw, "`; `None` writes an explicit `null`.")]
+                #[must_use]
+                pub fn $nf(mut self, value: Option<$nty>) -> Self {
+                    self.$nf = match value {
+                        Some(v) => $crate::wire::MaybeUndefined::Value(v),
+                        None => $crate::wire::MaybeUndefined::Null,
+                    };
+                    self
+                }
+            )*)?
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use ::serde::ser::SerializeMap;
+                let mut m = s.serialize_map(None)?;
+                $($( m.serialize_entry($rw, &self.$rf)?; )*)?
+                $($( if let Some(v) = &self.$of { m.serialize_entry($ow, v)?; } )*)?
+                $($(
+                    match &self.$nf {
+                        $crate::wire::MaybeUndefined::Undefined => {}
+                        $crate::wire::MaybeUndefined::Null => m.serialize_entry($nw, &())?,
+                        $crate::wire::MaybeUndefined::Value(v) => m.serialize_entry($nw, v)?,
+                    }
+                )*)?
+                for (k, v) in &self.extra {
+                    if !Self::KEYS.contains(&k.as_str()) {
+                        m.serialize_entry(k, v)?;
+                    }
+                }
+                m.end()
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl<'de> ::serde::de::Visitor<'de> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("a ", stringify!($name), " object"))
+                    }
+                    #[allow(unused_mut)]
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        $($( let mut $rf: Option<$rty> = None; )*)?
+                        $($( let mut $of: Option<$oty> = None; )*)?
+                        $($( let mut $nf: $crate::wire::MaybeUndefined<$nty> = $crate::wire::MaybeUndefined::Undefined; )*)?
+                        let mut extra = $crate::wire::Map::new();
+                        while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
+                            match &*key.0 {
+                                $($( $rw => $rf = Some(map.next_value()?), )*)?
+                                $($( $ow => $of = Some(map.next_value::<$oty>()?), )*)?
+                                $($( $nw => $nf = match map.next_value::<Option<$nty>>()? {
+                                    Some(v) => $crate::wire::MaybeUndefined::Value(v),
+                                    None => $crate::wire::MaybeUndefined::Null,
+                                }, )*)?
+                                _ => {
+                                    let v: ::serde_json::Value = map.next_value()?;
+                                    extra.insert(key.0.into_owned(), v);
+                                }
+                            }
+                        }
+                        let out = $name {
+                            $($( $rf: match $rf {
+                                Some(v) => v,
+                                None => return Err(<A::Error as ::serde::de::Error>::missing_field($rw)),
+                            }, )*)?
+                            $($( $of, )*)?
+                            $($( $nf, )*)?
+                            extra,
+                        };
+                        $(
+                            if let Err((field, rule)) = $rule(&out) {
+                                return Err(<A::Error as ::serde::de::Error>::custom(
+                                    format_args!("{}: {}", field, rule),
+                                ));
+                            }
+                        )?
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(V)
+            }
+        }
+
+        impl $crate::validate::Check for $name {
+            const EXPECTED: &'static str = "an object";
+            #[allow(unused_variables)]
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+                let Some(obj) = v.as_object() else {
+                    out.push($crate::validate::Violation::new(at, $crate::validate::Rule::type_of("an object", v)));
+                    return;
+                };
+                let before = out.len();
+                $($( $crate::wire::check_req::<$rty>(obj, $rw, at, out); )*)?
+                $($( $crate::wire::check_opt::<$oty>(obj, $ow, at, out); )*)?
+                $($( $crate::wire::check_nullable::<$nty>(obj, $nw, at, out); )*)?
+                $(
+                    if out.len() == before {
+                        if let Ok(parsed) = <$name as ::serde::Deserialize>::deserialize(v) {
+                            if let Err((field, rule)) = $rule(&parsed) {
+                                out.push($crate::validate::Violation::new($crate::validate::child(at, field), rule));
+                            }
+                        }
+                    }
+                )?
+            }
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            #[allow(unused_mut)]
+            fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let mut props = ::serde_json::Map::new();
+                let mut required: Vec<&str> = Vec::new();
+                $($(
+                    props.insert($rw.into(), g.subschema_for::<$rty>().into());
+                    required.push($rw);
+                )*)?
+                $($( props.insert($ow.into(), g.subschema_for::<$oty>().into()); )*)?
+                $($( props.insert($nw.into(), $crate::wire::nullable_schema(g.subschema_for::<$nty>()).into()); )*)?
+                ::schemars::json_schema!({
+                    "type": "object",
+                    "properties": props,
+                    "required": required,
+                })
+            }
+        }
+    };
+}
+
+/// Declares a closed set of string values: the enum, serde, schema and
+/// [`Check`], with the allowed spellings listed once.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! wire_enum {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident { $( $(#[$vdoc:meta])* $var:ident = $w:literal ),* $(,)? }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name { $( $(#[$vdoc])* $var, )* }
+
+        impl $name {
+            /// Every wire spelling, in contract order.
+            pub const ALL: &'static [&'static str] = &[$($w),*];
+
+            /// The wire spelling.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Self::$var => $w, )* }
+            }
+
+            /// Parses a wire spelling.
+            pub fn from_wire(s: &str) -> Option<Self> {
+                match s { $( $w => Some(Self::$var), )* _ => None }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let key = <$crate::wire::Key<'de> as ::serde::Deserialize>::deserialize(d)?;
+                Self::from_wire(&key.0).ok_or_else(|| <D::Error as ::serde::de::Error>::unknown_variant(&key.0, Self::ALL))
+            }
+        }
+
+        impl $crate::validate::Check for $name {
+            const EXPECTED: &'static str = "a string";
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+                match v.as_str() {
+                    Some(s) if Self::from_wire(s).is_some() => {}
+                    _ => out.push($crate::validate::Violation::new(at, $crate::validate::Rule::OneOf(Self::ALL))),
+                }
+            }
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({ "type": "string", "enum": Self::ALL })
+            }
+        }
+    };
+}
+
+/// Declares a union discriminated by one string key (`type`,
+/// `sessionUpdate`, `action`, …). Each variant wraps a [`wire_struct!`]
+/// type that describes the other keys.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! wire_union {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident tag $tag:literal { $( $(#[$vdoc:meta])* $var:ident($ty:ty) = $w:literal ),* $(,)? }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(tag = $tag)]
+        #[non_exhaustive]
+        pub enum $name { $( $(#[$vdoc])* #[serde(rename = $w)] $var($ty), )* }
+
+        impl $name {
+            /// Every tag value, in contract order.
+            pub const TAGS: &'static [&'static str] = &[$($w),*];
+
+            /// This variant's tag value.
+            pub fn tag(&self) -> &'static str {
+                match self { $( Self::$var(_) => $w, )* }
+            }
+        }
+
+        $(
+            impl From<$ty> for $name {
+                fn from(v: $ty) -> Self {
+                    Self::$var(v)
+                }
+            }
+        )*
+
+        impl $crate::validate::Check for $name {
+            const EXPECTED: &'static str = "an object";
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+                let Some(obj) = v.as_object() else {
+                    out.push($crate::validate::Violation::new(at, $crate::validate::Rule::type_of("an object", v)));
+                    return;
+                };
+                match obj.get($tag).and_then(::serde_json::Value::as_str) {
+                    $( Some($w) => <$ty as $crate::validate::Check>::check(v, at, out), )*
+                    _ => out.push($crate::validate::Violation::new(
+                        $crate::validate::child(at, $tag),
+                        $crate::validate::Rule::OneOf(Self::TAGS),
+                    )),
+                }
+            }
+        }
+
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                let variants: Vec<::serde_json::Value> = vec![$(
+                    ::schemars::json_schema!({
+                        "allOf": [
+                            { "type": "object", "properties": { $tag: { "const": $w } }, "required": [$tag] },
+                            g.subschema_for::<$ty>(),
+                        ]
+                    }).into(),
+                )*];
+                ::schemars::json_schema!({ "oneOf": variants })
+            }
+        }
+    };
+}
