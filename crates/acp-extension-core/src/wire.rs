@@ -389,6 +389,8 @@ pub(crate) fn check_req<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<
 /// Schema and its [`Check`] collector.
 ///
 /// Sections, each optional but in this order:
+/// - `lit { version: Version1 = "version" }`: a required literal; `new`
+///   fills it in (the type's `Default`), so callers never pass it.
 /// - `req { field: T = "wireName", … }`: the key must be present. Use
 ///   `Option<T>` for the contract's `req|null`.
 /// - `opt { field: T = "wireName", … }`: the key may be absent; `null` is a
@@ -404,6 +406,7 @@ macro_rules! wire_struct {
     (
         $(#[$attr:meta])*
         pub struct $name:ident {
+            $(lit { $( $(#[$ldoc:meta])* $lf:ident : $lty:ty = $lw:literal ),* $(,)? })?
             $(req { $( $(#[$rdoc:meta])* $rf:ident : $rty:ty = $rw:literal ),* $(,)? })?
             $(opt { $( $(#[$odoc:meta])* $of:ident : $oty:ty = $ow:literal ),* $(,)? })?
             $(nullable { $( $(#[$ndoc:meta])* $nf:ident : $nty:ty = $nw:literal ),* $(,)? })?
@@ -414,6 +417,7 @@ macro_rules! wire_struct {
         #[derive(Debug, Clone, PartialEq)]
         #[non_exhaustive]
         pub struct $name {
+            $($( $(#[$ldoc])* pub $lf: $lty, )*)?
             $($( $(#[$rdoc])* pub $rf: $rty, )*)?
             $($( $(#[$odoc])* pub $of: Option<$oty>, )*)?
             $($( $(#[$ndoc])* pub $nf: $crate::wire::MaybeUndefined<$nty>, )*)?
@@ -425,13 +429,14 @@ macro_rules! wire_struct {
         impl $name {
             /// Keys of this object that the contract defines.
             pub const KEYS: &'static [&'static str] = &[
-                $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
+                $($($lw,)*)? $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
             ];
 
             /// Creates the object from its required fields.
             #[allow(clippy::too_many_arguments, clippy::new_without_default)]
             pub fn new($($($rf: impl Into<$rty>,)*)?) -> Self {
                 Self {
+                    $($( $lf: <$lty as ::std::default::Default>::default(), )*)?
                     $($( $rf: $rf.into(), )*)?
                     $($( $of: None, )*)?
                     $($( $nf: $crate::wire::MaybeUndefined::Undefined, )*)?
@@ -465,6 +470,7 @@ macro_rules! wire_struct {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeMap;
                 let mut m = s.serialize_map(None)?;
+                $($( m.serialize_entry($lw, &self.$lf)?; )*)?
                 $($( m.serialize_entry($rw, &self.$rf)?; )*)?
                 $($( if let Some(v) = &self.$of { m.serialize_entry($ow, v)?; } )*)?
                 $($(
@@ -493,12 +499,14 @@ macro_rules! wire_struct {
                     }
                     #[allow(unused_mut)]
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        $($( let mut $lf: Option<$lty> = None; )*)?
                         $($( let mut $rf: Option<$rty> = None; )*)?
                         $($( let mut $of: Option<$oty> = None; )*)?
                         $($( let mut $nf: $crate::wire::MaybeUndefined<$nty> = $crate::wire::MaybeUndefined::Undefined; )*)?
                         let mut extra = $crate::wire::Map::new();
                         while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
                             match &*key.0 {
+                                $($( $lw => $lf = Some(map.next_value()?), )*)?
                                 $($( $rw => $rf = Some(map.next_value()?), )*)?
                                 $($( $ow => $of = Some(map.next_value::<$oty>()?), )*)?
                                 $($( $nw => $nf = match map.next_value::<Option<$nty>>()? {
@@ -512,6 +520,10 @@ macro_rules! wire_struct {
                             }
                         }
                         let out = $name {
+                            $($( $lf: match $lf {
+                                Some(v) => v,
+                                None => return Err(<A::Error as ::serde::de::Error>::missing_field($lw)),
+                            }, )*)?
                             $($( $rf: match $rf {
                                 Some(v) => v,
                                 None => return Err(<A::Error as ::serde::de::Error>::missing_field($rw)),
@@ -543,6 +555,7 @@ macro_rules! wire_struct {
                     return;
                 };
                 let before = out.len();
+                $($( $crate::wire::check_req::<$lty>(obj, $lw, at, out); )*)?
                 $($( $crate::wire::check_req::<$rty>(obj, $rw, at, out); )*)?
                 $($( $crate::wire::check_opt::<$oty>(obj, $ow, at, out); )*)?
                 $($( $crate::wire::check_nullable::<$nty>(obj, $nw, at, out); )*)?
@@ -566,6 +579,10 @@ macro_rules! wire_struct {
             fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
                 let mut props = ::serde_json::Map::new();
                 let mut required: Vec<&str> = Vec::new();
+                $($(
+                    props.insert($lw.into(), g.subschema_for::<$lty>().into());
+                    required.push($lw);
+                )*)?
                 $($(
                     props.insert($rw.into(), g.subschema_for::<$rty>().into());
                     required.push($rw);
