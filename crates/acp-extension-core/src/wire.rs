@@ -3,7 +3,7 @@
 //! The contract distinguishes an absent key from `null`, uses literal
 //! `version: 1` and literal `true` flags, and constrains numbers and ids
 //! more tightly than JSON does. Each such rule is one small type here; the
-//! contract structs are then declared once with [`wire_struct!`], which
+//! contract structs are then declared once with `wire_struct!`, which
 //! derives serde, JSON Schema and the violation collector from the same
 //! field list, so the parser, the validator and the schema cannot disagree.
 //!
@@ -489,8 +489,10 @@ macro_rules! wire_struct {
             }
         }
 
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        impl $name {
+            /// Parses the fields without the cross-field rule.
+            #[doc(hidden)]
+            fn __deserialize_fields<'de, D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;
                 impl<'de> ::serde::de::Visitor<'de> for V {
                     type Value = $name;
@@ -532,17 +534,24 @@ macro_rules! wire_struct {
                             $($( $nf, )*)?
                             extra,
                         };
-                        $(
-                            if let Err((field, rule)) = $rule(&out) {
-                                return Err(<A::Error as ::serde::de::Error>::custom(
-                                    format_args!("{}: {}", field, rule),
-                                ));
-                            }
-                        )?
                         Ok(out)
                     }
                 }
                 d.deserialize_map(V)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let out = Self::__deserialize_fields(d)?;
+                $(
+                    if let Err((field, rule)) = $rule(&out) {
+                        return Err(<D::Error as ::serde::de::Error>::custom(
+                            format_args!("{}: {}", field, rule),
+                        ));
+                    }
+                )?
+                Ok(out)
             }
         }
 
@@ -561,7 +570,7 @@ macro_rules! wire_struct {
                 $($( $crate::wire::check_nullable::<$nty>(obj, $nw, at, out); )*)?
                 $(
                     if out.len() == before {
-                        if let Ok(parsed) = <$name as ::serde::Deserialize>::deserialize(v) {
+                        if let Ok(parsed) = $name::__deserialize_fields(v) {
                             if let Err((field, rule)) = $rule(&parsed) {
                                 out.push($crate::validate::Violation::new($crate::validate::child(at, field), rule));
                             }
@@ -669,7 +678,7 @@ macro_rules! wire_enum {
 }
 
 /// Declares a union discriminated by one string key (`type`,
-/// `sessionUpdate`, `action`, …). Each variant wraps a [`wire_struct!`]
+/// `sessionUpdate`, `action`, …). Each variant wraps a `wire_struct!`
 /// type that describes the other keys.
 #[macro_export]
 #[doc(hidden)]
