@@ -296,22 +296,7 @@ pub fn check_elicitation_meta(meta: &Value) -> Vec<Violation> {
 }
 
 fn check_meta_at(meta: &Value, at: &str, out: &mut Vec<Violation>) {
-    let before = out.len();
     ElicitationMeta::check(meta, at, out);
-    // The generated `Check` does not report the cross-field rule yet (it
-    // re-parses with serde, which applies the rule and fails, so the rule's
-    // violation is dropped); report it here so that it is never lost. Once
-    // `Check` reports it, `out` has grown and this does nothing.
-    if out.len() == before
-        && let Some(m) = meta.as_object()
-        && m.contains_key("noteFor")
-        && m.contains_key("customAnswerFor")
-    {
-        out.push(Violation::new(
-            child(at, "noteFor"),
-            note_with_custom_answer(),
-        ));
-    }
     if let Some(questions) = meta.get("questions").and_then(Value::as_array) {
         check_question_keys(questions, &child(at, "questions"), out);
     }
