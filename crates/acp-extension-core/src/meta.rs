@@ -203,7 +203,7 @@ pub fn read<F: MetaField>(meta: &Map) -> Result<Option<F::Value>, MetaError> {
     let Some((ns, value)) = namespace::read_key(meta, F::KEY) else {
         return Ok(None);
     };
-    F::Value::deserialize(value).map(Some).map_err(|_| {
+    <F::Value as serde::Deserialize>::deserialize(value).map(Some).map_err(|_| {
         let at = child(&child("", ns.key()), F::KEY);
         let mut violations = Vec::new();
         F::Value::check(value, &at, &mut violations);

@@ -64,63 +64,6 @@ pub mod tool_names {
     ];
 }
 
-/// Like [`wire_union!`](crate::wire_union), for unions whose variants
-/// share one payload type (`pause`, `resume` and `clear` carry the same
-/// keys), so no `From<payload>` impls are generated.
-macro_rules! shared_payload_union {
-    (
-        $(#[$attr:meta])*
-        pub enum $name:ident tag $tag:literal { $( $(#[$vdoc:meta])* $var:ident($ty:ty) = $w:literal ),* $(,)? }
-    ) => {
-        $(#[$attr])*
-        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-        #[serde(tag = $tag)]
-        #[non_exhaustive]
-        pub enum $name { $( $(#[$vdoc])* #[serde(rename = $w)] $var($ty), )* }
-
-        impl $name {
-            /// Every tag value, in contract order.
-            pub const TAGS: &'static [&'static str] = &[$($w),*];
-
-            /// This variant's tag value.
-            pub fn tag(&self) -> &'static str {
-                match self { $( Self::$var(_) => $w, )* }
-            }
-        }
-
-        impl Check for $name {
-            const EXPECTED: &'static str = "an object";
-            fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
-                let Some(obj) = v.as_object() else {
-                    out.push(Violation::new(at, Rule::type_of("an object", v)));
-                    return;
-                };
-                match obj.get($tag).and_then(Value::as_str) {
-                    $( Some($w) => <$ty as Check>::check(v, at, out), )*
-                    _ => out.push(Violation::new(child(at, $tag), Rule::OneOf(Self::TAGS))),
-                }
-            }
-        }
-
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn json_schema(g: &mut SchemaGenerator) -> Schema {
-                let variants: Vec<Value> = vec![$(
-                    json_schema!({
-                        "allOf": [
-                            { "type": "object", "properties": { $tag: { "const": $w } }, "required": [$tag] },
-                            g.subschema_for::<$ty>(),
-                        ]
-                    }).into(),
-                )*];
-                json_schema!({ "oneOf": variants })
-            }
-        }
-    };
-}
-
 // ---------------------------------------------------------------------------
 // Activity and tasks (`_meta.<ns>.activity`, `_meta.<ns>.task`)
 // ---------------------------------------------------------------------------
@@ -318,7 +261,7 @@ crate::wire_struct! {
     }
 }
 
-shared_payload_union! {
+crate::wire_union! {
     /// Params of `_lody/session/goal`, discriminated by `action`.
     ///
     /// Status-only actions are accepted mid-prompt and start no turn; `set`
@@ -401,7 +344,7 @@ crate::wire_struct! {
     }
 }
 
-shared_payload_union! {
+crate::wire_union! {
     /// `_meta.<ns>.goalControl` on `session/prompt`, client to agent.
     ///
     /// The agent applies the action first, adopts any turn it starts
@@ -803,17 +746,12 @@ crate::wire_struct! {
     }
 }
 
-mod empty {
-    // A struct without fields leaves the macro's schema generator unused.
-    #![allow(unused_variables)]
-    crate::wire_struct! {
-        /// The `{}` result of `_lody/subagents/cancel` and
-        /// `_lody/session/history/read`. Keys a peer adds anyway are kept in
-        /// `extra`.
-        pub struct EmptyResponse {}
-    }
+crate::wire_struct! {
+    /// The `{}` result of `_lody/subagents/cancel` and
+    /// `_lody/session/history/read`. Keys a peer adds anyway are kept in
+    /// `extra`.
+    pub struct EmptyResponse {}
 }
-pub use empty::EmptyResponse;
 
 // ---------------------------------------------------------------------------
 // Notices, titles, message phase

@@ -584,7 +584,7 @@ macro_rules! wire_struct {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()
             }
-            #[allow(unused_mut)]
+            #[allow(unused_mut, unused_variables)]
             fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
                 let mut props = ::serde_json::Map::new();
                 let mut required: Vec<&str> = Vec::new();
@@ -703,13 +703,6 @@ macro_rules! wire_union {
             }
         }
 
-        $(
-            impl From<$ty> for $name {
-                fn from(v: $ty) -> Self {
-                    Self::$var(v)
-                }
-            }
-        )*
 
         impl $crate::validate::Check for $name {
             const EXPECTED: &'static str = "an object";

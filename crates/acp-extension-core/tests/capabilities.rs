@@ -1,6 +1,8 @@
 //! Capability objects (contract-facts §3): shapes, round trips, rejections,
 //! unknown keys, and advertising into SDK capabilities.
 
+mod common;
+
 use acp_extension_core::capabilities::{
     ClientExtensionCapabilities, ConfigPolicy, ElicitationCapability, ExtensionCapabilities,
     Feature, FeatureSide, GoalAction, GoalCapability, RateLimitsCapability, SteeringCapability,
@@ -14,17 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Reads a file of the shared corpus: `shared/corpus` beside the checkout
-/// (`../shared` in CI), found by walking up from the crate directory so
-/// that git worktrees nested one level deeper find it too.
 fn corpus(path: &str) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/corpus"))
-        .find(|d| d.is_dir())
-        .expect("shared/corpus beside the checkout");
-    std::fs::read_to_string(dir.join(path))
-        .unwrap_or_else(|e| panic!("reading corpus file {path}: {e}"))
+    common::read(&format!("corpus/{path}"))
 }
 
 /// Parses `v` as `T`, checks it is valid, and that serializing gives `v` back.

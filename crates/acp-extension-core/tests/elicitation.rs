@@ -1,6 +1,8 @@
 //! Elicitation metadata (contract-facts §4, §17.4): types, the note rules
 //! on `elicitation/create` requests, and the real adapters' requests.
 
+mod common;
+
 use acp_extension_core::capabilities::ClientExtensionCapabilities;
 use acp_extension_core::elicitation::{
     ElicitationAnswer, ElicitationAnswerNote, ElicitationAnswers, ElicitationMeta,
@@ -14,16 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-/// Reads a file of the shared corpus: `shared/corpus` beside the checkout
-/// (`../shared` in CI), found by walking up from the crate directory.
 fn corpus(path: &str) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/corpus"))
-        .find(|d| d.is_dir())
-        .expect("shared/corpus beside the checkout");
-    std::fs::read_to_string(dir.join(path))
-        .unwrap_or_else(|e| panic!("reading corpus file {path}: {e}"))
+    common::read(&format!("corpus/{path}"))
 }
 
 fn round_trip<T: Check + DeserializeOwned + Serialize>(v: Value) -> T {

@@ -1,6 +1,8 @@
 //! Negotiation (contract-facts §2, §12.3, §17.2 Test A 1–3, §18 "supports"):
 //! reading advertisements per feature and deciding what is active.
 
+mod common;
+
 use acp_extension_core::capabilities::{
     ConfigPolicy, Feature, FeatureOptions, GoalAction, SteeringTransport,
 };
@@ -11,16 +13,8 @@ use acp_extension_core::negotiation::{
 use acp_extension_core::wire::True;
 use serde_json::{Value, json};
 
-/// Reads a file of the shared corpus: `shared/corpus` beside the checkout
-/// (`../shared` in CI), found by walking up from the crate directory.
 fn corpus(path: &str) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/corpus"))
-        .find(|d| d.is_dir())
-        .expect("shared/corpus beside the checkout");
-    std::fs::read_to_string(dir.join(path))
-        .unwrap_or_else(|e| panic!("reading corpus file {path}: {e}"))
+    common::read(&format!("corpus/{path}"))
 }
 
 fn codex(name: &str) -> Value {

@@ -1,6 +1,6 @@
 //! Plan mode (contract §11), against `vectors/plan-mode.json`.
 
-use std::path::PathBuf;
+mod common;
 
 use acp_extension_core::plan_mode::*;
 use agent_client_protocol::v1::schema::{
@@ -8,28 +8,8 @@ use agent_client_protocol::v1::schema::{
 };
 use serde_json::{Value, json};
 
-/// The vectors: `$ACP_EXT_VECTORS/plan-mode.json`, else the shared project
-/// folder; the contract's own text is the fallback.
 fn vectors() -> Value {
-    let dirs = [
-        std::env::var_os("ACP_EXT_VECTORS").map(PathBuf::from),
-        Some(PathBuf::from("/work/shared/vectors")),
-    ];
-    for dir in dirs.into_iter().flatten() {
-        if let Ok(text) = std::fs::read_to_string(dir.join("plan-mode.json")) {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
-    let option = |current: bool| {
-        json!({
-            "id": "plan_mode",
-            "name": "Plan",
-            "description": "Plan before implementing; permissions are controlled separately.",
-            "type": "boolean",
-            "currentValue": current
-        })
-    };
-    json!({"true": option(true), "false": option(false)})
+    serde_json::from_str(&common::read("vectors/plan-mode.json")).unwrap()
 }
 
 #[test]

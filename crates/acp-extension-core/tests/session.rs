@@ -2,6 +2,8 @@
 //! the contract's rejections, and every `_meta.lody.<field>` value of the
 //! adapters' recorded corpus.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::session::*;
@@ -714,14 +716,8 @@ fn schemas_describe_unions_and_maps() {
 
 // --------------------------------------------------------------------- corpus
 
-/// Where the adapters' recorded corpus lives: `$ACP_EXT_CORPUS`, else the
-/// shared project folder.
-fn corpus_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("ACP_EXT_CORPUS").map(PathBuf::from),
-        Some(PathBuf::from("/work/shared/corpus")),
-    ];
-    candidates.into_iter().flatten().find(|p| p.is_dir())
+fn corpus_dir() -> PathBuf {
+    common::shared("corpus")
 }
 
 fn files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -786,10 +782,7 @@ fn parses<T: DeserializeOwned + Check>(v: &Value) -> Result<(), String> {
 
 #[test]
 fn corpus_session_meta_values_parse() {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("corpus not found; set ACP_EXT_CORPUS to run this test");
-        return;
-    };
+    let dir = corpus_dir();
     let mut paths = Vec::new();
     files(&dir, &mut paths);
     assert!(!paths.is_empty());

@@ -36,7 +36,6 @@ use serde_json::Value;
 pub use check::{Check, Rule, Violation, check, child};
 pub use stream::{StreamItem, StreamOptions, StreamSummary, validate_stream};
 
-use crate::capabilities::{ClientExtensionCapabilities, ExtensionCapabilities};
 use crate::elicitation::{ElicitationMeta, ElicitationQuestion};
 use crate::mcp_apps::{
     McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
