@@ -18,8 +18,8 @@
 //! use serde_json::json;
 //!
 //! let caps = ExtensionCapabilities::new()
-//!     .usage(VersionOneCapability::new(Version1))
-//!     .rate_limits(RateLimitsCapability::new(Version1).query(True));
+//!     .usage(VersionOneCapability::new())
+//!     .rate_limits(RateLimitsCapability::new().query(True));
 //! assert_eq!(
 //!     serde_json::Value::Object(caps.to_meta(NamespaceSet::Lody)),
 //!     json!({"lody": {"usage": {"version": 1}, "rateLimits": {"version": 1, "query": true}}}),
@@ -45,9 +45,11 @@ use crate::wire::{Map, True, Version1};
 crate::wire_struct! {
     /// `{version: 1}`: the shape of every feature without options.
     pub struct VersionOneCapability {
-        req {
+        lit {
             /// Always the literal `1`; any other version means "not supported".
             version: Version1 = "version",
+        }
+        req {
         }
     }
 }
@@ -56,9 +58,11 @@ crate::wire_struct! {
     /// Client support for Core semantics on standard ACP form elicitation
     /// (`clientCapabilities._meta.<ns>.elicitation`).
     pub struct ElicitationCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
         }
         opt {
             /// The client keeps a selected option and its separately keyed
@@ -101,9 +105,11 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// Agent capability `steering`: sending input into a running turn.
     pub struct SteeringCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
             /// How steering input is delivered.
             transport: SteeringTransport = "transport",
             /// What happens to the running upstream turn.
@@ -131,9 +137,11 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// Agent capability `goal`: a durable session goal.
     pub struct GoalCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
             /// Every action the agent implements, on any transport.
             actions: Vec<GoalAction> = "actions",
         }
@@ -152,9 +160,11 @@ crate::wire_struct! {
     /// Agent capability `subagents`: each flag enables the matching
     /// `_lody/subagents/*` request.
     pub struct SubagentCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
             /// Lifecycle reporting; required and always `true`.
             lifecycle: True = "lifecycle",
         }
@@ -172,9 +182,11 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// Agent capability `tasks`: task metadata on tool calls.
     pub struct TaskCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
         }
         opt {
             /// Background tasks.
@@ -188,9 +200,11 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// Agent capability `rateLimits`: rate-limit updates.
     pub struct RateLimitsCapability {
-        req {
+        lit {
             /// Always the literal `1`.
             version: Version1 = "version",
+        }
+        req {
         }
         opt {
             /// The agent also answers the rate-limit get request.

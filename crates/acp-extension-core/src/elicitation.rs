@@ -227,9 +227,11 @@ crate::wire_struct! {
     /// `noteFor` and `customAnswerFor` exclude each other: a note never
     /// replaces the answer it accompanies.
     pub struct ElicitationMeta {
-        req {
+        lit {
             /// Always the literal `1`; other versions need explicit negotiation.
             version: Version1 = "version",
+        }
+        req {
         }
         opt {
             /// When the request resolves by itself, as Unix epoch seconds.

@@ -40,9 +40,11 @@ crate::wire_struct! {
     /// `_meta.<ns>.mcpApp` on an ACP `tool_call` whose tool declares a UI
     /// resource.
     pub struct McpAppToolCallMeta {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// The MCP server that owns the tool.
             server: String = "server",
             /// The MCP tool that was called.

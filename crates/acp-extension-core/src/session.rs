@@ -82,9 +82,11 @@ crate::wire_struct! {
     /// `_meta.<ns>.activity` on `tool_call` / `tool_call_update`: marks the
     /// call as a context compaction or a retry rather than a real tool.
     pub struct ActivityMeta {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// What the activity is.
             kind: ActivityKind = "kind",
         }
@@ -147,9 +149,11 @@ crate::wire_struct! {
     /// `_meta.<ns>.task` on `tool_call` / `tool_call_update`: the tool call
     /// stands for a subagent, background or scheduled task.
     pub struct TaskMeta {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// The task's id.
             task_id: String = "taskId",
             /// What kind of task it is.
@@ -324,9 +328,11 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// The keys of the `set` action of [`GoalPromptControl`] besides `action`.
     pub struct GoalPromptSet {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// The new objective.
             objective: String = "objective",
         }
@@ -337,9 +343,11 @@ crate::wire_struct! {
     /// The keys of the status-only actions of [`GoalPromptControl`] besides
     /// `action`.
     pub struct GoalPromptStatus {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
         }
     }
 }
@@ -365,22 +373,22 @@ crate::wire_union! {
 impl GoalPromptControl {
     /// A `set` action.
     pub fn set(objective: impl Into<String>) -> Self {
-        Self::Set(GoalPromptSet::new(Version1, objective))
+        Self::Set(GoalPromptSet::new(objective))
     }
 
     /// A `pause` action.
     pub fn pause() -> Self {
-        Self::Pause(GoalPromptStatus::new(Version1))
+        Self::Pause(GoalPromptStatus::new())
     }
 
     /// A `resume` action.
     pub fn resume() -> Self {
-        Self::Resume(GoalPromptStatus::new(Version1))
+        Self::Resume(GoalPromptStatus::new())
     }
 
     /// A `clear` action.
     pub fn clear() -> Self {
-        Self::Clear(GoalPromptStatus::new(Version1))
+        Self::Clear(GoalPromptStatus::new())
     }
 }
 
@@ -829,9 +837,11 @@ crate::wire_struct! {
     /// project a (possibly worktree) `cwd` belongs to. It changes neither
     /// `cwd` nor directory access.
     pub struct WorktreeProject {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// Absolute project root on the agent host.
             origin_project_path: String = "originProjectPath",
         }
@@ -972,9 +982,11 @@ crate::wire_struct! {
     /// config option. (The Codex adapter also rejects an empty `modelId`; the
     /// contract only says "string".)
     pub struct SessionConfig {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// Config option id to value, in wire order.
             config_option_values: ConfigOptionValues = "configOptionValues",
         }
@@ -988,9 +1000,11 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// `_meta.<ns>.forkAtTurn` on `session/fork`: fork the history at a turn.
     pub struct ForkAtTurn {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
         }
         opt {
             /// The turn to fork at (a `_meta.<ns>.turnId` value).
@@ -1025,9 +1039,11 @@ crate::wire_struct! {
     /// are all required here, because an update replaces the previous level
     /// and a missing key would leave it undefined.
     pub struct SessionActivityUpdate {
-        req {
+        lit {
             /// Always `1`.
             version: Version1 = "version",
+        }
+        req {
             /// The session.
             session_id: String = "sessionId",
             /// The activity level.

@@ -245,17 +245,16 @@ fn client_capabilities_of_the_elicitation_fixture() {
 fn builders_produce_the_wire_shape() {
     let caps = ExtensionCapabilities::new()
         .steering(SteeringCapability::new(
-            Version1,
             SteeringTransport::Request,
             UpstreamTurn::Same,
             ConfigPolicy::Active,
         ))
         .goal(
-            GoalCapability::new(Version1, vec![GoalAction::Set, GoalAction::Clear])
+            GoalCapability::new(vec![GoalAction::Set, GoalAction::Clear])
                 .control_actions(vec![GoalAction::Clear]),
         )
-        .subagents(SubagentCapability::new(Version1, True).output(True))
-        .tasks(TaskCapability::new(Version1).scheduled(True));
+        .subagents(SubagentCapability::new(True).output(True))
+        .tasks(TaskCapability::new().scheduled(True));
     assert_eq!(
         serde_json::to_value(&caps).unwrap(),
         json!({
@@ -269,7 +268,7 @@ fn builders_produce_the_wire_shape() {
 
 #[test]
 fn to_meta_writes_one_or_both_namespaces() {
-    let caps = ExtensionCapabilities::new().usage(VersionOneCapability::new(Version1));
+    let caps = ExtensionCapabilities::new().usage(VersionOneCapability::new());
     let section = json!({"usage": {"version": 1}});
     assert_eq!(
         Value::Object(caps.to_meta(NamespaceSet::Lody)),
@@ -298,7 +297,7 @@ fn write_meta_keeps_other_keys() {
             .unwrap()
             .clone();
     ExtensionCapabilities::new()
-        .usage(VersionOneCapability::new(Version1))
+        .usage(VersionOneCapability::new())
         .write_meta(&mut meta, NamespaceSet::Both);
     assert_eq!(
         Value::Object(meta),
@@ -316,7 +315,7 @@ fn apply_to_sdk_agent_capabilities() {
     meta.insert("authStatus".into(), json!({}));
     let mut sdk = AgentCapabilities::new().load_session(true).meta(meta);
     ExtensionCapabilities::new()
-        .subagent_events(VersionOneCapability::new(Version1))
+        .subagent_events(VersionOneCapability::new())
         .apply_to(&mut sdk, NamespaceSet::Lody);
     let wire = serde_json::to_value(&sdk).unwrap();
     assert_eq!(wire["loadSession"], json!(true));
@@ -334,7 +333,7 @@ fn apply_to_sdk_agent_capabilities() {
 fn apply_to_sdk_client_capabilities() {
     let mut sdk = ClientCapabilities::new();
     ClientExtensionCapabilities::new()
-        .elicitation(ElicitationCapability::new(Version1).answer_notes(True))
+        .elicitation(ElicitationCapability::new().answer_notes(True))
         .apply_to(&mut sdk, NamespaceSet::Ua);
     let wire = serde_json::to_value(&sdk).unwrap();
     assert_eq!(

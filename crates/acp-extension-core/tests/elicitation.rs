@@ -241,7 +241,7 @@ fn question_and_option_rejections() {
 
 #[test]
 fn builders_produce_the_wire_shape() {
-    let meta = ElicitationMeta::new(Version1)
+    let meta = ElicitationMeta::new()
         .questions(vec![
             ElicitationQuestion::new(
                 "Which approach?",

@@ -49,7 +49,7 @@ fn tool_call_meta() {
     );
     assert_eq!(McpAppDisplayMode::ALL, ["inline", "fullscreen"]);
 
-    let built = McpAppToolCallMeta::new(Version1, "s", "t", "ui://s/t")
+    let built = McpAppToolCallMeta::new("s", "t", "ui://s/t")
         .preferred_display_mode(McpAppDisplayMode::Inline);
     assert_eq!(
         serde_json::to_string(&built).unwrap(),
@@ -139,7 +139,7 @@ fn load() {
     assert_eq!(r.tool_input["q"], json!(1));
 
     let built = McpAppLoadResponse::new(
-        McpAppToolCallMeta::new(Version1, "charts", "plot", "ui://charts/plot"),
+        McpAppToolCallMeta::new("charts", "plot", "ui://charts/plot"),
         Map::new(),
         None,
     );

@@ -84,7 +84,7 @@ fn activity_round_trips() {
 
 #[test]
 fn activity_builder_writes_the_wire_shape() {
-    let a = ActivityMeta::new(Version1, ActivityKind::ContextCompaction)
+    let a = ActivityMeta::new(ActivityKind::ContextCompaction)
         .automatic(true)
         .duration_ms(num(12.0));
     assert_eq!(
@@ -617,7 +617,6 @@ fn session_config_values_are_strings_or_booleans_in_wire_order() {
     round_trip::<SessionConfig>(json!({"version": 1, "configOptionValues": {}}));
 
     let built = SessionConfig::new(
-        Version1,
         [
             ("mode", ConfigOptionValue::from("plan")),
             ("fast", true.into()),
