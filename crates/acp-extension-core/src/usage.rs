@@ -289,8 +289,9 @@ impl SessionUsageUpdate {
     }
 }
 
-/// The index of the six counters inside [`Row::counters`], in the
-/// contract's order.
+/// How many counters a row has: `inputTokens`, `outputTokens`,
+/// `cacheReadInputTokens`, `cacheCreationInputTokens`,
+/// `reasoningOutputTokens`, `webSearchRequests`, in this order.
 const COUNTERS: usize = 6;
 
 /// A merged or summed usage row: all six counters plus an optional cost.
@@ -577,8 +578,11 @@ impl ModelLedger {
 /// differently). Updates normally concern a model's latest operation, so
 /// that re-fold is one addition; only a correction to an older operation
 /// walks the model's later operations. An update therefore costs
-/// O(models in the update + models of the operation) plus O(all models)
-/// to write the output, which lists every model seen; never O(history).
+/// O(models in the update + models of the operation), with one binary
+/// search per touched model, plus O(all models) to write the output, which
+/// lists every model seen; it does not grow with the history (the bench
+/// `usage` measures the same time per update at 1,000 and 100,000
+/// operations).
 ///
 /// Deviations from the reference, for inputs it only accepts by accident:
 /// counters are `u64` (sums saturate at `u64::MAX` instead of losing
