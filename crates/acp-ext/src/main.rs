@@ -152,7 +152,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report.print_human(&mut out, Style::stdout())?;
             }
-            Ok(if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Usage {
             command:
@@ -166,7 +170,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn runtime() -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
 }
 
 fn open(path: &PathBuf) -> anyhow::Result<Box<dyn Read>> {
