@@ -1,0 +1,7 @@
+//! Library behind the `acp-ext` command-line tool: printing helpers and
+//! the long-running commands (check, tap, probe, serve, demo), so that they
+//! can be driven from tests and from other crates.
+
+#![deny(missing_docs)]
+
+pub mod serve;
