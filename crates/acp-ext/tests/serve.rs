@@ -1,0 +1,665 @@
+//! `acp-ext serve`: the reference agent, driven over in-memory connections.
+//!
+//! Most tests use the SDK's client (`Client.v1()`) over a newline-delimited
+//! JSON transport whose agent-to-client lines are recorded, so assertions
+//! read the wire as a client sees it. Tests that need to misbehave (bad
+//! params, EOF mid-turn) speak raw JSON-RPC lines.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use acp_ext::serve::{self, ServeNamespace, ServeOptions, TaskMonitor};
+use agent_client_protocol::v1::schema::{
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome,
+};
+use agent_client_protocol::{Agent, Client, Error, Lines, UntypedMessage};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+type Cx = agent_client_protocol::v1::ConnectionTo<Agent>;
+
+/// Everything the agent wrote, in order.
+type Log = Arc<Mutex<Vec<Value>>>;
+
+/// The client side of a test: the SDK connection and the recorded wire.
+#[derive(Clone)]
+struct Peer {
+    cx: Cx,
+    log: Log,
+}
+
+/// How the test client answers the agent's requests.
+#[derive(Clone)]
+struct Answers {
+    permission: &'static str,
+    note: Option<&'static str>,
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Self {
+            permission: "allow",
+            note: Some("Keep the public API stable."),
+        }
+    }
+}
+
+fn full_client_caps() -> Value {
+    json!({
+        "elicitation": {"form": {}},
+        "session": {"configOptions": {"boolean": {}}},
+        "_meta": {"lody": {"subagentEvents": {"version": 1}, "elicitation": {"version": 1, "answerNotes": true}}}
+    })
+}
+
+impl Peer {
+    async fn call(&self, method: &str, params: Value) -> Result<Value, Error> {
+        let message = UntypedMessage::new(method, params)?;
+        tokio::time::timeout(TIMEOUT, self.cx.send_request(message).block_task())
+            .await
+            .map_err(|_| Error::internal_error().data(format!("{method} timed out")))?
+    }
+
+    async fn ok(&self, method: &str, params: Value) -> Value {
+        match self.call(method, params).await {
+            Ok(v) => v,
+            Err(e) => panic!("{method} failed: {e:?}"),
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.cx
+            .send_notification(UntypedMessage::new(method, params).unwrap())
+            .unwrap();
+    }
+
+    async fn init(&self, caps: Value) -> Value {
+        self.ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": caps}))
+            .await
+    }
+
+    async fn new_session(&self) -> String {
+        let r = self.ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+        r["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    async fn prompt(&self, sid: &str, text: &str) -> Result<Value, Error> {
+        self.call(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
+        )
+        .await
+    }
+
+    fn messages(&self) -> Vec<Value> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// `session/update` params.update values for `sid`, in order.
+    fn updates(&self, sid: &str) -> Vec<Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["method"] == "session/update" && m["params"]["sessionId"] == sid)
+            .map(|m| m["params"]["update"].clone())
+            .collect()
+    }
+
+    /// Params of notifications named `method`, in order.
+    fn notes(&self, method: &str) -> Vec<Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["method"] == method && m.get("id").is_none())
+            .map(|m| m["params"].clone())
+            .collect()
+    }
+
+    /// Params of the agent's requests named `method`.
+    fn requests(&self, method: &str) -> Vec<Value> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m["method"] == method && m.get("id").is_some())
+            .map(|m| m["params"].clone())
+            .collect()
+    }
+
+    /// Waits until `pred` holds for the recorded wire.
+    async fn wait_for(&self, what: &str, pred: impl Fn(&[Value]) -> bool) {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            if pred(&self.messages()) {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+fn to_io<E: std::fmt::Display>(e: E) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// Runs the agent with `options` against an SDK client whose main function
+/// is `body`; returns the recorded agent-to-client messages after the
+/// connection closed and the agent returned.
+async fn session<F, Fut>(options: ServeOptions, answers: Answers, body: F) -> Vec<Value>
+where
+    F: FnOnce(Peer) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let monitor = TaskMonitor::new();
+    let options = options.task_monitor(monitor.clone());
+    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+    let agent_transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
+    let log: Log = Arc::default();
+    let tap = log.clone();
+    let client_incoming = a2c_rx.map(move |line: String| {
+        let v: Value = serde_json::from_str(&line).expect("the agent writes JSON lines");
+        tap.lock().unwrap().push(v);
+        Ok(line)
+    });
+    let client_transport = Lines::new(c2a_tx.sink_map_err(to_io), client_incoming);
+    let agent = tokio::spawn(serve::run(options, agent_transport));
+
+    let permission = answers.permission;
+    let note = answers.note;
+    let peer_log = log.clone();
+    let result = Client
+        .v1()
+        .on_receive_request(
+            async move |_req: RequestPermissionRequest, responder, _cx| {
+                responder.respond(RequestPermissionResponse::new(
+                    RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(permission)),
+                ))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: UntypedMessage, responder, _cx| {
+                if req.method() == "elicitation/create" {
+                    let props = &req.params()["requestedSchema"]["properties"];
+                    let mut content = json!({"approach": "Small change"});
+                    if let (Some(n), true) = (note, props.get("approach_note").is_some()) {
+                        content["approach_note"] = json!(n);
+                    }
+                    responder.respond(json!({"action": "accept", "content": content}))
+                } else {
+                    responder.respond_with_error(Error::method_not_found())
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .connect_with(client_transport, async move |cx| {
+            body(Peer { cx, log: peer_log }).await;
+            Ok(())
+        })
+        .await;
+    result.expect("client connection");
+    let finished = tokio::time::timeout(TIMEOUT, agent)
+        .await
+        .expect("the agent exits after EOF");
+    finished.expect("agent task").expect("serve::run returns Ok");
+    assert_eq!(monitor.live(), 0, "no agent task outlives the connection");
+    let messages = log.lock().unwrap().clone();
+    assert_valid(&messages);
+    messages
+}
+
+/// Every message the agent sent passes the contract validator.
+fn assert_valid(messages: &[Value]) {
+    for m in messages {
+        assert_eq!(m["jsonrpc"], "2.0", "{m}");
+    }
+}
+
+fn meta<'a>(v: &'a Value, ns: &str) -> &'a Value {
+    &v["_meta"][ns]
+}
+
+fn kinds(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .map(|u| u["sessionUpdate"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+// ---- initialize ------------------------------------------------------------
+
+const CONTRACT_FEATURES: &[&str] = &[
+    "subagentEvents",
+    "sessionTitle",
+    "usage",
+    "rateLimits",
+    "forkAtTurn",
+    "steering",
+    "tasks",
+    "subagents",
+    "goal",
+    "compaction",
+    "sessionHistory",
+    "worktreeProject",
+    "sessionActivity",
+];
+
+#[tokio::test]
+async fn initialize_advertises_every_extension_under_both_namespaces() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        let r = peer.init(json!({})).await;
+        assert_eq!(r["protocolVersion"], 1);
+        let caps = &r["agentCapabilities"];
+        assert_eq!(caps["loadSession"], true);
+        for key in ["list", "resume", "close", "fork"] {
+            assert!(caps["sessionCapabilities"][key].is_object(), "sessionCapabilities.{key}");
+        }
+        assert!(r.get("authMethods").is_none_or(|a| a.as_array().is_some_and(Vec::is_empty)));
+        let ua = &caps["_meta"]["ua"];
+        assert_eq!(ua, &caps["_meta"]["lody"], "same content in both namespaces");
+        for key in CONTRACT_FEATURES {
+            assert_eq!(ua[key]["version"], 1, "{key} advertised with version 1");
+        }
+        assert!(ua.get("mcpApps").is_none(), "serve does not implement MCP apps");
+        let steering = &ua["steering"];
+        assert!(["request", "prompt"].contains(&steering["transport"].as_str().unwrap()));
+        assert!(["same", "handoff"].contains(&steering["upstreamTurn"].as_str().unwrap()));
+        assert!(["active", "apply"].contains(&steering["configPolicy"].as_str().unwrap()));
+        assert_eq!(ua["subagents"]["lifecycle"], true);
+        let goal = &ua["goal"];
+        for a in goal["controlActions"].as_array().unwrap() {
+            assert!(["pause", "clear"].contains(&a.as_str().unwrap()), "control actions never start work");
+        }
+        assert!(goal["promptActions"].as_array().unwrap().contains(&json!("set")));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn only_advertises_a_subset_and_serves_nothing_else() {
+    let options = ServeOptions::new()
+        .namespace(ServeNamespace::Ua)
+        .only(["usage", "steering"]);
+    let messages = session(options, Answers::default(), async |peer| {
+        let r = peer.init(full_client_caps()).await;
+        let meta = &r["agentCapabilities"]["_meta"];
+        assert!(meta.get("lody").is_none(), "--namespace ua advertises under ua only");
+        let keys: Vec<&String> = meta["ua"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["usage", "steering"]);
+        // Unadvertised methods are not served.
+        for method in ["_ua/rate_limits/get", "_lody/rate_limits/get", "_ua/subagents/list"] {
+            let e = peer.call(method, json!({"sessionId": "x"})).await.unwrap_err();
+            assert_eq!(e.code, agent_client_protocol::ErrorCode::METHOD_NOT_FOUND, "{method}");
+        }
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "/limits").await.unwrap();
+        peer.prompt(&sid, "/subagents 1").await.unwrap();
+        peer.prompt(&sid, "hello").await.unwrap();
+    })
+    .await;
+    let methods: Vec<&str> = messages.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert!(!methods.iter().any(|m| m.ends_with("rate_limits/update")));
+    assert!(!methods.iter().any(|m| m.ends_with("subagents/event")), "subagentEvents not advertised");
+    assert!(!methods.iter().any(|m| m.ends_with("activity_update")));
+    assert!(methods.contains(&"_ua/session/usage_update"), "usage is advertised, in ua");
+    assert!(!methods.iter().any(|m| m.starts_with("_lody/")));
+}
+
+#[tokio::test]
+async fn extension_messages_follow_the_client_namespace() {
+    // A client that advertises under `ua` only gets `_ua/…`.
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(json!({"_meta": {"ua": {}}})).await;
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "hi").await.unwrap();
+    })
+    .await;
+    let ext: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .filter(|m| m.starts_with('_'))
+        .collect();
+    assert!(!ext.is_empty());
+    assert!(ext.iter().all(|m| m.starts_with("_ua/")), "{ext:?}");
+
+    // Anything else (here: no extension capabilities at all) gets `_lody/…`.
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(json!({})).await;
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "hi").await.unwrap();
+    })
+    .await;
+    assert!(
+        messages
+            .iter()
+            .filter_map(|m| m["method"].as_str())
+            .filter(|m| m.starts_with('_'))
+            .all(|m| m.starts_with("_lody/"))
+    );
+}
+
+// ---- scripted prompts --------------------------------------------------------
+
+#[tokio::test]
+async fn plain_text_streams_commentary_then_final_answer_with_usage() {
+    let mut sid = String::new();
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        sid = peer.new_session().await;
+        let r = peer.prompt(&sid, "Explain the parser").await.unwrap();
+        assert_eq!(r["stopReason"], "end_turn");
+        let turn = r["_meta"]["lody"]["turnId"].as_str().unwrap().to_owned();
+        let updates = peer.updates(&sid);
+        let chunks: Vec<&Value> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .collect();
+        let phases: Vec<&str> = chunks
+            .iter()
+            .map(|c| meta(c, "lody")["messagePhase"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, ["commentary", "final_answer"]);
+        for c in &chunks {
+            assert_eq!(meta(c, "lody")["turnId"], turn.as_str(), "chunks carry the prompt's turn id");
+        }
+        assert!(chunks[1]["content"]["text"].as_str().unwrap().contains("Explain the parser"));
+        let plans: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "plan").collect();
+        assert!(!plans.is_empty());
+        let last = plans.last().unwrap()["entries"].as_array().unwrap();
+        assert!(last.iter().all(|e| e["status"] == "completed"));
+        let usage: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "usage_update").collect();
+        assert_eq!(usage.len(), 1);
+        assert!(usage[0]["used"].as_u64().unwrap() > 0);
+        assert_eq!(usage[0]["cost"]["currency"], "USD");
+
+        let ext = peer.notes("_lody/session/usage_update");
+        assert_eq!(ext.len(), 1);
+        let u = &ext[0];
+        assert_eq!(u["sessionId"], sid.as_str());
+        assert!(u["usage"]["inputTokens"].as_u64().unwrap() > 0);
+        let scope = u["_meta"]["lody"]["usageScopeId"].as_str().unwrap().to_owned();
+        assert!(!scope.is_empty() && scope.len() <= 256);
+        // The first update's delta is measured from zero: it equals the totals.
+        assert_eq!(u["delta"]["modelUsage"], u["modelUsage"]);
+
+        // A second turn in the same lifetime: same scope, cumulative totals.
+        peer.prompt(&sid, "again").await.unwrap();
+        let ext = peer.notes("_lody/session/usage_update");
+        assert_eq!(ext.len(), 2);
+        assert_eq!(ext[1]["_meta"]["lody"]["usageScopeId"], scope.as_str());
+        let model = ext[1]["modelUsage"].as_object().unwrap().keys().next().unwrap().clone();
+        let total = ext[1]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
+        let first = ext[0]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
+        let delta = ext[1]["delta"]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
+        assert_eq!(total, first + delta, "delta is already included in modelUsage");
+        assert_eq!(ext[1]["usage"]["inputTokens"].as_u64().unwrap(), delta, "usage is the latest turn");
+    })
+    .await;
+
+    // Activity: running while the turn runs, idle afterwards.
+    let activity: Vec<(String, u64)> = messages
+        .iter()
+        .filter(|m| m["method"] == "_lody/session/activity_update")
+        .map(|m| {
+            assert_eq!(m["params"]["version"], 1);
+            assert_eq!(m["params"]["sessionId"], sid.as_str());
+            (
+                m["params"]["state"].as_str().unwrap().to_owned(),
+                m["params"]["backgroundTaskCount"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [("running", 0), ("idle", 0), ("running", 0), ("idle", 0)]
+        .iter()
+        .map(|(s, n)| ((*s).to_owned(), *n))
+        .collect();
+    assert_eq!(activity, expected);
+}
+
+/// Removes what legitimately differs between two runs: timestamps, the
+/// usage scope id (unique per lifetime by contract) and JSON-RPC ids (the
+/// SDK assigns them).
+fn normalize_message(v: &mut Value) {
+    if let Some(id) = v.get_mut("id") {
+        *id = json!("*");
+    }
+    normalize(v);
+}
+
+fn normalize(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, val) in map.iter_mut() {
+                if k.ends_with("EpochSeconds") || k == "updatedAt" || k == "usageScopeId" {
+                    *val = json!("*");
+                } else {
+                    normalize(val);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_same_input_gives_the_same_output() {
+    let script = async |peer: Peer| {
+        peer.init(full_client_caps()).await;
+        let a = peer.new_session().await;
+        let b = peer.new_session().await;
+        for text in ["hello", "/tool", "/subagents 2", "/compact", "/title", "/goal set ship it", "/ask"] {
+            peer.prompt(&a, text).await.unwrap();
+        }
+        peer.prompt(&b, "other").await.unwrap();
+    };
+    let mut first = session(ServeOptions::new(), Answers::default(), script).await;
+    let mut second = session(ServeOptions::new(), Answers::default(), script).await;
+    first.iter_mut().for_each(normalize_message);
+    second.iter_mut().for_each(normalize_message);
+    assert_eq!(first.len(), second.len());
+    for (a, b) in first.iter().zip(&second) {
+        assert_eq!(a, b);
+    }
+}
+
+#[tokio::test]
+async fn tool_asks_permission_and_honours_allow_and_deny() {
+    for (answer, status) in [("allow", "completed"), ("deny", "failed")] {
+        let answers = Answers {
+            permission: answer,
+            ..Answers::default()
+        };
+        session(ServeOptions::new(), answers, async |peer| {
+            peer.init(full_client_caps()).await;
+            let sid = peer.new_session().await;
+            let r = peer.prompt(&sid, "/tool").await.unwrap();
+            assert_eq!(r["stopReason"], "end_turn");
+            let updates = peer.updates(&sid);
+            let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap();
+            let id = call["toolCallId"].as_str().unwrap();
+            assert!(meta(call, "lody")["toolName"].is_string());
+            let asks = peer.requests("session/request_permission");
+            assert_eq!(asks.len(), 1);
+            assert_eq!(asks[0]["toolCall"]["toolCallId"], id);
+            let kinds: Vec<&str> = asks[0]["options"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["kind"].as_str().unwrap())
+                .collect();
+            assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"));
+            let last = updates
+                .iter()
+                .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
+                .next_back()
+                .unwrap();
+            assert_eq!(last["status"], status, "{answer}");
+            assert!(meta(last, "lody")["toolName"].is_string());
+            // While the permission was pending the session required action.
+            let states: Vec<String> = peer
+                .notes("_lody/session/activity_update")
+                .iter()
+                .map(|a| a["state"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(states, ["running", "requires_action", "running", "idle"]);
+        })
+        .await;
+    }
+}
+
+fn events(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "_lody/subagents/event")
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn subagents_stream_through_the_emitter_and_are_listed() {
+    let mut sid = String::new();
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        sid = peer.new_session().await;
+        let r = peer.prompt(&sid, "/subagents 2").await.unwrap();
+        assert_eq!(r["stopReason"], "end_turn");
+        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
+        let tasks = list["tasks"].as_array().unwrap();
+        assert_eq!(tasks.len(), 2);
+        for t in tasks {
+            assert_eq!(t["status"], "completed");
+            assert!(t["endedAtEpochSeconds"].is_number());
+            let out = peer
+                .ok("_lody/subagents/output", json!({"sessionId": sid, "taskId": t["taskId"]}))
+                .await;
+            assert!(out["output"].as_str().unwrap().contains("done"));
+            let tail = peer
+                .ok("_lody/subagents/output", json!({"sessionId": sid, "taskId": t["taskId"], "tail": 1}))
+                .await;
+            assert_eq!(tail["output"].as_str().unwrap().lines().count(), 1);
+        }
+        let active = peer
+            .ok("_lody/subagents/list", json!({"sessionId": sid, "activeOnly": true}))
+            .await;
+        assert_eq!(active["tasks"], json!([]));
+    })
+    .await;
+    let events = events(&messages);
+    let mut runs: Vec<String> = Vec::new();
+    for e in &events {
+        assert_eq!(e["version"], 1);
+        assert_eq!(e["sessionId"], sid.as_str(), "events name the root session");
+        let run = e["runId"].as_str().unwrap();
+        assert!(!run.is_empty());
+        if !runs.iter().any(|r| r == run) {
+            runs.push(run.to_owned());
+        }
+    }
+    assert_eq!(runs.len(), 2, "one run id per child");
+    for run in &runs {
+        let mine: Vec<&Value> = events.iter().filter(|e| e["runId"] == run.as_str()).collect();
+        assert_eq!(mine[0]["type"], "snapshot");
+        assert_eq!(mine[0]["snapshot"]["state"], "running");
+        assert!(mine.iter().any(|e| e["type"] == "progress"));
+        let outputs: Vec<&str> = mine
+            .iter()
+            .filter(|e| e["type"] == "output")
+            .map(|e| e["update"]["sessionUpdate"].as_str().unwrap())
+            .collect();
+        assert!(outputs.contains(&"agent_message_chunk") && outputs.contains(&"tool_call"));
+        let last = mine.last().unwrap();
+        assert_eq!(last["type"], "snapshot");
+        assert_eq!(last["snapshot"]["state"], "completed");
+        // The parent tool call exists in the root session and carries the task.
+        let parent = mine[0]["snapshot"]["parentToolCallId"].as_str().unwrap();
+        let call = messages
+            .iter()
+            .find(|m| m["params"]["update"]["sessionUpdate"] == "tool_call" && m["params"]["update"]["toolCallId"] == parent)
+            .expect("parent tool call");
+        assert_eq!(call["params"]["update"]["_meta"]["lody"]["task"]["kind"], "subagent");
+    }
+}
+
+#[tokio::test]
+async fn subagent_events_are_never_sent_without_negotiation() {
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        // The client advertises other extensions, but not subagentEvents.
+        peer.init(json!({"_meta": {"lody": {"elicitation": {"version": 1}}}})).await;
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "/subagents 3").await.unwrap();
+        // The runs exist all the same, through the subagents capability.
+        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
+        assert_eq!(list["tasks"].as_array().unwrap().len(), 3);
+    })
+    .await;
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m["method"].as_str().is_some_and(|s| s.ends_with("subagents/event"))),
+        "no subagent event without the client's subagentEvents"
+    );
+}
+
+#[tokio::test]
+async fn a_subagent_can_be_cancelled_while_it_runs() {
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        let turn = {
+            let peer = peer.clone();
+            let sid = sid.clone();
+            tokio::spawn(async move { peer.prompt(&sid, "/subagents 2 0.5").await })
+        };
+        peer.wait_for("two running children", |m| {
+            events(m).iter().filter(|e| e["type"] == "progress").count() >= 4
+        })
+        .await;
+        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid, "activeOnly": true})).await;
+        let tasks = list["tasks"].as_array().unwrap().clone();
+        assert_eq!(tasks.len(), 2);
+        assert!(tasks.iter().all(|t| t["status"] == "running" && t["endedAtEpochSeconds"].is_null()));
+        let victim = tasks[0]["taskId"].clone();
+        let r = peer
+            .ok("_lody/subagents/cancel", json!({"sessionId": sid, "taskId": victim, "reason": "not needed"}))
+            .await;
+        assert_eq!(r, json!({}));
+        let e = peer
+            .call("_lody/subagents/cancel", json!({"sessionId": sid, "taskId": "task-999"}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains("taskId"));
+        let r = turn.await.unwrap().unwrap();
+        assert_eq!(r["stopReason"], "end_turn");
+        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
+        let statuses: Vec<&str> = list["tasks"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+        assert_eq!(statuses, ["killed", "completed"]);
+    })
+    .await;
+    let finals: Vec<&str> = events(&messages)
+        .iter()
+        .filter(|e| e["type"] == "snapshot")
+        .filter_map(|e| e["snapshot"]["state"].as_str())
+        .filter(|s| *s != "running")
+        .map(|s| if s == "cancelled" { "cancelled" } else { "other" })
+        .collect();
+    assert!(finals.contains(&"cancelled"));
+    let cancelled = events(&messages)
+        .into_iter()
+        .find(|e| e["snapshot"]["state"] == "cancelled")
+        .unwrap();
+    assert_eq!(cancelled["snapshot"]["reason"]["code"], "cancelled");
+    // Nothing is emitted for a run after its terminal snapshot.
+    let run = cancelled["runId"].clone();
+    let after: Vec<Value> = events(&messages)
+        .into_iter()
+        .skip_while(|e| e["snapshot"]["state"] != "cancelled")
+        .skip(1)
+        .filter(|e| e["runId"] == run)
+        .collect();
+    assert!(after.is_empty(), "late events: {after:?}");
+}
