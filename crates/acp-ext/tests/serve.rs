@@ -1018,3 +1018,412 @@ async fn fail_sends_an_error_notice_and_fails_the_turn() {
     })
     .await;
 }
+
+// ---- protocol robustness ---------------------------------------------------------
+
+#[tokio::test]
+async fn bad_params_get_invalid_params_naming_the_field() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let cases = [
+            ("session/new", json!({"mcpServers": []}), "cwd"),
+            ("session/new", json!({"cwd": "relative/dir", "mcpServers": []}), "cwd"),
+            ("session/prompt", json!({"sessionId": "sess-1"}), "prompt"),
+            ("session/prompt", json!({"sessionId": "sess-1", "prompt": "text"}), "prompt"),
+            ("session/load", json!({"cwd": "/tmp", "mcpServers": []}), "sessionId"),
+            ("_lody/session/steer", json!({"sessionId": "sess-1", "prompt": []}), "steerId"),
+            ("_lody/subagents/output", json!({"sessionId": "sess-1", "taskId": 5}), "taskId"),
+            ("session/set_config_option", json!({"sessionId": "sess-1", "configId": "nope", "value": true}), "configId"),
+        ];
+        peer.new_session().await;
+        for (method, params, field) in cases {
+            let e = peer.call(method, params.clone()).await.unwrap_err();
+            assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS, "{method} {params}");
+            assert!(e.message.contains(field), "{method}: {:?} should name {field}", e.message);
+        }
+        // The connection is still up and serving.
+        let sid = peer.new_session().await;
+        assert_eq!(peer.prompt(&sid, "ok").await.unwrap()["stopReason"], "end_turn");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unknown_methods_are_method_not_found() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        for method in ["_x/anything", "_lody/no/such/method", "_ua/session/nope", "session/unknown"] {
+            let e = peer.call(method, json!({})).await.unwrap_err();
+            assert_eq!(e.code, agent_client_protocol::ErrorCode::METHOD_NOT_FOUND, "{method}");
+        }
+        // Unknown notifications are ignored.
+        peer.notify("_x/notify", json!({"a": 1}));
+        peer.notify("session/cancel", json!({"sessionId": "no-such-session"}));
+        let sid = peer.new_session().await;
+        assert_eq!(peer.prompt(&sid, "ok").await.unwrap()["stopReason"], "end_turn");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unknown_sessions_are_resource_not_found() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        for (method, params) in [
+            ("session/prompt", json!({"sessionId": "ghost", "prompt": [{"type": "text", "text": "x"}]})),
+            ("session/load", json!({"sessionId": "ghost", "cwd": "/tmp", "mcpServers": []})),
+            ("session/close", json!({"sessionId": "ghost"})),
+            ("_lody/subagents/list", json!({"sessionId": "ghost"})),
+        ] {
+            let e = peer.call(method, params).await.unwrap_err();
+            assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND, "{method}");
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_second_prompt_in_flight_is_refused() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        let other = peer.new_session().await;
+        let slow = {
+            let peer = peer.clone();
+            let sid = sid.clone();
+            tokio::spawn(async move { peer.prompt(&sid, "/slow 0.3").await })
+        };
+        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        let e = peer.prompt(&sid, "me too").await.unwrap_err();
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_REQUEST);
+        assert!(e.message.contains("in flight"), "{}", e.message);
+        // Another session is independent.
+        assert_eq!(peer.prompt(&other, "meanwhile").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "end_turn");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn two_hundred_sessions_share_one_connection() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let mut ids = Vec::new();
+        for _ in 0..200 {
+            ids.push(peer.new_session().await);
+        }
+        let prompts = ids.iter().enumerate().map(|(i, sid)| {
+            let peer = peer.clone();
+            let sid = sid.clone();
+            async move {
+                let text = if i % 10 == 0 { format!("/slow 0.05 {i}") } else { format!("message {i}") };
+                let r = peer.prompt(&sid, &text).await.unwrap();
+                (sid, text, r)
+            }
+        });
+        let results = futures::future::join_all(prompts).await;
+        let mut finals: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for m in peer.messages() {
+            let u = &m["params"]["update"];
+            if m["method"] == "session/update" && u["_meta"]["lody"]["messagePhase"] == "final_answer" {
+                finals
+                    .entry(m["params"]["sessionId"].as_str().unwrap().to_owned())
+                    .or_default()
+                    .push(u["content"]["text"].as_str().unwrap().to_owned());
+            }
+        }
+        let mut turn_ids = std::collections::HashSet::new();
+        for (sid, text, r) in &results {
+            assert_eq!(r["stopReason"], "end_turn");
+            assert!(turn_ids.insert(r["_meta"]["lody"]["turnId"].as_str().unwrap().to_owned()));
+            let finals = &finals[sid];
+            assert_eq!(finals.len(), 1, "{sid}");
+            if !text.starts_with('/') {
+                assert_eq!(finals[0], format!("You said: {text}"), "{sid} got only its own answer");
+            }
+        }
+        let list = peer.ok("session/list", json!({})).await;
+        assert_eq!(list["sessions"].as_array().unwrap().len(), 200);
+    })
+    .await;
+}
+
+// ---- session lifecycle ---------------------------------------------------------------
+
+#[tokio::test]
+async fn load_replays_resume_does_not_and_close_ends_the_lifetime() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "first").await.unwrap();
+        let scope1 = peer.notes("_lody/session/usage_update")[0]["_meta"]["lody"]["usageScopeId"].clone();
+        let before = peer.updates(&sid).len();
+        peer.ok("session/resume", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        assert_eq!(peer.updates(&sid).len(), before, "resume replays nothing");
+        peer.ok("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        let replayed: Vec<Value> = peer.updates(&sid).split_off(before);
+        assert_eq!(kinds(&replayed), ["user_message_chunk", "agent_message_chunk"]);
+        assert_eq!(replayed[0]["content"]["text"], "first");
+
+        assert_eq!(peer.ok("session/close", json!({"sessionId": sid})).await, json!({}));
+        let e = peer.prompt(&sid, "closed?").await.unwrap_err();
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND);
+        // Loading reopens it with a new accounting lifetime and a new scope.
+        peer.ok("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        peer.prompt(&sid, "second").await.unwrap();
+        let usage = peer.notes("_lody/session/usage_update");
+        let last = usage.last().unwrap();
+        assert_ne!(last["_meta"]["lody"]["usageScopeId"], scope1);
+        assert_eq!(last["delta"]["modelUsage"], last["modelUsage"], "totals restart from zero");
+        let list = peer.ok("session/list", json!({"cwd": "/tmp"})).await;
+        assert_eq!(list["sessions"][0]["sessionId"], sid.as_str());
+        assert!(list["sessions"][0]["updatedAt"].as_str().unwrap().ends_with('Z'));
+        let list = peer.ok("session/list", json!({"cwd": "/elsewhere"})).await;
+        assert_eq!(list["sessions"], json!([]));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn close_cancels_the_running_turn() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        let slow = {
+            let peer = peer.clone();
+            let sid = sid.clone();
+            tokio::spawn(async move { peer.prompt(&sid, "/slow 30").await })
+        };
+        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        peer.ok("session/close", json!({"sessionId": sid})).await;
+        assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "cancelled");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn fork_copies_history_up_to_the_requested_turn() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        let t1 = peer.prompt(&sid, "one").await.unwrap()["_meta"]["lody"]["turnId"].clone();
+        peer.prompt(&sid, "two").await.unwrap();
+        let fork = peer
+            .ok(
+                "session/fork",
+                json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": [], "_meta": {"lody": {"forkAtTurn": {"version": 1, "turnId": t1}}}}),
+            )
+            .await;
+        let child = fork["sessionId"].as_str().unwrap().to_owned();
+        assert_ne!(child, sid);
+        peer.ok("session/load", json!({"sessionId": child, "cwd": "/tmp", "mcpServers": []})).await;
+        let texts: Vec<String> = peer
+            .updates(&child)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "user_message_chunk")
+            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(texts, ["one"]);
+        let e = peer
+            .call(
+                "session/fork",
+                json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": [], "_meta": {"lody": {"forkAtTurn": {"version": 1, "turnId": "turn-999"}}}}),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert!(e.message.contains("forkAtTurn"));
+        // The fork is a live session of its own.
+        assert_eq!(peer.prompt(&child, "three").await.unwrap()["stopReason"], "end_turn");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn worktree_project_and_session_config_are_honoured() {
+    let dir = std::env::temp_dir();
+    let root = dir.to_str().unwrap().to_owned();
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let r = peer
+            .ok(
+                "session/new",
+                json!({
+                    "cwd": "/tmp", "mcpServers": [],
+                    "_meta": {"lody": {
+                        "worktreeProject": {"version": 1, "originProjectPath": root},
+                        "sessionConfig": {"version": 1, "configOptionValues": {"plan_mode": true}}
+                    }}
+                }),
+            )
+            .await;
+        assert_eq!(r["_meta"]["lody"]["worktreeProject"]["originProjectPath"], root.as_str());
+        let plan = r["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "plan_mode").unwrap();
+        assert_eq!(plan["type"], "boolean");
+        assert_eq!(plan["currentValue"], true);
+        let sid = r["sessionId"].as_str().unwrap().to_owned();
+        let answer = |peer: &Peer| {
+            peer.updates(&sid)
+                .iter()
+                .filter(|u| u["_meta"]["lody"]["messagePhase"] == "final_answer")
+                .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+                .next_back()
+                .unwrap()
+        };
+        peer.prompt(&sid, "change things").await.unwrap();
+        assert!(answer(&peer).contains("Plan mode"));
+        let r = peer
+            .ok("session/set_config_option", json!({"sessionId": sid, "configId": "plan_mode", "type": "boolean", "value": false}))
+            .await;
+        assert_eq!(r["configOptions"][0]["currentValue"], false);
+        peer.prompt(&sid, "change things").await.unwrap();
+        assert!(!answer(&peer).contains("Plan mode"));
+
+        // Load keeps the existing project assignment.
+        let r = peer
+            .ok(
+                "session/load",
+                json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": [],
+                       "_meta": {"lody": {"worktreeProject": {"version": 1, "originProjectPath": "/"}}}}),
+            )
+            .await;
+        assert_eq!(r["_meta"]["lody"]["worktreeProject"]["originProjectPath"], root.as_str());
+
+        // An unresolvable project root is an error, not a silent success.
+        for bad in ["/definitely/not/a/real/dir", "relative/path"] {
+            let e = peer
+                .call(
+                    "session/new",
+                    json!({"cwd": "/tmp", "mcpServers": [],
+                           "_meta": {"lody": {"worktreeProject": {"version": 1, "originProjectPath": bad}}}}),
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+            assert!(e.message.contains("worktreeProject"), "{}", e.message);
+        }
+        let e = peer
+            .call(
+                "session/new",
+                json!({"cwd": "/tmp", "mcpServers": [],
+                       "_meta": {"lody": {"sessionConfig": {"version": 1, "configOptionValues": {"plan_mode": "yes"}}}}}),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.message.contains("plan_mode"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn history_read_replays_the_transcript() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        peer.prompt(&sid, "remember me").await.unwrap();
+        let before = peer.updates(&sid).len();
+        assert_eq!(peer.ok("_lody/session/history/read", json!({"sessionId": sid})).await, json!({}));
+        let replayed = peer.updates(&sid).split_off(before);
+        assert_eq!(replayed[0]["content"]["text"], "remember me");
+        // Replay contributes nothing to usage.
+        assert_eq!(peer.notes("_lody/session/usage_update").len(), 1);
+    })
+    .await;
+}
+
+// ---- EOF ---------------------------------------------------------------------------
+
+/// A raw JSON-lines peer: the test writes requests and reads every line.
+struct Raw {
+    tx: Option<mpsc::UnboundedSender<String>>,
+    rx: mpsc::UnboundedReceiver<String>,
+    seen: Vec<Value>,
+}
+
+impl Raw {
+    fn send(&self, v: Value) {
+        self.tx.as_ref().unwrap().unbounded_send(v.to_string()).unwrap();
+    }
+
+    /// Reads until a line matches `pred`.
+    async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = tokio::time::timeout(TIMEOUT, self.rx.next())
+                .await
+                .expect("the agent answers in time")
+                .expect("the agent's output is open");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            self.seen.push(v.clone());
+            if pred(&v) {
+                return v;
+            }
+        }
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until(|v| v["id"] == id && v.get("method").is_none()).await
+    }
+}
+
+#[tokio::test]
+async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
+    let monitor = TaskMonitor::new();
+    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+    let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
+    let agent = tokio::spawn(serve::run(ServeOptions::new().task_monitor(monitor.clone()), transport));
+    let mut raw = Raw {
+        tx: Some(c2a_tx),
+        rx: a2c_rx,
+        seen: Vec::new(),
+    };
+    raw.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}))
+        .await;
+    let sid = raw
+        .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+        .await["result"]["sessionId"]
+        .clone();
+    raw.request(3, "session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "/background 30"}]}))
+        .await;
+    raw.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 2 30"}]}}));
+    raw.until(|v| v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working")
+        .await;
+    raw.until(|v| v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working")
+        .await;
+    assert!(monitor.live() >= 2, "a turn and a background task are running");
+
+    // EOF: the client stops writing but keeps reading.
+    raw.tx = None;
+    let mut rest = Vec::new();
+    while let Ok(Some(line)) = tokio::time::timeout(TIMEOUT, raw.rx.next()).await {
+        rest.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    let result = tokio::time::timeout(TIMEOUT, agent).await.expect("the agent exits").unwrap();
+    assert!(result.is_ok(), "serve::run returns Ok on EOF: {result:?}");
+    assert_eq!(monitor.live(), 0, "no task left running");
+
+    let disconnected: Vec<&Value> = rest
+        .iter()
+        .filter(|v| v["method"] == "_lody/subagents/event" && v["params"]["snapshot"]["reason"]["code"] == "disconnected")
+        .collect();
+    assert_eq!(disconnected.len(), 2, "each live run is marked disconnected");
+    for e in &disconnected {
+        assert_eq!(e["params"]["snapshot"]["state"], "unknown");
+        assert_eq!(e["params"]["snapshot"]["outputIncomplete"], true);
+    }
+    let response = rest.iter().find(|v| v["id"] == 4).expect("the prompt is answered");
+    assert_eq!(response["result"]["stopReason"], "cancelled");
+    // Nothing about the runs after they were marked disconnected.
+    let first_disconnect = rest.iter().position(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected").unwrap();
+    assert!(
+        rest[first_disconnect + 2..]
+            .iter()
+            .all(|v| v["method"] != "_lody/subagents/event"),
+        "no late events after disconnect"
+    );
+    let mut all = raw.seen.clone();
+    all.extend(rest);
+    assert_valid(&all);
+}

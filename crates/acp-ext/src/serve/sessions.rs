@@ -12,9 +12,9 @@ use agent_client_protocol::v1::schema::{
     ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, Meta, NewSessionRequest,
     NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionConfigOption, SessionConfigOptionValue,
+    SessionCloseCapabilities, SessionConfigOption,
     SessionForkCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SessionUpdate, SetSessionConfigOptionResponse,
 };
 use serde_json::{Value, json};
 
@@ -485,18 +485,26 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Val
     Ok(json!({}))
 }
 
-/// `session/set_config_option`: only `plan_mode` (boolean).
+/// `session/set_config_option`: only `plan_mode` (boolean). A boolean
+/// value is `{"type": "boolean", "value": true}`; a bare JSON boolean
+/// `value` is accepted too.
 pub(crate) fn set_config_option(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
-    let request: SetSessionConfigOptionRequest = params::parse(params)?;
-    let id = request.session_id.to_string();
-    if &*request.config_id.0 != "plan_mode" {
+    let id = params::session_id(params)?;
+    let config_id = match params.get("configId") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(invalid_params("configId", "expected a string")),
+        None => return Err(invalid_params("configId", "missing field `configId`")),
+    };
+    if config_id != "plan_mode" {
         return Err(invalid_params(
             "configId",
-            format!("unknown config option {:?}; this agent has plan_mode", &*request.config_id.0),
+            format!("unknown config option {config_id:?}; this agent has plan_mode"),
         ));
     }
-    let SessionConfigOptionValue::Boolean { value } = request.value else {
-        return Err(invalid_params("value", "plan_mode takes a boolean"));
+    let value = match (params.get("type").and_then(Value::as_str), params.get("value")) {
+        (None | Some("boolean"), Some(Value::Bool(b))) => *b,
+        (_, None) => return Err(invalid_params("value", "missing field `value`")),
+        _ => return Err(invalid_params("value", "plan_mode takes a boolean")),
     };
     let mut inner = shared.lock();
     let Some(session) = inner.sessions.get_mut(&id).filter(|s| s.live.is_some()) else {
