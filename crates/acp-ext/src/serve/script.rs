@@ -610,14 +610,13 @@ impl Turn {
         );
         self.plan(1);
         self.sleep(0.0).await?;
+        self.plan(3);
         if plan_mode {
-            self.plan(2);
             self.final_answer(&format!(
                 "Plan mode is on, so nothing was changed. Plan: read the prompt, draft the answer, reply to: {}",
                 self.text
             ));
         } else {
-            self.plan(3);
             self.final_answer(&format!("You said: {}", self.text));
         }
         Ok(())
