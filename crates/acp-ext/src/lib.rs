@@ -4,4 +4,5 @@
 
 #![deny(missing_docs)]
 
+pub mod output;
 pub mod serve;

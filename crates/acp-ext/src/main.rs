@@ -1,2 +1,233 @@
-//! `acp-ext`: command-line tool for ACP Extension Core.
-fn main() {}
+//! `acp-ext`: the command-line tool for ACP Extension Core.
+//!
+//! A thin shell over library calls: argument parsing and printing only.
+
+use std::io::{self, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use acp_ext::output::Style;
+use acp_extension_core::namespace::Namespace;
+use acp_extension_core::validate::{self, Kind, StreamOptions};
+use clap::{Parser, Subcommand};
+
+/// Tools for ACP Extension Core: validate payloads, print schemas, fold usage.
+#[derive(Debug, Parser)]
+#[command(name = "acp-ext", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate JSON values (one per line, or one after another) against the contract.
+    Validate {
+        /// Payload kind (see `acp-ext schema`); `auto` reads whole JSON-RPC messages.
+        #[arg(long = "as", value_name = "KIND", default_value = "auto", value_parser = parse_kind)]
+        kind: Kind,
+        /// One JSON line per value: {"index","valid","errors"}.
+        #[arg(long, conflicts_with = "quiet")]
+        json: bool,
+        /// Print only `N valid, M invalid`.
+        #[arg(long)]
+        quiet: bool,
+        /// Worker threads (default: all cores).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Files to read; `-` or none reads standard input.
+        files: Vec<PathBuf>,
+    },
+    /// Print the JSON Schema (draft 2020-12) of a payload kind, or list the kinds.
+    Schema {
+        /// Kind name; `all` prints one document with every kind; none lists them.
+        kind: Option<String>,
+    },
+    /// Usage accounting tools.
+    Usage {
+        #[command(subcommand)]
+        command: UsageCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum UsageCommand {
+    /// Fold native usage snapshots through the accumulator: one output line per input line.
+    Fold {
+        /// Usage scope id (default: a fresh UUID v4).
+        #[arg(long, value_name = "ID")]
+        scope_id: Option<String>,
+        /// Namespace of `_meta.<ns>.usageScopeId`.
+        #[arg(long, default_value = "lody", value_parser = parse_namespace)]
+        namespace: Namespace,
+        /// JSONL input `{"sessionId","operationId","rows":{model: ModelUsage}}`; default stdin.
+        file: Option<PathBuf>,
+    },
+}
+
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    s.parse::<Kind>().map_err(|e| e.to_string())
+}
+
+fn parse_namespace(s: &str) -> Result<Namespace, String> {
+    s.parse::<Namespace>().map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("acp-ext: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        Cli::command().print_help()?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    match command {
+        Command::Validate {
+            kind,
+            json,
+            quiet,
+            threads,
+            files,
+        } => validate_files(kind, json, quiet, threads, &files),
+        Command::Schema { kind } => schema(kind.as_deref()),
+        Command::Usage {
+            command:
+                UsageCommand::Fold {
+                    scope_id,
+                    namespace,
+                    file,
+                },
+        } => usage_fold(scope_id, namespace, file),
+    }
+}
+
+fn open(path: &PathBuf) -> anyhow::Result<Box<dyn Read>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(io::stdin().lock()));
+    }
+    let f = std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    Ok(Box::new(f))
+}
+
+fn validate_files(
+    kind: Kind,
+    json: bool,
+    quiet: bool,
+    threads: Option<usize>,
+    files: &[PathBuf],
+) -> anyhow::Result<ExitCode> {
+    let mut options = StreamOptions::default();
+    if let Some(n) = threads {
+        options = options.threads(n);
+    }
+    let stdin = [PathBuf::from("-")];
+    let files = if files.is_empty() { &stdin[..] } else { files };
+    let style = Style::stdout();
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let (mut valid, mut invalid) = (0u64, 0u64);
+    let mut shown = 0usize;
+    const SHOW: usize = 20;
+    let mut write_err: Option<io::Error> = None;
+    for path in files {
+        let reader = open(path)?;
+        let name = path.display().to_string();
+        let summary = validate::validate_stream(kind, reader, &options, |item| {
+            if write_err.is_some() {
+                return;
+            }
+            let r = if json {
+                acp_ext::output::write_item_json(&mut out, &item)
+            } else if !quiet && !item.report.is_valid() && shown < SHOW {
+                shown += 1;
+                acp_ext::output::write_item_human(&mut out, &style, &name, &item)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = r {
+                write_err = Some(e);
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+        valid += summary.values - summary.invalid;
+        invalid += summary.invalid;
+    }
+    if let Some(e) = write_err
+        && e.kind() != io::ErrorKind::BrokenPipe
+    {
+        return Err(e.into());
+    }
+    if !json {
+        if !quiet && invalid as usize > shown {
+            writeln!(out, "… and {} more invalid values", invalid as usize - shown)?;
+        }
+        let line = format!("{valid} valid, {invalid} invalid");
+        if quiet {
+            writeln!(out, "{line}")?;
+        } else if invalid == 0 {
+            writeln!(out, "{}", style.ok(&line))?;
+        } else {
+            writeln!(out, "{}", style.bad(&line))?;
+        }
+    }
+    out.flush()?;
+    Ok(if invalid == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    match kind {
+        None => {
+            writeln!(out, "Payload kinds (acp-ext schema KIND prints one; `all` prints every one):")?;
+            for k in Kind::ALL {
+                writeln!(out, "  {}", k.name())?;
+            }
+        }
+        Some("all") => {
+            serde_json::to_writer_pretty(&mut out, &acp_extension_core::schema::all_schemas())?;
+            writeln!(out)?;
+        }
+        Some(name) => {
+            let kind: Kind = name.parse()?;
+            serde_json::to_writer_pretty(&mut out, &kind.schema())?;
+            writeln!(out)?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn usage_fold(
+    scope_id: Option<String>,
+    namespace: Namespace,
+    file: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    use acp_extension_core::usage::{SessionUsageAccumulator, fold_lines};
+    let mut acc = match scope_id {
+        Some(id) => SessionUsageAccumulator::with_scope_id(id)?,
+        None => SessionUsageAccumulator::new(),
+    }
+    .with_namespace(namespace);
+    let input = open(&file.unwrap_or_else(|| PathBuf::from("-")))?;
+    let stdout = io::stdout();
+    let out = io::BufWriter::new(stdout.lock());
+    let summary = fold_lines(BufReader::new(input), out, &mut acc)?;
+    Ok(if summary.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,1 +1,339 @@
-//! TODO meta
+//! Typed `_meta.<ns>.<field>` metadata on standard ACP messages.
+//!
+//! Where ACP already has a message for a behaviour (a tool call, a session
+//! info update, `session/new`, `session/prompt`, `elicitation/create`), the
+//! contract rides on it: the extension data sits at `_meta.lody.<field>`
+//! (newer spelling `_meta.ua.<field>`). ACP's `_meta` is a free-form JSON
+//! object (`agent_client_protocol::v1::schema::Meta`); this module reads and
+//! writes its contract fields with their types.
+//!
+//! Reading accepts both namespaces (`ua` wins when both carry the field);
+//! writing uses the namespace you choose and keeps every other key,
+//! including other vendors' (`_meta.codex`, `_meta.jetbrains.air`, …).
+//!
+//! ```
+//! use acp_extension_core::meta::{fields, HasMeta, MetaExt};
+//! use acp_extension_core::session::{MessagePhase, TitleSource};
+//! use acp_extension_core::Namespace;
+//! use agent_client_protocol::v1::schema::SessionInfoUpdate;
+//!
+//! let mut update = SessionInfoUpdate::new().title("Fix the parser".to_string());
+//! update.set_ext::<fields::TitleSource>(Namespace::Lody, TitleSource::Generated);
+//! assert_eq!(
+//!     serde_json::to_value(&update)?["_meta"]["lody"]["titleSource"],
+//!     "generated"
+//! );
+//! assert_eq!(update.ext::<fields::TitleSource>()?, Some(TitleSource::Generated));
+//! assert_eq!(update.ext::<fields::MessagePhase>()?, None);
+//! # let _ = MessagePhase::Commentary;
+//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! ```
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use agent_client_protocol::v1::schema as acp;
+
+use crate::elicitation::ElicitationMeta;
+use crate::mcp_apps::McpAppToolCallMeta;
+use crate::namespace::{self, Namespace};
+use crate::session::{
+    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, Notice,
+    SessionConfig, SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
+};
+use crate::validate::{Check, Violation, check, child};
+use crate::wire::Map;
+
+/// One contract field under `_meta.<ns>`: its key and value type.
+pub trait MetaField {
+    /// The key under `_meta.<ns>`, such as `titleSource`.
+    const KEY: &'static str;
+    /// The value type.
+    type Value: Serialize + DeserializeOwned + Check;
+}
+
+/// Marker types naming each `_meta.<ns>` field of the contract.
+pub mod fields {
+    use super::*;
+
+    macro_rules! field {
+        ($(#[$doc:meta])* $name:ident = $key:literal: $ty:ty) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+            pub struct $name;
+            impl MetaField for $name {
+                const KEY: &'static str = $key;
+                type Value = $ty;
+            }
+        };
+    }
+
+    field!(
+        /// `forkAtTurn` on `session/fork`: the source turn to fork at.
+        ForkAtTurn = "forkAtTurn": super::ForkAtTurn
+    );
+    field!(
+        /// `elicitation` on `elicitation/create` (request, property and option scope).
+        Elicitation = "elicitation": ElicitationMeta
+    );
+    field!(
+        /// `task` on `tool_call` / `tool_call_update`: subagent, background and scheduled tasks.
+        Task = "task": TaskMeta
+    );
+    field!(
+        /// `activity` on `tool_call` / `tool_call_update`: compaction and retry.
+        Activity = "activity": ActivityMeta
+    );
+    field!(
+        /// `toolName` on `tool_call` / `tool_call_update`: the canonical tool identity.
+        ToolName = "toolName": String
+    );
+    field!(
+        /// `titleSource` on `session_info_update`.
+        TitleSource = "titleSource": super::TitleSource
+    );
+    field!(
+        /// `goal` on `session_info_update`: the goal snapshot, or `null` for no goal.
+        Goal = "goal": Option<GoalSnapshot>
+    );
+    field!(
+        /// `goalControl` on `session/prompt`: a goal action that starts work.
+        GoalControl = "goalControl": GoalPromptControl
+    );
+    field!(
+        /// `steer` on `session/prompt` when steering uses the prompt transport.
+        Steer = "steer": SteerPromptMeta
+    );
+    field!(
+        /// `notice` on a session update: an info, warning or error notice.
+        Notice = "notice": super::Notice
+    );
+    field!(
+        /// `messagePhase` on message chunks: commentary or final answer.
+        MessagePhase = "messagePhase": super::MessagePhase
+    );
+    field!(
+        /// `worktreeProject` on `session/new|load|resume|fork`.
+        WorktreeProject = "worktreeProject": super::WorktreeProject
+    );
+    field!(
+        /// `sessionConfig` on `session/new|load|resume|fork`.
+        SessionConfig = "sessionConfig": super::SessionConfig
+    );
+    field!(
+        /// `usageScopeId` on `session/usage_update`: the accounting scope.
+        UsageScopeId = "usageScopeId": String
+    );
+    field!(
+        /// `turnId` on session updates: the native turn the update belongs to.
+        TurnId = "turnId": String
+    );
+    field!(
+        /// `mcpApp` on `tool_call`: the MCP app view of the called tool.
+        McpApp = "mcpApp": McpAppToolCallMeta
+    );
+}
+
+crate::wire_struct! {
+    /// The whole `_meta.<ns>` object of a standard session message, every
+    /// field optional (the contract's `SessionMeta`, plus the keys the
+    /// contract documents elsewhere: `elicitation`, `sessionConfig`,
+    /// `usageScopeId`, `mcpApp`). Unknown keys are kept in `extra`.
+    pub struct SessionMeta {
+        opt {
+            /// See [`fields::WorktreeProject`].
+            worktree_project: WorktreeProject = "worktreeProject",
+            /// See [`fields::TurnId`].
+            turn_id: String = "turnId",
+            /// See [`fields::ForkAtTurn`].
+            fork_at_turn: ForkAtTurn = "forkAtTurn",
+            /// See [`fields::Steer`].
+            steer: SteerPromptMeta = "steer",
+            /// See [`fields::ToolName`].
+            tool_name: String = "toolName",
+            /// See [`fields::Activity`].
+            activity: ActivityMeta = "activity",
+            /// See [`fields::Task`].
+            task: TaskMeta = "task",
+            /// See [`fields::GoalControl`].
+            goal_control: GoalPromptControl = "goalControl",
+            /// See [`fields::Notice`].
+            notice: Notice = "notice",
+            /// See [`fields::TitleSource`].
+            title_source: TitleSource = "titleSource",
+            /// See [`fields::MessagePhase`].
+            message_phase: MessagePhase = "messagePhase",
+            /// See [`fields::Elicitation`].
+            elicitation: ElicitationMeta = "elicitation",
+            /// See [`fields::SessionConfig`].
+            session_config: SessionConfig = "sessionConfig",
+            /// See [`fields::UsageScopeId`].
+            usage_scope_id: String = "usageScopeId",
+            /// See [`fields::McpApp`].
+            mcp_app: McpAppToolCallMeta = "mcpApp",
+        }
+        nullable {
+            /// See [`fields::Goal`]; `null` means the session has no goal.
+            goal: GoalSnapshot = "goal",
+        }
+    }
+}
+
+/// A contract field present under `_meta.<ns>` but breaking its type.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("_meta.{namespace}.{key} breaks the contract: {}", join(.violations))]
+#[non_exhaustive]
+pub struct MetaError {
+    /// The namespace it was read from.
+    pub namespace: Namespace,
+    /// The field key.
+    pub key: &'static str,
+    /// Every violation, pointers relative to `_meta` (such as `/lody/goal/status`).
+    pub violations: Vec<Violation>,
+}
+
+fn join(v: &[Violation]) -> String {
+    v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// Reads field `F` from a `_meta` object: `Ok(None)` when absent in both
+/// namespaces, an error naming every violation when present but invalid.
+pub fn read<F: MetaField>(meta: &Map) -> Result<Option<F::Value>, MetaError> {
+    let Some((ns, value)) = namespace::read_key(meta, F::KEY) else {
+        return Ok(None);
+    };
+    <F::Value as serde::Deserialize>::deserialize(value).map(Some).map_err(|_| {
+        let at = child(&child("", ns.key()), F::KEY);
+        let mut violations = Vec::new();
+        F::Value::check(value, &at, &mut violations);
+        MetaError {
+            namespace: ns,
+            key: F::KEY,
+            violations,
+        }
+    })
+}
+
+/// Writes field `F` into a `_meta` object under `ns`, keeping every other key.
+pub fn write<F: MetaField>(meta: &mut Map, ns: Namespace, value: &F::Value) {
+    let json = serde_json::to_value(value).unwrap_or(Value::Null);
+    namespace::write_key(meta, ns, F::KEY, json);
+}
+
+/// Validates every contract section (`_meta.ua`, `_meta.lody`) of a
+/// message's `_meta` object as a [`SessionMeta`]; pointers are relative to
+/// `_meta`.
+pub fn check_meta(meta: &Map) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for ns in Namespace::ALL {
+        if let Some(section) = meta.get(ns.key()) {
+            SessionMeta::check(section, &child("", ns.key()), &mut out);
+        }
+    }
+    out
+}
+
+/// Every violation in one `_meta.<ns>` section value.
+pub fn check_section(section: &Value) -> Vec<Violation> {
+    check::<SessionMeta>(section)
+}
+
+/// A standard ACP type with a `_meta` object.
+pub trait HasMeta {
+    /// The `_meta` object, if any.
+    fn meta(&self) -> Option<&Map>;
+    /// The `_meta` slot, to create or edit.
+    fn meta_mut(&mut self) -> &mut Option<Map>;
+}
+
+/// Typed access to contract fields on any [`HasMeta`] message.
+pub trait MetaExt: HasMeta {
+    /// Reads field `F` (`ua` first, then `lody`).
+    fn ext<F: MetaField>(&self) -> Result<Option<F::Value>, MetaError> {
+        match self.meta() {
+            Some(meta) => read::<F>(meta),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes field `F` under `ns`.
+    fn set_ext<F: MetaField>(&mut self, ns: Namespace, value: F::Value) {
+        let meta = self.meta_mut().get_or_insert_with(Map::new);
+        write::<F>(meta, ns, &value);
+    }
+
+    /// Builder form of [`MetaExt::set_ext`].
+    #[must_use]
+    fn with_ext<F: MetaField>(mut self, ns: Namespace, value: F::Value) -> Self
+    where
+        Self: Sized,
+    {
+        self.set_ext::<F>(ns, value);
+        self
+    }
+
+    /// Removes field `F` from both namespaces.
+    fn remove_ext<F: MetaField>(&mut self) {
+        if let Some(meta) = self.meta_mut() {
+            namespace::remove_key(meta, F::KEY);
+        }
+    }
+}
+
+impl<T: HasMeta> MetaExt for T {}
+
+impl HasMeta for Option<Map> {
+    fn meta(&self) -> Option<&Map> {
+        self.as_ref()
+    }
+    fn meta_mut(&mut self) -> &mut Option<Map> {
+        self
+    }
+}
+
+macro_rules! has_meta {
+    ($($ty:ident),* $(,)?) => {
+        $(
+            impl HasMeta for acp::$ty {
+                fn meta(&self) -> Option<&Map> {
+                    self.meta.as_ref()
+                }
+                fn meta_mut(&mut self) -> &mut Option<Map> {
+                    &mut self.meta
+                }
+            }
+        )*
+    };
+}
+
+has_meta!(
+    AgentCapabilities,
+    ClientCapabilities,
+    InitializeRequest,
+    InitializeResponse,
+    NewSessionRequest,
+    NewSessionResponse,
+    LoadSessionRequest,
+    LoadSessionResponse,
+    ResumeSessionRequest,
+    ResumeSessionResponse,
+    ForkSessionRequest,
+    ForkSessionResponse,
+    ListSessionsRequest,
+    CloseSessionRequest,
+    PromptRequest,
+    PromptResponse,
+    SessionNotification,
+    ToolCall,
+    ToolCallUpdate,
+    SessionInfoUpdate,
+    ContentChunk,
+    UsageUpdate,
+    Plan,
+    PlanEntry,
+    RequestPermissionRequest,
+    CreateElicitationRequest,
+    SessionConfigOption,
+    SetSessionConfigOptionRequest,
+);

@@ -3,7 +3,7 @@
 //! The contract distinguishes an absent key from `null`, uses literal
 //! `version: 1` and literal `true` flags, and constrains numbers and ids
 //! more tightly than JSON does. Each such rule is one small type here; the
-//! contract structs are then declared once with [`wire_struct!`], which
+//! contract structs are then declared once with `wire_struct!`, which
 //! derives serde, JSON Schema and the violation collector from the same
 //! field list, so the parser, the validator and the schema cannot disagree.
 //!
@@ -389,6 +389,8 @@ pub(crate) fn check_req<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<
 /// Schema and its [`Check`] collector.
 ///
 /// Sections, each optional but in this order:
+/// - `lit { version: Version1 = "version" }`: a required literal; `new`
+///   fills it in (the type's `Default`), so callers never pass it.
 /// - `req { field: T = "wireName", … }`: the key must be present. Use
 ///   `Option<T>` for the contract's `req|null`.
 /// - `opt { field: T = "wireName", … }`: the key may be absent; `null` is a
@@ -404,6 +406,7 @@ macro_rules! wire_struct {
     (
         $(#[$attr:meta])*
         pub struct $name:ident {
+            $(lit { $( $(#[$ldoc:meta])* $lf:ident : $lty:ty = $lw:literal ),* $(,)? })?
             $(req { $( $(#[$rdoc:meta])* $rf:ident : $rty:ty = $rw:literal ),* $(,)? })?
             $(opt { $( $(#[$odoc:meta])* $of:ident : $oty:ty = $ow:literal ),* $(,)? })?
             $(nullable { $( $(#[$ndoc:meta])* $nf:ident : $nty:ty = $nw:literal ),* $(,)? })?
@@ -414,6 +417,7 @@ macro_rules! wire_struct {
         #[derive(Debug, Clone, PartialEq)]
         #[non_exhaustive]
         pub struct $name {
+            $($( $(#[$ldoc])* pub $lf: $lty, )*)?
             $($( $(#[$rdoc])* pub $rf: $rty, )*)?
             $($( $(#[$odoc])* pub $of: Option<$oty>, )*)?
             $($( $(#[$ndoc])* pub $nf: $crate::wire::MaybeUndefined<$nty>, )*)?
@@ -425,13 +429,14 @@ macro_rules! wire_struct {
         impl $name {
             /// Keys of this object that the contract defines.
             pub const KEYS: &'static [&'static str] = &[
-                $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
+                $($($lw,)*)? $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
             ];
 
             /// Creates the object from its required fields.
             #[allow(clippy::too_many_arguments, clippy::new_without_default)]
             pub fn new($($($rf: impl Into<$rty>,)*)?) -> Self {
                 Self {
+                    $($( $lf: <$lty as ::std::default::Default>::default(), )*)?
                     $($( $rf: $rf.into(), )*)?
                     $($( $of: None, )*)?
                     $($( $nf: $crate::wire::MaybeUndefined::Undefined, )*)?
@@ -465,6 +470,7 @@ macro_rules! wire_struct {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 use ::serde::ser::SerializeMap;
                 let mut m = s.serialize_map(None)?;
+                $($( m.serialize_entry($lw, &self.$lf)?; )*)?
                 $($( m.serialize_entry($rw, &self.$rf)?; )*)?
                 $($( if let Some(v) = &self.$of { m.serialize_entry($ow, v)?; } )*)?
                 $($(
@@ -483,8 +489,10 @@ macro_rules! wire_struct {
             }
         }
 
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        impl $name {
+            /// Parses the fields without the cross-field rule.
+            #[doc(hidden)]
+            fn __deserialize_fields<'de, D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 struct V;
                 impl<'de> ::serde::de::Visitor<'de> for V {
                     type Value = $name;
@@ -493,12 +501,14 @@ macro_rules! wire_struct {
                     }
                     #[allow(unused_mut)]
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<$name, A::Error> {
+                        $($( let mut $lf: Option<$lty> = None; )*)?
                         $($( let mut $rf: Option<$rty> = None; )*)?
                         $($( let mut $of: Option<$oty> = None; )*)?
                         $($( let mut $nf: $crate::wire::MaybeUndefined<$nty> = $crate::wire::MaybeUndefined::Undefined; )*)?
                         let mut extra = $crate::wire::Map::new();
                         while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
                             match &*key.0 {
+                                $($( $lw => $lf = Some(map.next_value()?), )*)?
                                 $($( $rw => $rf = Some(map.next_value()?), )*)?
                                 $($( $ow => $of = Some(map.next_value::<$oty>()?), )*)?
                                 $($( $nw => $nf = match map.next_value::<Option<$nty>>()? {
@@ -512,6 +522,10 @@ macro_rules! wire_struct {
                             }
                         }
                         let out = $name {
+                            $($( $lf: match $lf {
+                                Some(v) => v,
+                                None => return Err(<A::Error as ::serde::de::Error>::missing_field($lw)),
+                            }, )*)?
                             $($( $rf: match $rf {
                                 Some(v) => v,
                                 None => return Err(<A::Error as ::serde::de::Error>::missing_field($rw)),
@@ -520,17 +534,24 @@ macro_rules! wire_struct {
                             $($( $nf, )*)?
                             extra,
                         };
-                        $(
-                            if let Err((field, rule)) = $rule(&out) {
-                                return Err(<A::Error as ::serde::de::Error>::custom(
-                                    format_args!("{}: {}", field, rule),
-                                ));
-                            }
-                        )?
                         Ok(out)
                     }
                 }
                 d.deserialize_map(V)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let out = Self::__deserialize_fields(d)?;
+                $(
+                    if let Err((field, rule)) = $rule(&out) {
+                        return Err(<D::Error as ::serde::de::Error>::custom(
+                            format_args!("{}: {}", field, rule),
+                        ));
+                    }
+                )?
+                Ok(out)
             }
         }
 
@@ -543,12 +564,13 @@ macro_rules! wire_struct {
                     return;
                 };
                 let before = out.len();
+                $($( $crate::wire::check_req::<$lty>(obj, $lw, at, out); )*)?
                 $($( $crate::wire::check_req::<$rty>(obj, $rw, at, out); )*)?
                 $($( $crate::wire::check_opt::<$oty>(obj, $ow, at, out); )*)?
                 $($( $crate::wire::check_nullable::<$nty>(obj, $nw, at, out); )*)?
                 $(
                     if out.len() == before {
-                        if let Ok(parsed) = <$name as ::serde::Deserialize>::deserialize(v) {
+                        if let Ok(parsed) = $name::__deserialize_fields(v) {
                             if let Err((field, rule)) = $rule(&parsed) {
                                 out.push($crate::validate::Violation::new($crate::validate::child(at, field), rule));
                             }
@@ -562,10 +584,14 @@ macro_rules! wire_struct {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()
             }
-            #[allow(unused_mut)]
+            #[allow(unused_mut, unused_variables)]
             fn json_schema(g: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
                 let mut props = ::serde_json::Map::new();
                 let mut required: Vec<&str> = Vec::new();
+                $($(
+                    props.insert($lw.into(), g.subschema_for::<$lty>().into());
+                    required.push($lw);
+                )*)?
                 $($(
                     props.insert($rw.into(), g.subschema_for::<$rty>().into());
                     required.push($rw);
@@ -652,7 +678,7 @@ macro_rules! wire_enum {
 }
 
 /// Declares a union discriminated by one string key (`type`,
-/// `sessionUpdate`, `action`, …). Each variant wraps a [`wire_struct!`]
+/// `sessionUpdate`, `action`, …). Each variant wraps a `wire_struct!`
 /// type that describes the other keys.
 #[macro_export]
 #[doc(hidden)]
@@ -677,13 +703,6 @@ macro_rules! wire_union {
             }
         }
 
-        $(
-            impl From<$ty> for $name {
-                fn from(v: $ty) -> Self {
-                    Self::$var(v)
-                }
-            }
-        )*
 
         impl $crate::validate::Check for $name {
             const EXPECTED: &'static str = "an object";

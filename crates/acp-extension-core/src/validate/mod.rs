@@ -1,13 +1,338 @@
 //! Validation of any contract payload, from bytes or a JSON value.
+//!
+//! Every payload kind of the contract has a kebab-case name ([`Kind`]):
+//! `subagent-event`, `session-usage-update`, `rate-limits-snapshot`,
+//! `goal-snapshot`, `task-meta`, `agent-capabilities`, …, plus
+//! [`Kind::Auto`], a whole JSON-RPC message whose method selects the kind.
+//! Validation returns every violation with a JSON pointer, the rule broken
+//! and a sentence for people; it never panics, whatever the input.
+//!
+//! The fast path parses bytes straight into the contract type (no JSON tree
+//! is built); only an invalid value is parsed again to collect all of its
+//! violations.
+//!
+//! ```
+//! use acp_extension_core::validate::{validate_str, Kind};
+//!
+//! let report = validate_str(Kind::SubagentEvent, r#"{"version":1,"sessionId":"s","runId":"r",
+//!     "type":"snapshot","snapshot":{"state":"running","summary":null,
+//!     "support":{"stream":["text"],"progress":false,"outputRead":"none","cancel":false}}}"#);
+//! assert!(!report.is_valid());
+//! assert_eq!(report.violations[0].pointer, "/snapshot/summary");
+//! assert_eq!(report.violations[0].rule.id(), "not-null");
+//! assert_eq!(
+//!     report.violations[0].message(),
+//!     "must be a string when present; null is not allowed"
+//! );
+//! ```
 
+mod auto;
 mod check;
+mod stream;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 pub use check::{Check, Rule, Violation, check, child};
+pub use stream::{StreamItem, StreamOptions, StreamSummary, validate_stream};
+
+use crate::elicitation::{ElicitationMeta, ElicitationQuestion};
+use crate::mcp_apps::{
+    McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
+    McpAppToolCallMeta, McpAppToolCallRequest, McpCallToolResult,
+};
+use crate::meta::SessionMeta;
+use crate::rate_limits::{RateLimit, RateLimitsGetRequest, RateLimitsSnapshot};
+use crate::session::{
+    ActivityMeta, EmptyResponse, ForkAtTurn, GoalControlRequest, GoalControlResponse,
+    GoalPromptControl, GoalSnapshot, Notice, SessionActivityUpdate, SessionConfig,
+    SessionHistoryReadRequest, SteerApplied, SteerPromptMeta, SteerRequest, SteerResponse,
+    SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentTask,
+    SubagentsListRequest, SubagentsListResponse, TaskMeta, WorktreeProject,
+};
+use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, SubagentSnapshot};
+use crate::usage::{ModelUsage, SessionUsageUpdate};
 
 /// The outcome of validating one value: every violation found.
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct Report {
-    /// Every violation, in document order.
+    /// Every violation, in declaration order of the fields.
     pub violations: Vec<Violation>,
+}
+
+impl Report {
+    /// A report with these violations.
+    pub fn new(violations: Vec<Violation>) -> Self {
+        Self { violations }
+    }
+
+    /// Whether no rule is broken.
+    pub fn is_valid(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// How a kind is validated.
+enum Shape {
+    /// One contract type; the fast path parses straight into it.
+    Typed {
+        fast: fn(&[u8]) -> bool,
+        full: fn(&Value) -> Vec<Violation>,
+        schema: fn() -> schemars::Schema,
+    },
+    /// Needs the JSON tree (several namespaces, cross-field rules).
+    Tree {
+        full: fn(&Value) -> Vec<Violation>,
+        schema: fn() -> schemars::Schema,
+    },
+}
+
+fn fast<T: DeserializeOwned>(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<T>(bytes).is_ok()
+}
+
+fn full<T: DeserializeOwned + Check>(v: &Value) -> Vec<Violation> {
+    let mut out = check::<T>(v);
+    if out.is_empty()
+        && let Err(e) = serde_path_to_error::deserialize::<_, T>(v)
+    {
+        // A rule the collector cannot see (should not happen): report what
+        // serde found rather than calling the value valid.
+        out.push(Violation::new(
+            pointer_of(e.path()),
+            Rule::Relation {
+                id: "parse",
+                message: e.inner().to_string(),
+            },
+        ));
+    }
+    out
+}
+
+fn schema_of<T: schemars::JsonSchema>() -> schemars::Schema {
+    crate::schema::generator().into_root_schema_for::<T>()
+}
+
+/// Turns a serde path into a JSON pointer.
+pub(crate) fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut at = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => at = format!("{at}/{index}"),
+            Segment::Map { key } => at = child(&at, key),
+            Segment::Enum { variant } => at = child(&at, variant),
+            Segment::Unknown => {}
+        }
+    }
+    at
+}
+
+macro_rules! kinds {
+    (
+        typed { $( $(#[$doc:meta])* $var:ident = $name:literal : $ty:ty, )* }
+        tree { $( $(#[$tdoc:meta])* $tvar:ident = $tname:literal : $tfull:path, $tschema:path, )* }
+    ) => {
+        /// A payload kind of the contract, by its kebab-case name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Kind {
+            $( $(#[$doc])* $var, )*
+            $( $(#[$tdoc])* $tvar, )*
+        }
+
+        impl Kind {
+            /// Every kind, in this order.
+            pub const ALL: &'static [Kind] = &[$(Kind::$var,)* $(Kind::$tvar,)*];
+
+            /// The kebab-case name (`subagent-event`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( Kind::$var => $name, )*
+                    $( Kind::$tvar => $tname, )*
+                }
+            }
+
+            /// The kind with this name.
+            pub fn from_name(name: &str) -> Option<Kind> {
+                match name {
+                    $( $name => Some(Kind::$var), )*
+                    $( $tname => Some(Kind::$tvar), )*
+                    _ => None,
+                }
+            }
+
+            fn shape(self) -> Shape {
+                match self {
+                    $( Kind::$var => Shape::Typed { fast: fast::<$ty>, full: full::<$ty>, schema: schema_of::<$ty> }, )*
+                    $( Kind::$tvar => Shape::Tree { full: $tfull, schema: $tschema }, )*
+                }
+            }
+        }
+    };
+}
+
+kinds! {
+    typed {
+        /// `_<ns>/subagents/event` params.
+        SubagentEvent = "subagent-event": SubagentEvent,
+        /// A subagent run snapshot.
+        SubagentSnapshot = "subagent-snapshot": SubagentSnapshot,
+        /// A subagent progress report.
+        SubagentProgress = "subagent-progress": SubagentProgress,
+        /// A subagent output update (the closed set of session updates).
+        SubagentOutput = "subagent-output": SubagentOutput,
+        /// `_<ns>/session/usage_update` params.
+        SessionUsageUpdate = "session-usage-update": SessionUsageUpdate,
+        /// One model's token usage.
+        ModelUsage = "model-usage": ModelUsage,
+        /// `_<ns>/rate_limits/update` params and `rate_limits/get` result.
+        RateLimitsSnapshot = "rate-limits-snapshot": RateLimitsSnapshot,
+        /// One rate limit.
+        RateLimit = "rate-limit": RateLimit,
+        /// `_<ns>/rate_limits/get` params.
+        RateLimitsGetRequest = "rate-limits-get-request": RateLimitsGetRequest,
+        /// `_<ns>/session/steer` params.
+        SteerRequest = "steer-request": SteerRequest,
+        /// `_<ns>/session/steer` result.
+        SteerResponse = "steer-response": SteerResponse,
+        /// `_<ns>/session/steer_applied` params.
+        SteerApplied = "steer-applied": SteerApplied,
+        /// `_meta.<ns>.steer` on `session/prompt`.
+        SteerPromptMeta = "steer-prompt-meta": SteerPromptMeta,
+        /// `_<ns>/session/goal` params.
+        GoalControlRequest = "goal-control-request": GoalControlRequest,
+        /// `_<ns>/session/goal` result.
+        GoalControlResponse = "goal-control-response": GoalControlResponse,
+        /// `_meta.<ns>.goalControl` on `session/prompt`.
+        GoalPromptControl = "goal-prompt-control": GoalPromptControl,
+        /// `_meta.<ns>.goal` (not null) on `session_info_update`.
+        GoalSnapshot = "goal-snapshot": GoalSnapshot,
+        /// `_<ns>/session/history/read` params.
+        SessionHistoryReadRequest = "session-history-read-request": SessionHistoryReadRequest,
+        /// The empty result of `session/history/read` and `subagents/cancel`.
+        EmptyResponse = "empty-response": EmptyResponse,
+        /// `_<ns>/session/activity_update` params.
+        SessionActivityUpdate = "session-activity-update": SessionActivityUpdate,
+        /// `_<ns>/subagents/list` params.
+        SubagentsListRequest = "subagents-list-request": SubagentsListRequest,
+        /// `_<ns>/subagents/list` result.
+        SubagentsListResponse = "subagents-list-response": SubagentsListResponse,
+        /// One subagent task of a list result.
+        SubagentTask = "subagent-task": SubagentTask,
+        /// `_<ns>/subagents/cancel` params.
+        SubagentCancelRequest = "subagent-cancel-request": SubagentCancelRequest,
+        /// `_<ns>/subagents/output` params.
+        SubagentOutputRequest = "subagent-output-request": SubagentOutputRequest,
+        /// `_<ns>/subagents/output` result.
+        SubagentOutputResponse = "subagent-output-response": SubagentOutputResponse,
+        /// `_meta.<ns>.task` on tool calls.
+        TaskMeta = "task-meta": TaskMeta,
+        /// `_meta.<ns>.activity` on tool calls.
+        ActivityMeta = "activity-meta": ActivityMeta,
+        /// `_meta.<ns>.notice` on session updates.
+        Notice = "notice": Notice,
+        /// `_meta.<ns>.worktreeProject` on session setup requests.
+        WorktreeProject = "worktree-project": WorktreeProject,
+        /// `_meta.<ns>.sessionConfig` on session setup requests.
+        SessionConfig = "session-config": SessionConfig,
+        /// `_meta.<ns>.forkAtTurn` on `session/fork`.
+        ForkAtTurn = "fork-at-turn": ForkAtTurn,
+        /// `_meta.<ns>.elicitation` at any scope of `elicitation/create`.
+        ElicitationMeta = "elicitation-meta": ElicitationMeta,
+        /// One elicitation question.
+        ElicitationQuestion = "elicitation-question": ElicitationQuestion,
+        /// A whole `_meta.<ns>` object of a session message.
+        SessionMeta = "session-meta": SessionMeta,
+        /// `_meta.<ns>.mcpApp` on `tool_call`.
+        McpAppToolCallMeta = "mcp-app-tool-call-meta": McpAppToolCallMeta,
+        /// `_<ns>/mcp_apps/load` params.
+        McpAppLoadRequest = "mcp-app-load-request": McpAppLoadRequest,
+        /// `_<ns>/mcp_apps/load` result.
+        McpAppLoadResponse = "mcp-app-load-response": McpAppLoadResponse,
+        /// `_<ns>/mcp_apps/resource/read` params.
+        McpAppResourceReadRequest = "mcp-app-resource-read-request": McpAppResourceReadRequest,
+        /// `_<ns>/mcp_apps/resource/read` result.
+        McpAppResourceReadResponse = "mcp-app-resource-read-response": McpAppResourceReadResponse,
+        /// `_<ns>/mcp_apps/tool/call` params.
+        McpAppToolCallRequest = "mcp-app-tool-call-request": McpAppToolCallRequest,
+        /// `_<ns>/mcp_apps/tool/call` result.
+        McpCallToolResult = "mcp-call-tool-result": McpCallToolResult,
+    }
+    tree {
+        /// A whole JSON-RPC message; its method (or result shape) selects the kind.
+        Auto = "auto": auto::check_message, auto::message_schema,
+        /// `agentCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
+        AgentCapabilities = "agent-capabilities": auto::check_agent_capabilities, auto::agent_capabilities_schema,
+        /// `clientCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
+        ClientCapabilities = "client-capabilities": auto::check_client_capabilities, auto::client_capabilities_schema,
+        /// `elicitation/create` params, with the answer-note rules across properties.
+        ElicitationRequest = "elicitation-request": crate::elicitation::check_elicitation_request, auto::elicitation_request_schema,
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = UnknownKind;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::from_name(s).ok_or_else(|| UnknownKind(s.to_owned()))
+    }
+}
+
+/// A kind name that does not exist.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown kind {0:?}; `acp-ext schema` lists the kinds")]
+pub struct UnknownKind(pub String);
+
+impl Kind {
+    /// The JSON Schema (draft 2020-12) of this kind.
+    pub fn schema(self) -> schemars::Schema {
+        match self.shape() {
+            Shape::Typed { schema, .. } | Shape::Tree { schema, .. } => schema(),
+        }
+    }
+}
+
+/// Validates one JSON value as `kind`.
+pub fn validate_value(kind: Kind, value: &Value) -> Report {
+    let violations = match kind.shape() {
+        Shape::Typed { full, .. } | Shape::Tree { full, .. } => full(value),
+    };
+    Report::new(violations)
+}
+
+/// Validates one JSON text as `kind`. Invalid UTF-8, bad syntax, trailing
+/// data and nesting deeper than 128 levels are violations, never panics.
+pub fn validate_slice(kind: Kind, bytes: &[u8]) -> Report {
+    if let Shape::Typed { fast, .. } = kind.shape()
+        && fast(bytes)
+    {
+        return Report::default();
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => validate_value(kind, &v),
+        Err(e) => Report::new(vec![Violation::new("", Rule::Syntax(e.to_string()))]),
+    }
+}
+
+/// Whether `bytes` are one valid value of `kind`, without collecting
+/// violations (the fastest check).
+pub fn is_valid_slice(kind: Kind, bytes: &[u8]) -> bool {
+    match kind.shape() {
+        Shape::Typed { fast, .. } => fast(bytes),
+        Shape::Tree { full, .. } => {
+            serde_json::from_slice::<Value>(bytes).is_ok_and(|v| full(&v).is_empty())
+        }
+    }
+}
+
+/// Validates one JSON text as `kind`; see [`validate_slice`].
+pub fn validate_str(kind: Kind, text: &str) -> Report {
+    validate_slice(kind, text.as_bytes())
 }

@@ -1,0 +1,329 @@
+//! Streaming validation of many values: JSON Lines or values one after
+//! another, validated on several threads, reported in input order.
+
+use std::io::{self, Read};
+
+use serde_json::Value;
+
+use super::{Kind, Report, Rule, Violation, validate_slice, validate_value};
+
+/// Options of [`validate_stream`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamOptions {
+    /// Worker threads (at least 1). Defaults to the available parallelism.
+    pub threads: usize,
+    /// Bytes read per block; each block's lines are validated in parallel.
+    pub block_size: usize,
+}
+
+impl Default for StreamOptions {
+    fn default() -> Self {
+        Self {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            block_size: 4 << 20,
+        }
+    }
+}
+
+impl StreamOptions {
+    /// Sets the number of worker threads.
+    #[must_use]
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+}
+
+/// The verdict on one value of a stream.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct StreamItem {
+    /// Position of the value in the stream, counting from 1.
+    pub index: u64,
+    /// Line (from 1) where the value starts.
+    pub line: u64,
+    /// Its violations.
+    pub report: Report,
+}
+
+/// Counts of a finished stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StreamSummary {
+    /// Values read.
+    pub values: u64,
+    /// Values with at least one violation.
+    pub invalid: u64,
+}
+
+/// Validates every value read from `input` as `kind`, calling `on_item`
+/// in input order.
+///
+/// Input is JSON Lines (one value per line; blank lines skipped) or, when
+/// the first value spans several lines, JSON values one after another
+/// (read whole). A line that is not JSON is one invalid item; reading goes on.
+///
+/// ```
+/// use acp_extension_core::validate::{validate_stream, Kind, StreamOptions};
+///
+/// let input = b"{\"version\":1,\"sessionId\":\"s\",\"runId\":\"r\",\"type\":\"progress\",\"progress\":{}}\nnot json\n";
+/// let mut invalid = Vec::new();
+/// let summary = validate_stream(Kind::SubagentEvent, &input[..], &StreamOptions::default(), |item| {
+///     if !item.report.is_valid() { invalid.push(item.line); }
+/// })?;
+/// assert_eq!((summary.values, summary.invalid), (2, 1));
+/// assert_eq!(invalid, vec![2]);
+/// # Ok::<_, std::io::Error>(())
+/// ```
+pub fn validate_stream<R: Read>(
+    kind: Kind,
+    mut input: R,
+    options: &StreamOptions,
+    mut on_item: impl FnMut(StreamItem),
+) -> io::Result<StreamSummary> {
+    let mut summary = StreamSummary::default();
+    let mut emit = |item: StreamItem| {
+        summary.values += 1;
+        if !item.report.is_valid() {
+            summary.invalid += 1;
+        }
+        on_item(item);
+    };
+
+    let block = options.block_size.max(64 << 10);
+    let mut buf: Vec<u8> = Vec::with_capacity(block * 2);
+    let mut eof = fill(&mut input, &mut buf, block)?;
+    if starts_multiline_value(&buf, eof) {
+        while !eof {
+            eof = fill(&mut input, &mut buf, block)?;
+        }
+        concatenated(kind, &buf, &mut emit);
+        return Ok(summary);
+    }
+
+    let mut line_no: u64 = 0;
+    let mut index: u64 = 0;
+    loop {
+        let cut = if eof {
+            buf.len()
+        } else {
+            match memrchr(b'\n', &buf) {
+                Some(i) => i + 1,
+                None => {
+                    // A line longer than the buffer: read on until it ends.
+                    eof = fill(&mut input, &mut buf, block)?;
+                    continue;
+                }
+            }
+        };
+        let lines: Vec<(u64, &[u8])> = buf[..cut]
+            .split(|&b| b == b'\n')
+            .enumerate()
+            .map(|(i, l)| (line_no + i as u64 + 1, trim_cr(l)))
+            .filter(|(_, l)| !is_blank(l))
+            .collect();
+        line_no += buf[..cut].iter().filter(|&&b| b == b'\n').count() as u64;
+        for (line, report) in validate_lines(kind, &lines, options.threads) {
+            for report in report {
+                index += 1;
+                emit(StreamItem {
+                    index,
+                    line,
+                    report,
+                });
+            }
+        }
+        buf.drain(..cut);
+        if eof {
+            break;
+        }
+        eof = fill(&mut input, &mut buf, block)?;
+    }
+    Ok(summary)
+}
+
+/// Validates lines on up to `threads` threads; one or more reports per line
+/// (a line may hold several values one after another).
+fn validate_lines(kind: Kind, lines: &[(u64, &[u8])], threads: usize) -> Vec<(u64, Vec<Report>)> {
+    let one = |(line, bytes): &(u64, &[u8])| (*line, validate_line(kind, bytes));
+    if threads <= 1 || lines.len() < 256 {
+        return lines.iter().map(one).collect();
+    }
+    let chunk = lines.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = lines
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+fn validate_line(kind: Kind, bytes: &[u8]) -> Vec<Report> {
+    let report = validate_slice(kind, bytes);
+    let trailing = matches!(report.violations.as_slice(),
+        [Violation { rule: Rule::Syntax(msg), .. }] if msg.starts_with("trailing characters"));
+    if !trailing {
+        return vec![report];
+    }
+    // Several values on one line: report each.
+    let mut out = Vec::new();
+    let mut values = serde_json::Deserializer::from_slice(bytes).into_iter::<Value>();
+    for v in values.by_ref() {
+        match v {
+            Ok(v) => out.push(validate_value(kind, &v)),
+            Err(e) => {
+                out.push(Report::new(vec![Violation::new("", Rule::Syntax(e.to_string()))]));
+                break;
+            }
+        }
+    }
+    out
+}
+
+fn concatenated(kind: Kind, buf: &[u8], emit: &mut impl FnMut(StreamItem)) {
+    let mut values = serde_json::Deserializer::from_slice(buf).into_iter::<Value>();
+    let mut index = 0;
+    loop {
+        let start = values.byte_offset();
+        let line = line_at(buf, skip_ws(buf, start));
+        match values.next() {
+            None => break,
+            Some(Ok(v)) => {
+                index += 1;
+                emit(StreamItem {
+                    index,
+                    line,
+                    report: validate_value(kind, &v),
+                });
+            }
+            Some(Err(e)) => {
+                index += 1;
+                emit(StreamItem {
+                    index,
+                    line: e.line() as u64,
+                    report: Report::new(vec![Violation::new("", Rule::Syntax(e.to_string()))]),
+                });
+                break;
+            }
+        }
+    }
+}
+
+/// Whether the first value of the input continues past its first line.
+fn starts_multiline_value(buf: &[u8], eof: bool) -> bool {
+    let start = skip_ws(buf, 0);
+    let rest = &buf[start..];
+    let first = match rest.iter().position(|&b| b == b'\n') {
+        Some(i) => &rest[..i],
+        None if eof => rest,
+        None => return false,
+    };
+    match serde_json::from_slice::<serde::de::IgnoredAny>(trim_cr(first)) {
+        Ok(_) => false,
+        Err(e) => e.is_eof() && start + first.len() < buf.len(),
+    }
+}
+
+fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, block: usize) -> io::Result<bool> {
+    let start = buf.len();
+    buf.resize(start + block, 0);
+    let mut filled = start;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => {
+                buf.truncate(filled);
+                return Ok(true);
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(filled);
+                return Err(e);
+            }
+        }
+    }
+    Ok(false)
+}
+
+fn memrchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().rposition(|&b| b == needle)
+}
+
+fn trim_cr(l: &[u8]) -> &[u8] {
+    l.strip_suffix(b"\r").unwrap_or(l)
+}
+
+fn is_blank(l: &[u8]) -> bool {
+    l.iter().all(u8::is_ascii_whitespace)
+}
+
+fn skip_ws(buf: &[u8], from: usize) -> usize {
+    from + buf[from.min(buf.len())..]
+        .iter()
+        .take_while(|b| b.is_ascii_whitespace())
+        .count()
+}
+
+fn line_at(buf: &[u8], offset: usize) -> u64 {
+    buf[..offset.min(buf.len())].iter().filter(|&&b| b == b'\n').count() as u64 + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(input: &[u8], block: usize) -> Vec<(u64, u64, bool)> {
+        let options = StreamOptions { threads: 2, block_size: block };
+        let mut items = Vec::new();
+        validate_stream(Kind::ModelUsage, input, &options, |i| {
+            items.push((i.index, i.line, i.report.is_valid()))
+        })
+        .unwrap();
+        items
+    }
+
+    const OK: &str = r#"{"inputTokens":1,"outputTokens":2,"cacheReadInputTokens":3}"#;
+
+    #[test]
+    fn lines_blank_lines_and_garbage() {
+        let input = format!("{OK}\n\n  \nnope\r\n{OK}");
+        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 4, false), (3, 5, true)]);
+    }
+
+    #[test]
+    fn values_one_after_another_on_many_lines() {
+        let input = format!("{{\n\"inputTokens\": 1, \"outputTokens\": 2,\n\"cacheReadInputTokens\": 3}}\n{OK} {{\"inputTokens\": -1}}");
+        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 3, true), (3, 3, false)]);
+    }
+
+    #[test]
+    fn several_values_on_one_line() {
+        let input = format!("{OK}{OK}\n{OK}");
+        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 1, true), (3, 2, true)]);
+    }
+
+    #[test]
+    fn many_lines_across_small_blocks_keep_order() {
+        let mut input = String::new();
+        for i in 0..3000 {
+            input.push_str(if i % 7 == 0 { "{}" } else { OK });
+            input.push('\n');
+        }
+        let items = run(input.as_bytes(), 1);
+        assert_eq!(items.len(), 3000);
+        for (i, (index, line, valid)) in items.into_iter().enumerate() {
+            assert_eq!((index, line, valid), (i as u64 + 1, i as u64 + 1, i % 7 != 0));
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_violation() {
+        let items = run(b"\xff\xfe\n", 1);
+        assert_eq!(items, vec![(1, 1, false)]);
+    }
+}
