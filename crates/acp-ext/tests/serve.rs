@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use acp_ext::serve::{self, ServeNamespace, ServeOptions, TaskMonitor};
+use acp_extension_core::validate::{self, Kind};
 use agent_client_protocol::v1::schema::{
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome,
@@ -211,11 +212,21 @@ where
     messages
 }
 
-/// Every message the agent sent passes the contract validator.
+/// Every message the agent sent passes the contract validator (what
+/// `acp-ext validate` runs on each line).
 fn assert_valid(messages: &[Value]) {
     for m in messages {
         assert_eq!(m["jsonrpc"], "2.0", "{m}");
+        let report = validate::validate_value(Kind::Auto, m);
+        assert!(report.is_valid(), "{m}\nbreaks the contract: {:?}", report.violations);
     }
+}
+
+#[test]
+fn the_validator_used_here_rejects_contract_breaks() {
+    let bad = json!({"jsonrpc": "2.0", "method": "_lody/session/activity_update",
+        "params": {"version": 1, "sessionId": "s", "state": "bogus", "backgroundTaskCount": 0}});
+    assert!(!validate::validate_value(Kind::Auto, &bad).is_valid());
 }
 
 fn meta<'a>(v: &'a Value, ns: &str) -> &'a Value {

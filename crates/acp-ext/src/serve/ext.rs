@@ -1,161 +1,175 @@
 //! The contract's extension requests (`_ua/…` or `_lody/…`).
 //!
-//! Only advertised features are served; any other extension method,
+//! Params are parsed with the library's typed [`ExtensionRequest`]; only
+//! advertised features are served, and any other extension method,
 //! including the contract's own when not advertised, is `-32601`.
 
 use std::sync::Arc;
 
-use acp_extension_core::namespace::split_method;
+use acp_extension_core::capabilities::Feature;
+use acp_extension_core::meta::fields;
+use acp_extension_core::methods::ExtensionRequest;
+use acp_extension_core::rate_limits::{
+    RateLimit, RateLimitScope, RateLimitWindow, RateLimitsSnapshot,
+};
+use acp_extension_core::session::{
+    EmptyResponse, GoalControlRequest, GoalControlResponse, GoalStatus, SteerOutcome,
+    SteerResponse, SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse,
+    SubagentsListRequest, SubagentsListResponse,
+};
+use acp_extension_core::wire::FiniteF64;
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{ContentBlock, SessionInfoUpdate, SessionUpdate};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::params::{self, invalid_params, method_not_found, unknown_session};
+use super::params::{invalid_params, method_not_found, unknown_session};
 use super::script::cancel_run;
 use super::sessions::{open_session, replay};
 use super::state::{DEFAULT_MODEL, Goal, Inner, Shared, Steer};
 use super::time;
-use super::wire::{self, Cx};
+use super::wire::{self, Cx, nn};
+
+fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
+    serde_json::to_value(v).map_err(Error::into_internal_error)
+}
+
+/// The capability that serves each extension request.
+fn feature_of(request: &ExtensionRequest) -> Option<Feature> {
+    Some(match request {
+        ExtensionRequest::RateLimitsGet(_) => Feature::RateLimits,
+        ExtensionRequest::SessionSteer(_) => Feature::Steering,
+        ExtensionRequest::SessionGoal(_) => Feature::Goal,
+        ExtensionRequest::SessionHistoryRead(_) => Feature::SessionHistory,
+        ExtensionRequest::SubagentsList(_)
+        | ExtensionRequest::SubagentsCancel(_)
+        | ExtensionRequest::SubagentsOutput(_) => Feature::Subagents,
+        _ => return None,
+    })
+}
+
+/// Whether the contract method `path` is served by an advertised feature
+/// (an unadvertised method is "not found" even with bad params).
+fn served(shared: &Shared, path: &str) -> bool {
+    let feature = match path {
+        "rate_limits/get" => Feature::RateLimits,
+        "session/steer" => Feature::Steering,
+        "session/goal" => Feature::Goal,
+        "session/history/read" => Feature::SessionHistory,
+        "subagents/list" | "subagents/cancel" | "subagents/output" => Feature::Subagents,
+        _ => return false,
+    };
+    shared.has(feature)
+}
 
 /// Answers one extension request.
 pub(crate) fn request(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result<Value, Error> {
-    let Some((_, path)) = split_method(method) else {
-        return Err(method_not_found(method));
-    };
-    let feature = match path {
-        "session/steer" => "steering",
-        "session/goal" => "goal",
-        "session/history/read" => "sessionHistory",
-        "subagents/list" | "subagents/cancel" | "subagents/output" => "subagents",
-        "rate_limits/get" => "rateLimits",
-        _ => return Err(method_not_found(method)),
-    };
-    if !shared.has(feature) {
+    let path = acp_extension_core::namespace::split_method(method).map_or("", |(_, p)| p);
+    if !served(shared, path) {
         return Err(method_not_found(method));
     }
-    match path {
-        "session/steer" => steer(shared, params),
-        "session/goal" => goal(shared, params, cx),
-        "session/history/read" => history(shared, params, cx),
-        "subagents/list" => subagents_list(shared, params),
-        "subagents/cancel" => subagents_cancel(shared, params, cx),
-        "subagents/output" => subagents_output(shared, params),
-        _ => {
-            let _: RateLimitsGet = params::parse(params)?;
-            Ok(rate_limits(&shared.lock()))
+    let request = match ExtensionRequest::parse(method, params) {
+        Ok(Some((_, request))) => request,
+        Ok(None) => return Err(method_not_found(method)),
+        Err(e) => return Err(e.to_rpc_error()),
+    };
+    if !feature_of(&request).is_some_and(|f| shared.has(f)) {
+        return Err(method_not_found(method));
+    }
+    match request {
+        ExtensionRequest::RateLimitsGet(_) => to_value(rate_limits(&shared.lock())),
+        ExtensionRequest::SessionSteer(r) => {
+            let text = r
+                .prompt
+                .iter()
+                .filter_map(|b| match b.block() {
+                    ContentBlock::Text(t) => Some(t.text.clone()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            steer(shared, &r.session_id, r.steer_id, text)
         }
+        ExtensionRequest::SessionGoal(r) => goal(shared, r, cx),
+        ExtensionRequest::SessionHistoryRead(r) => {
+            let inner = shared.lock();
+            let Some(session) = inner.sessions.get(&r.session_id) else {
+                return Err(unknown_session(&r.session_id));
+            };
+            replay(cx, inner.client.ns, session);
+            to_value(EmptyResponse::new())
+        }
+        ExtensionRequest::SubagentsList(r) => subagents_list(shared, r),
+        ExtensionRequest::SubagentsCancel(r) => subagents_cancel(shared, r, cx),
+        ExtensionRequest::SubagentsOutput(r) => subagents_output(shared, r),
+        _ => Err(method_not_found(method)),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
-struct RateLimitsGet {
-    session_id: Option<String>,
-    account_id: Option<String>,
-    model_id: Option<String>,
 }
 
 /// The synthetic rate limits: deterministic in the number of prompts
 /// accepted on this connection.
-pub(crate) fn rate_limits(inner: &Inner) -> Value {
+pub(crate) fn rate_limits(inner: &Inner) -> RateLimitsSnapshot {
     let n = inner.counters.prompts;
-    let now = time::now();
-    json!({
-        "rateLimits": [{
-            "limitId": "serve-default",
-            "scope": {"providerId": "acp-ext-serve", "modelId": DEFAULT_MODEL},
-            "limitName": "Synthetic limits",
-            "planName": "Reference",
-            "windows": [
-                {"label": "5h", "usedPercent": (n * 7) % 100, "windowDurationSeconds": 18_000, "resetsAtEpochSeconds": now + 18_000},
-                {"label": "Weekly", "usedPercent": (n * 3) % 100, "windowDurationSeconds": 604_800, "resetsAtEpochSeconds": now + 604_800}
-            ]
-        }],
-        "fetchedAtEpochSeconds": now
-    })
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SteerParams {
-    session_id: String,
-    prompt: Vec<ContentBlock>,
-    steer_id: String,
+    let now = time::now() as f64;
+    let window = |label: &str, used: u64, secs: f64| {
+        RateLimitWindow::new(
+            FiniteF64::new(used as f64).unwrap_or_default(),
+            Some(nn(secs)),
+            Some(nn(now + secs)),
+        )
+        .label(label)
+    };
+    RateLimitsSnapshot::new(vec![
+        RateLimit::new(
+            "serve-default",
+            RateLimitScope::new("acp-ext-serve").model_id(DEFAULT_MODEL),
+            vec![
+                window("5h", (n * 7) % 100, 18_000.0),
+                window("Weekly", (n * 3) % 100, 604_800.0),
+            ],
+        )
+        .limit_name(Some("Synthetic limits".to_owned()))
+        .plan_name(Some("Reference".to_owned())),
+    ])
+    .fetched_at_epoch_seconds(nn(now))
 }
 
 /// `session/steer`: inject into the running turn (`injected`), or `failed`
 /// when no turn is running.
-fn steer(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
-    let p: SteerParams = params::parse(params)?;
-    let text = p
-        .prompt
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text(t) => Some(t.text.clone()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+fn steer(shared: &Arc<Shared>, session_id: &str, steer_id: String, text: String) -> Result<Value, Error> {
     let mut inner = shared.lock();
-    let session = open_session(&mut inner, &p.session_id)?;
+    let session = open_session(&mut inner, session_id)?;
     let live = session.live.as_ref().expect("open");
     let outcome = match &live.turn {
-        Some(turn) => {
-            let steer = Steer {
-                steer_id: p.steer_id,
-                text,
-            };
-            if turn.steer.send(steer).is_ok() {
-                "injected"
-            } else {
-                "failed"
-            }
-        }
-        None => "failed",
+        Some(turn) if turn.steer.send(Steer { steer_id, text }).is_ok() => SteerOutcome::Injected,
+        _ => SteerOutcome::Failed,
     };
-    Ok(json!({ "outcome": outcome }))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GoalParams {
-    session_id: String,
-    action: String,
-    objective: Option<String>,
+    to_value(SteerResponse::new(outcome))
 }
 
 /// `session/goal`: the status-only actions (`pause`, `clear`), accepted
 /// while a prompt runs; `set` and `resume` start work and travel on
 /// `session/prompt` as `_meta.<ns>.goalControl`.
-fn goal(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
-    let p: GoalParams = params::parse(params)?;
-    match p.action.as_str() {
-        "pause" | "clear" => {}
-        "set" | "resume" => {
+fn goal(shared: &Arc<Shared>, request: GoalControlRequest, cx: &Cx) -> Result<Value, Error> {
+    let (session_id, pause) = match &request {
+        GoalControlRequest::Pause(r) => (r.session_id.clone(), true),
+        GoalControlRequest::Clear(r) => (r.session_id.clone(), false),
+        other => {
             return Err(invalid_params(
                 "action",
                 format!(
                     "{:?} starts work: send it as session/prompt _meta.<ns>.goalControl (promptActions); this request accepts pause and clear (controlActions)",
-                    p.action
+                    other.tag()
                 ),
             ));
         }
-        other => {
-            return Err(invalid_params(
-                "action",
-                format!("expected one of \"set\", \"pause\", \"resume\", \"clear\", got {other:?}"),
-            ));
-        }
-    }
-    let _ = p.objective;
+    };
     let mut inner = shared.lock();
     let ns = inner.client.ns;
-    let session = open_session(&mut inner, &p.session_id)?;
-    if p.action == "pause" {
+    let session = open_session(&mut inner, &session_id)?;
+    if pause {
         if let Some(g) = &mut session.goal {
-            g.status = "paused";
+            g.status = GoalStatus::Paused;
             g.last_reason = Some("paused by the client".to_owned());
             g.updated = time::now();
         }
@@ -165,53 +179,25 @@ fn goal(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
     let snapshot = session.goal.as_ref().map(Goal::snapshot);
     wire::update(
         cx,
-        &p.session_id,
+        &session_id,
         SessionUpdate::SessionInfoUpdate(
-            SessionInfoUpdate::new().meta(wire::ns_meta(ns, json!({ "goal": snapshot }))),
+            SessionInfoUpdate::new().meta(
+                wire::MetaBuilder::new(ns)
+                    .with::<fields::Goal>(snapshot.clone())
+                    .build(),
+            ),
         ),
     );
-    Ok(json!({ "goal": snapshot }))
+    to_value(GoalControlResponse::new(snapshot))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SessionOnly {
-    session_id: String,
-}
-
-/// `session/history/read`: replays the transcript as `session/update`s.
-fn history(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
-    let p: SessionOnly = params::parse(params)?;
-    let inner = shared.lock();
-    let Some(session) = inner.sessions.get(&p.session_id) else {
-        return Err(unknown_session(&p.session_id));
-    };
-    replay(cx, inner.client.ns, session);
-    Ok(json!({}))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ListParams {
-    session_id: String,
-    active_only: Option<bool>,
-}
-
-fn subagents_list(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
-    let p: ListParams = params::parse(params)?;
+fn subagents_list(shared: &Arc<Shared>, r: SubagentsListRequest) -> Result<Value, Error> {
     let mut inner = shared.lock();
-    let session = open_session(&mut inner, &p.session_id)?;
+    let session = open_session(&mut inner, &r.session_id)?;
     let live = session.live.as_ref().expect("open");
-    Ok(json!({ "tasks": live.runs.tasks(p.active_only.unwrap_or(false)) }))
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TaskParams {
-    session_id: String,
-    task_id: String,
-    reason: Option<String>,
-    tail: Option<f64>,
+    to_value(SubagentsListResponse::new(
+        live.runs.tasks(r.active_only.unwrap_or(false)),
+    ))
 }
 
 fn unknown_task(session_id: &str, task_id: &str) -> Error {
@@ -221,39 +207,37 @@ fn unknown_task(session_id: &str, task_id: &str) -> Error {
     )
 }
 
-fn subagents_cancel(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
-    let p: TaskParams = params::parse(params)?;
+fn subagents_cancel(shared: &Arc<Shared>, r: SubagentCancelRequest, cx: &Cx) -> Result<Value, Error> {
     let mut guard = shared.lock();
     let inner = &mut *guard;
     let (ns, events) = (inner.client.ns, inner.client.subagent_events);
-    let session = open_session(inner, &p.session_id)?;
+    let session = open_session(inner, &r.session_id)?;
     let live = session.live.as_mut().expect("open");
-    if live.runs.get(&p.task_id).is_none() {
-        return Err(unknown_task(&p.session_id, &p.task_id));
+    if live.runs.get(&r.task_id).is_none() {
+        return Err(unknown_task(&r.session_id, &r.task_id));
     }
-    let reason = p.reason.unwrap_or_else(|| "cancelled by the client".to_owned());
+    let reason = r.reason.unwrap_or_else(|| "cancelled by the client".to_owned());
     // A finished run stays as it is: cancelling it is a no-op.
-    cancel_run(shared, cx, ns, events, &p.session_id, live, &p.task_id, &reason);
-    Ok(json!({}))
+    cancel_run(shared, cx, ns, events, &r.session_id, live, &r.task_id, &reason);
+    to_value(EmptyResponse::new())
 }
 
-fn subagents_output(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
-    let p: TaskParams = params::parse(params)?;
-    let tail = match p.tail {
+fn subagents_output(shared: &Arc<Shared>, r: SubagentOutputRequest) -> Result<Value, Error> {
+    let tail = match r.tail.map(f64::from) {
         None => None,
-        Some(t) if t >= 0.0 && t.fract() == 0.0 => Some(t as usize),
-        Some(_) => return Err(invalid_params("tail", "expected a non-negative integer")),
+        Some(t) if t.fract() == 0.0 => Some(t as usize),
+        Some(_) => return Err(invalid_params("tail", "expected a whole number of lines")),
     };
     let mut inner = shared.lock();
-    let session = open_session(&mut inner, &p.session_id)?;
+    let session = open_session(&mut inner, &r.session_id)?;
     let live = session.live.as_ref().expect("open");
-    let Some(record) = live.runs.get(&p.task_id) else {
-        return Err(unknown_task(&p.session_id, &p.task_id));
+    let Some(record) = live.runs.get(&r.task_id) else {
+        return Err(unknown_task(&r.session_id, &r.task_id));
     };
     let lines: Vec<&str> = record.output.lines().collect();
     let output = match tail {
         Some(n) if n < lines.len() => lines[lines.len() - n..].join("\n"),
         _ => lines.join("\n"),
     };
-    Ok(json!({ "output": output }))
+    to_value(SubagentOutputResponse::new(output))
 }

@@ -1,6 +1,11 @@
 //! The extension features `serve` implements and their advertisement.
 
-use serde_json::{Value, json};
+use acp_extension_core::capabilities::{
+    ConfigPolicy, ExtensionCapabilities, Feature, GoalAction, GoalCapability, RateLimitsCapability,
+    SteeringCapability, SteeringTransport, SubagentCapability, TaskCapability, UpstreamTurn,
+    VersionOneCapability,
+};
+use acp_extension_core::wire::True;
 
 /// Every agent capability key `serve` implements, in advertisement order.
 /// `mcpApps` is not implemented and never advertised.
@@ -54,66 +59,77 @@ pub fn parse_features(list: &str) -> Result<Vec<String>, UnknownFeature> {
 
 /// The set of features this agent advertises.
 #[derive(Debug, Clone)]
-pub(crate) struct Advertised(Vec<&'static str>);
+pub(crate) struct Advertised(Vec<Feature>);
 
 impl Advertised {
     pub(crate) fn new(only: Option<&[String]>) -> Result<Self, UnknownFeature> {
+        let implemented = || FEATURES.iter().filter_map(|k| Feature::from_key(k));
         match only {
-            None => Ok(Self(FEATURES.to_vec())),
+            None => Ok(Self(implemented().collect())),
             Some(list) => {
-                let mut out = Vec::new();
                 for item in list {
-                    let Some(known) = FEATURES.iter().find(|f| **f == item.as_str()) else {
+                    if !FEATURES.contains(&item.as_str()) {
                         return Err(UnknownFeature(item.clone()));
-                    };
-                    out.push(*known);
+                    }
                 }
                 // Keep the advertisement order stable.
                 Ok(Self(
-                    FEATURES.iter().copied().filter(|f| out.contains(f)).collect(),
+                    implemented()
+                        .filter(|f| list.iter().any(|k| k == f.key()))
+                        .collect(),
                 ))
             }
         }
     }
 
     /// Whether `feature` is advertised.
-    pub(crate) fn has(&self, feature: &str) -> bool {
+    pub(crate) fn has(&self, feature: Feature) -> bool {
         self.0.contains(&feature)
     }
 
     /// The extension capability object (the value of `_meta.<ns>`).
-    pub(crate) fn capabilities(&self) -> Value {
-        let mut obj = serde_json::Map::new();
+    pub(crate) fn capabilities(&self) -> ExtensionCapabilities {
+        let mut caps = ExtensionCapabilities::new();
+        let v1 = VersionOneCapability::new;
         for f in &self.0 {
-            obj.insert((*f).to_owned(), capability(f));
+            caps = match f {
+                Feature::SubagentEvents => caps.subagent_events(v1()),
+                Feature::SessionTitle => caps.session_title(v1()),
+                Feature::Usage => caps.usage(v1()),
+                Feature::RateLimits => caps.rate_limits(RateLimitsCapability::new().query(True)),
+                Feature::ForkAtTurn => caps.fork_at_turn(v1()),
+                Feature::Steering => caps.steering(SteeringCapability::new(
+                    SteeringTransport::Request,
+                    UpstreamTurn::Same,
+                    ConfigPolicy::Active,
+                )),
+                Feature::Tasks => caps.tasks(TaskCapability::new().background(True).scheduled(True)),
+                Feature::Subagents => caps.subagents(
+                    SubagentCapability::new(True).list(True).cancel(True).output(True),
+                ),
+                Feature::Goal => caps.goal(
+                    GoalCapability::new(vec![
+                        GoalAction::Set,
+                        GoalAction::Pause,
+                        GoalAction::Resume,
+                        GoalAction::Clear,
+                    ])
+                    .control_actions(vec![GoalAction::Pause, GoalAction::Clear])
+                    .prompt_actions(vec![
+                        GoalAction::Set,
+                        GoalAction::Pause,
+                        GoalAction::Resume,
+                        GoalAction::Clear,
+                    ]),
+                ),
+                Feature::Compaction => caps.compaction(v1()),
+                Feature::SessionHistory => caps.session_history(v1()),
+                Feature::WorktreeProject => caps.worktree_project(v1()),
+                Feature::SessionActivity => caps.session_activity(v1()),
+                Feature::SessionConfig => caps.session_config(v1()),
+                _ => caps,
+            };
         }
-        Value::Object(obj)
-    }
-}
-
-fn capability(feature: &str) -> Value {
-    match feature {
-        "rateLimits" => json!({"version": 1, "query": true}),
-        "steering" => json!({
-            "version": 1,
-            "transport": "request",
-            "upstreamTurn": "same",
-            "configPolicy": "active"
-        }),
-        "tasks" => json!({"version": 1, "background": true, "scheduled": true}),
-        "subagents" => json!({
-            "version": 1,
-            "lifecycle": true,
-            "list": true,
-            "cancel": true,
-            "output": true
-        }),
-        "goal" => json!({
-            "version": 1,
-            "actions": ["set", "pause", "resume", "clear"],
-            "controlActions": ["pause", "clear"],
-            "promptActions": ["set", "pause", "resume", "clear"]
-        }),
-        _ => json!({"version": 1}),
+        caps
     }
 }

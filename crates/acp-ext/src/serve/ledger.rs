@@ -1,149 +1,10 @@
-//! Per-lifetime accounting and subagent runs.
-//!
-//! [`Ledger`] wraps the usage accumulator (one per session lifetime) and
-//! [`Runs`] wraps the subagent emitter together with the task records that
-//! `_<ns>/subagents/list|output|cancel` read.
+//! Subagent runs of one session lifetime: their event stream and the task
+//! records that `_<ns>/subagents/list|output|cancel` read.
 
-use acp_extension_core::namespace::Namespace;
-use serde_json::{Map, Value, json};
+use acp_extension_core::session::{SubagentTask, SubagentTaskStatus};
+use serde_json::{Value, json};
 
 use super::time;
-
-/// Usage accounting for one session lifetime.
-#[derive(Debug)]
-pub(crate) struct Ledger {
-    scope_id: String,
-    operations: Vec<(String, Map<String, Value>)>,
-    totals: Map<String, Value>,
-}
-
-const COUNTERS: [&str; 6] = [
-    "inputTokens",
-    "outputTokens",
-    "cacheReadInputTokens",
-    "cacheCreationInputTokens",
-    "reasoningOutputTokens",
-    "webSearchRequests",
-];
-
-fn num(v: &Value, key: &str) -> f64 {
-    v.get(key).and_then(Value::as_f64).unwrap_or(0.0)
-}
-
-fn sum(rows: &[&Value]) -> Value {
-    let mut out = json!({"inputTokens": 0, "outputTokens": 0, "cacheReadInputTokens": 0});
-    if rows.is_empty() {
-        return out;
-    }
-    for key in COUNTERS {
-        let total: f64 = rows.iter().map(|r| num(r, key)).sum();
-        out[key] = json!(total as u64);
-    }
-    if rows.iter().all(|r| r.get("costUSD").is_some()) {
-        out["costUSD"] = json!(rows.iter().map(|r| num(r, "costUSD")).sum::<f64>());
-    }
-    out
-}
-
-impl Ledger {
-    pub(crate) fn new() -> Self {
-        Self {
-            scope_id: format!("scope-{}-{}", time::now(), std::process::id()),
-            operations: Vec::new(),
-            totals: Map::new(),
-        }
-    }
-
-    /// Records the latest snapshot of one operation; returns the
-    /// `session/usage_update` params when anything changed.
-    pub(crate) fn update(
-        &mut self,
-        ns: Namespace,
-        session_id: &str,
-        operation_id: &str,
-        rows: &Map<String, Value>,
-    ) -> Option<Value> {
-        let idx = match self.operations.iter().position(|(id, _)| id == operation_id) {
-            Some(i) => i,
-            None => {
-                self.operations.push((operation_id.to_owned(), Map::new()));
-                self.operations.len() - 1
-            }
-        };
-        let previous = self.operations[idx].1.clone();
-        let mut merged = previous.clone();
-        for (model, row) in rows {
-            let start = merged
-                .get(model)
-                .cloned()
-                .unwrap_or_else(|| json!({"inputTokens": 0, "outputTokens": 0, "cacheReadInputTokens": 0}));
-            let mut next = json!({});
-            for key in COUNTERS {
-                next[key] = json!(num(&start, key).max(num(row, key)) as u64);
-            }
-            if let Some(c) = row.get("costUSD").and_then(Value::as_f64) {
-                next["costUSD"] = json!(num(&start, "costUSD").max(c));
-            } else if let Some(c) = start.get("costUSD") {
-                next["costUSD"] = c.clone();
-            }
-            merged.insert(model.clone(), next);
-        }
-        if merged == previous {
-            if previous.is_empty() {
-                self.operations.remove(idx);
-            }
-            return None;
-        }
-        self.operations[idx].1 = merged.clone();
-        let mut models: Vec<String> = Vec::new();
-        for (_, op) in &self.operations {
-            for model in op.keys() {
-                if !models.contains(model) {
-                    models.push(model.clone());
-                }
-            }
-        }
-        let mut totals = Map::new();
-        let mut delta = Map::new();
-        for model in &models {
-            let rows: Vec<&Value> = self
-                .operations
-                .iter()
-                .filter_map(|(_, op)| op.get(model))
-                .collect();
-            let total = sum(&rows);
-            let old = self.totals.get(model);
-            let mut d = json!({});
-            for key in COUNTERS {
-                d[key] = json!(num(&total, key) as i64 - old.map_or(0.0, |o| num(o, key)) as i64);
-            }
-            if total.get("costUSD").is_some() && old.is_none_or(|o| o.get("costUSD").is_some()) {
-                d["costUSD"] = json!(num(&total, "costUSD") - old.map_or(0.0, |o| num(o, "costUSD")));
-            }
-            totals.insert(model.clone(), total);
-            delta.insert(model.clone(), d);
-        }
-        self.totals = totals.clone();
-        let merged_rows: Vec<&Value> = merged.values().collect();
-        let delta_rows: Vec<&Value> = delta.values().collect();
-        Some(json!({
-            "sessionId": session_id,
-            "usage": sum(&merged_rows),
-            "modelUsage": totals,
-            "delta": {"usage": sum(&delta_rows), "modelUsage": delta},
-            "_meta": {ns.key(): {"usageScopeId": self.scope_id}},
-        }))
-    }
-
-    /// Total known cost of the lifetime, if every model's cost is known.
-    pub(crate) fn total_cost(&self) -> Option<f64> {
-        let rows: Vec<&Value> = self.totals.values().collect();
-        if rows.is_empty() {
-            return None;
-        }
-        sum(&rows).get("costUSD").and_then(Value::as_f64)
-    }
-}
 
 /// One subagent run and its task record.
 #[derive(Debug, Clone)]
@@ -152,7 +13,7 @@ pub(crate) struct RunRecord {
     pub(crate) run_id: String,
     pub(crate) tool_call_id: String,
     pub(crate) description: String,
-    pub(crate) status: &'static str,
+    pub(crate) status: SubagentTaskStatus,
     pub(crate) started: u64,
     pub(crate) ended: Option<u64>,
     pub(crate) stop_reason: Option<String>,
@@ -168,21 +29,21 @@ impl RunRecord {
     }
 
     /// The contract's SubagentTask.
-    pub(crate) fn task(&self) -> Value {
-        let mut v = json!({
-            "taskId": self.task_id,
-            "description": self.description,
-            "status": self.status,
-            "agentId": self.run_id,
-            "subagentType": "worker",
-            "modelId": super::state::DEFAULT_MODEL,
-            "startedAtEpochSeconds": self.started,
-            "endedAtEpochSeconds": self.ended,
-        });
+    pub(crate) fn task(&self) -> SubagentTask {
+        let mut t = SubagentTask::new(
+            self.task_id.clone(),
+            self.description.clone(),
+            self.status,
+            super::wire::nn(self.started as f64),
+            self.ended.map(|e| super::wire::nn(e as f64)),
+        )
+        .agent_id(self.run_id.clone())
+        .subagent_type("worker")
+        .model_id(super::state::DEFAULT_MODEL);
         if let Some(r) = &self.stop_reason {
-            v["stopReason"] = json!(r);
+            t = t.stop_reason(r.clone());
         }
-        v
+        t
     }
 }
 
@@ -234,7 +95,7 @@ impl Runs {
             run_id: run_id.to_owned(),
             tool_call_id: tool_call_id.to_owned(),
             description: description.to_owned(),
-            status: "running",
+            status: SubagentTaskStatus::Running,
             started: now,
             ended: None,
             stop_reason: None,
@@ -306,9 +167,9 @@ impl Runs {
             if rec.ended.is_none() {
                 rec.ended = Some(now);
                 rec.status = match state {
-                    "completed" => "completed",
-                    "cancelled" => "killed",
-                    _ => "failed",
+                    "completed" => SubagentTaskStatus::Completed,
+                    "cancelled" => SubagentTaskStatus::Killed,
+                    _ => SubagentTaskStatus::Failed,
                 };
                 rec.stop_reason = Some(state.to_owned());
             }
@@ -331,17 +192,17 @@ impl Runs {
                 json!({"state": "unknown", "outputIncomplete": true, "reason": {"code": "disconnected"}}),
             ));
             if let Some(rec) = self.get_mut(&id) {
-                rec.status = "lost";
+                rec.status = SubagentTaskStatus::Lost;
             }
         }
         events
     }
 
     /// The task records, oldest first.
-    pub(crate) fn tasks(&self, active_only: bool) -> Vec<Value> {
+    pub(crate) fn tasks(&self, active_only: bool) -> Vec<SubagentTask> {
         self.records
             .iter()
-            .filter(|r| !active_only || r.status == "running")
+            .filter(|r| !active_only || r.status == SubagentTaskStatus::Running)
             .map(RunRecord::task)
             .collect()
     }

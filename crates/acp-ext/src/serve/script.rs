@@ -8,9 +8,22 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use acp_extension_core::namespace::{self, Namespace};
+use acp_extension_core::capabilities::Feature;
+use acp_extension_core::elicitation::{
+    ElicitationAnswerNote, ElicitationMeta, ElicitationOption, ElicitationQuestion,
+};
+use acp_extension_core::meta::{self, fields};
+use acp_extension_core::namespace::Namespace;
+use acp_extension_core::session::{
+    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, Notice,
+    NoticeLevel, SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
+};
+use acp_extension_core::usage::{ModelUsage, sum_model_usage};
+use acp_extension_core::wire::FiniteF64;
+use indexmap::IndexMap;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, ContentChunk, Cost, Meta, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
+    ContentBlock, CreateElicitationRequest, ElicitationFormMode, ElicitationSchema,
+    ElicitationSessionScope, EnumOption, StringPropertySchema, ContentChunk, Cost, Meta, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
     PlanEntryPriority, PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
     RequestPermissionRequest, SessionInfoUpdate, SessionUpdate, StopReason, ToolCall,
     ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
@@ -26,7 +39,7 @@ use super::state::{
     Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord, TurnSlot,
 };
 use super::time;
-use super::wire::{self, Cx, Reply};
+use super::wire::{self, Cx, MetaBuilder, Reply, nn};
 
 /// Why a turn stopped early.
 enum Stop {
@@ -150,41 +163,18 @@ fn parse_command(text: &str) -> Result<Command, Error> {
 
 /// Reads `_meta.<ns>.goalControl` (when `goal` is advertised).
 fn goal_control(shared: &Shared, params: &Value) -> Result<Option<GoalCmd>, Error> {
-    if !shared.has("goal") {
+    if !shared.has(Feature::Goal) {
         return Ok(None);
     }
-    let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+    let Some(meta) = super::sessions::request_meta(params)? else {
         return Ok(None);
     };
-    let Some((ns, v)) = namespace::read_key(meta, "goalControl") else {
-        return Ok(None);
-    };
-    let at = |rest: &str| format!("_meta.{}.goalControl{rest}", ns.key());
-    let Some(obj) = v.as_object() else {
-        return Err(invalid_params(&at(""), "expected an object"));
-    };
-    if obj.get("version").and_then(Value::as_f64) != Some(1.0) {
-        return Err(invalid_params(&at(".version"), "must be the literal 1"));
-    }
-    Ok(Some(match obj.get("action").and_then(Value::as_str) {
-        Some("set") => match obj.get("objective").and_then(Value::as_str) {
-            Some(o) => GoalCmd::Set(o.to_owned()),
-            None => {
-                return Err(invalid_params(
-                    &at(".objective"),
-                    "required string missing for action \"set\"",
-                ));
-            }
-        },
-        Some("pause") => GoalCmd::Pause,
-        Some("resume") => GoalCmd::Resume,
-        Some("clear") => GoalCmd::Clear,
-        _ => {
-            return Err(invalid_params(
-                &at(".action"),
-                "expected one of \"set\", \"pause\", \"resume\", \"clear\"",
-            ));
-        }
+    let control = meta::read::<fields::GoalControl>(meta).map_err(super::sessions::meta_error)?;
+    Ok(control.map(|c| match c {
+        GoalPromptControl::Set(s) => GoalCmd::Set(s.objective),
+        GoalPromptControl::Pause(_) => GoalCmd::Pause,
+        GoalPromptControl::Resume(_) => GoalCmd::Resume,
+        _ => GoalCmd::Clear,
     }))
 }
 
@@ -378,10 +368,10 @@ impl Turn {
             Command::Plain => self.plain().await,
             Command::Tool => self.tool().await,
             Command::Subagents { count, secs } => self.subagents(count, secs).await,
-            Command::Background { secs } => self.background("background", secs),
-            Command::Schedule { secs } => self.background("scheduled", secs),
+            Command::Background { secs } => self.background(TaskKind::Background, secs),
+            Command::Schedule { secs } => self.background(TaskKind::Scheduled, secs),
             Command::Compact => self.compact(),
-            Command::Goal(g) if self.shared.has("goal") => self.goal(g).await,
+            Command::Goal(g) if self.shared.has(Feature::Goal) => self.goal(g).await,
             Command::Goal(_) => {
                 self.final_answer("Goals are not enabled on this agent (see --only).");
                 Ok(())
@@ -436,8 +426,8 @@ impl Turn {
         }
     }
 
-    fn meta(&self, fields: Value) -> Meta {
-        wire::ns_meta(self.ns, fields)
+    fn mb(&self) -> MetaBuilder {
+        MetaBuilder::new(self.ns)
     }
 
     fn send(&self, update: SessionUpdate) {
@@ -445,9 +435,18 @@ impl Turn {
     }
 
     fn say(&self, phase: &str, text: &str) {
+        let phase = if phase == "commentary" {
+            MessagePhase::Commentary
+        } else {
+            MessagePhase::FinalAnswer
+        };
         self.send(SessionUpdate::AgentMessageChunk(
-            ContentChunk::new(ContentBlock::from(text.to_owned()))
-                .meta(self.meta(json!({"messagePhase": phase, "turnId": self.turn_id}))),
+            ContentChunk::new(ContentBlock::from(text.to_owned())).meta(
+                self.mb()
+                    .with::<fields::MessagePhase>(phase)
+                    .with::<fields::TurnId>(self.turn_id.clone())
+                    .build(),
+            ),
         ));
     }
 
@@ -495,14 +494,8 @@ impl Turn {
         }
     }
 
-    fn task_meta(&self, fields: Value) -> Value {
-        let mut meta = fields;
-        if !self.shared.has("tasks") {
-            if let Some(obj) = meta.as_object_mut() {
-                obj.remove("task");
-            }
-        }
-        meta
+    fn tool_meta(&self, tool: &str, task: Option<TaskMeta>) -> Meta {
+        tool_meta(&self.shared, self.ns, tool, task)
     }
 
     /// Tokens of this turn: deterministic in the prompt and answer.
@@ -515,44 +508,42 @@ impl Turn {
     }
 
     /// Usage accounting for the finished turn: `usage_update` and
-    /// `_<ns>/session/usage_update` from the session's accumulator.
+    /// `_<ns>/session/usage_update` from the session's accumulator (the
+    /// turn id is the operation id).
     fn account(&mut self) -> Step {
         let (input, output, cache) = self.tokens();
         let cost = input as f64 * 3e-6 + output as f64 * 15e-6 + cache as f64 * 3e-7;
-        let (ns, sid, turn_id) = (self.ns, self.session_id.clone(), self.turn_id.clone());
+        let (sid, turn_id) = (self.session_id.clone(), self.turn_id.clone());
         let (ext_update, used, total_cost) = self.with(|session, _| {
-            let mut rows = serde_json::Map::new();
+            let mut rows = IndexMap::new();
             rows.insert(
                 session.model_id.clone(),
-                json!({
-                    "inputTokens": input,
-                    "outputTokens": output,
-                    "cacheReadInputTokens": cache,
-                    "costUSD": cost,
-                }),
+                ModelUsage::new(input, output, cache).cost_usd(FiniteF64::new(cost).unwrap_or_default()),
             );
             session.context_used = (session.context_used + input + output + cache).min(CONTEXT_WINDOW);
             let live = session.live.as_mut().expect("checked by with");
-            let update = live.ledger.update(ns, &sid, &turn_id, &rows);
-            (update, session.context_used, live.ledger.total_cost())
+            let update = live.ledger.update(&sid, &turn_id, &rows);
+            if let Some(totals) = update.as_ref().and_then(|u| u.model_usage.as_ref()) {
+                live.total_cost = sum_model_usage(totals).cost_usd.map(f64::from);
+            }
+            (update, session.context_used, live.total_cost)
         })?;
         self.send(SessionUpdate::UsageUpdate(
             UsageUpdate::new(used, CONTEXT_WINDOW).cost(total_cost.map(|c| Cost::new(c, "USD"))),
         ));
         if let Some(update) = ext_update
-            && self.shared.has("usage")
+            && self.shared.has(Feature::Usage)
         {
-            wire::ext(&self.cx, self.ns, "session/usage_update", update);
+            wire::notify(&self.cx, self.ns, update);
         }
         Ok(())
     }
 
     fn apply_steer(&self, steer: &Steer, announce: bool) {
-        wire::ext(
+        wire::notify(
             &self.cx,
             self.ns,
-            "session/steer_applied",
-            json!({"sessionId": self.session_id, "steerId": steer.steer_id}),
+            SteerApplied::new(self.session_id.clone(), steer.steer_id.clone()),
         );
         if announce {
             self.say("commentary", &format!("Steering applied: {}", steer.text));
@@ -590,7 +581,7 @@ impl Turn {
             }
             self.finished = true;
         }
-        let meta = self.meta(json!({"turnId": self.turn_id}));
+        let meta = self.mb().with::<fields::TurnId>(self.turn_id.clone()).build();
         let stop = match result {
             Ok(()) => StopReason::EndTurn,
             Err(Stop::Cancelled) => StopReason::Cancelled,
@@ -625,14 +616,14 @@ impl Turn {
     async fn tool(&mut self) -> Step {
         let call = self.with(|_, c| c.call())?;
         let title = "Generate an image";
-        let name_meta = json!({"toolName": "ImageGeneration"});
+        let name_meta = || self.tool_meta(tool_names::IMAGE_GENERATION, None);
         self.say("commentary", "Calling the image generation tool.");
         self.send(SessionUpdate::ToolCall(
             ToolCall::new(call.clone(), title)
                 .kind(ToolKind::Other)
                 .status(ToolCallStatus::Pending)
                 .raw_input(json!({"prompt": self.text}))
-                .meta(self.meta(name_meta.clone())),
+                .meta(name_meta()),
         ));
         let request = RequestPermissionRequest::new(
             self.session_id.clone(),
@@ -642,7 +633,7 @@ impl Turn {
                     .title(title.to_owned())
                     .status(ToolCallStatus::Pending),
             )
-            .meta(self.meta(name_meta.clone())),
+            .meta(name_meta()),
             vec![
                 PermissionOption::new("allow", "Allow", PermissionOptionKind::AllowOnce),
                 PermissionOption::new("deny", "Deny", PermissionOptionKind::RejectOnce),
@@ -663,7 +654,7 @@ impl Turn {
                         .status(ToolCallStatus::Failed)
                         .content(vec![ToolCallContent::from(why.to_owned())]),
                 )
-                .meta(self.meta(name_meta.clone())),
+                .meta(name_meta()),
             )
         };
         let allowed = match outcome {
@@ -687,7 +678,7 @@ impl Turn {
                     call.clone(),
                     ToolCallUpdateFields::new().status(ToolCallStatus::InProgress),
                 )
-                .meta(self.meta(name_meta.clone())),
+                .meta(name_meta()),
             ));
             self.send(SessionUpdate::ToolCallUpdate(
                 ToolCallUpdate::new(
@@ -699,7 +690,7 @@ impl Turn {
                         )])
                         .raw_output(json!({"ok": true})),
                 )
-                .meta(self.meta(name_meta)),
+                .meta(name_meta()),
             ));
             self.final_answer("The tool ran: permission was granted.");
         } else {
@@ -726,14 +717,16 @@ impl Turn {
                 ToolCall::new(call.clone(), description.clone())
                     .kind(ToolKind::Think)
                     .status(ToolCallStatus::InProgress)
-                    .meta(self.meta(self.task_meta(json!({
-                        "toolName": "Task",
-                        "task": {
-                            "version": 1, "taskId": task, "kind": "subagent", "status": "in_progress",
-                            "description": description, "actor": name, "modelId": super::state::DEFAULT_MODEL,
-                            "startedAtEpochSeconds": now
-                        }
-                    })))),
+                    .meta(self.tool_meta(
+                        SUBAGENT_TOOL,
+                        Some(
+                            TaskMeta::new(task.clone(), TaskKind::Subagent, TaskStatus::InProgress)
+                                .description(description.clone())
+                                .actor(name.clone())
+                                .model_id(super::state::DEFAULT_MODEL)
+                                .started_at_epoch_seconds(nn(now as f64)),
+                        ),
+                    )),
             ));
             let snapshot = json!({
                 "state": "running",
@@ -833,14 +826,20 @@ impl Turn {
                         .status(ToolCallStatus::Completed)
                         .content(vec![ToolCallContent::from(summary.clone())]),
                 )
-                .meta(self.meta(self.task_meta(json!({
-                    "toolName": "Task",
-                    "task": {
-                        "version": 1, "taskId": kid.task, "kind": "subagent", "status": "completed",
-                        "summary": summary, "endedAtEpochSeconds": time::now(),
-                        "usage": {"totalTokens": 120, "toolUses": tool_uses, "durationMs": (secs * 1000.0).round()}
-                    }
-                })))),
+                .meta(self.tool_meta(
+                    SUBAGENT_TOOL,
+                    Some(
+                        TaskMeta::new(kid.task.clone(), TaskKind::Subagent, TaskStatus::Completed)
+                            .summary(summary.clone())
+                            .ended_at_epoch_seconds(nn(time::now() as f64))
+                            .usage(
+                                TaskUsage::new()
+                                    .total_tokens(nn(120.0))
+                                    .tool_uses(nn(tool_uses as f64))
+                                    .duration_ms(nn((secs * 1000.0).round())),
+                            ),
+                    ),
+                )),
             ));
         }
         self.final_answer(&format!(
@@ -850,22 +849,22 @@ impl Turn {
         Ok(())
     }
 
-    fn background(&mut self, kind: &'static str, secs: f64) -> Step {
+    fn background(&mut self, kind: TaskKind, secs: f64) -> Step {
         let (task, call) = self.with(|_, c| (c.task(), c.call()))?;
-        let (title, tool, status, task_status, description) = if kind == "background" {
+        let (title, tool, status, task_status, description) = if kind == TaskKind::Background {
             (
                 "Run a background job",
-                "Bash",
+                BACKGROUND_TOOL,
                 ToolCallStatus::InProgress,
-                "in_progress",
+                TaskStatus::InProgress,
                 format!("Background job ({secs} s)"),
             )
         } else {
             (
                 "Schedule a wakeup",
-                "ScheduleWakeup",
+                tool_names::SCHEDULE_WAKEUP,
                 ToolCallStatus::Pending,
-                "pending",
+                TaskStatus::Pending,
                 format!("Wake up in {secs} s"),
             )
         };
@@ -874,13 +873,14 @@ impl Turn {
             ToolCall::new(call.clone(), title)
                 .kind(ToolKind::Execute)
                 .status(status)
-                .meta(self.meta(self.task_meta(json!({
-                    "toolName": tool,
-                    "task": {
-                        "version": 1, "taskId": task, "kind": kind, "status": task_status,
-                        "description": description, "startedAtEpochSeconds": started
-                    }
-                })))),
+                .meta(self.tool_meta(
+                    tool,
+                    Some(
+                        TaskMeta::new(task.clone(), kind, task_status)
+                            .description(description.clone())
+                            .started_at_epoch_seconds(nn(started as f64)),
+                    ),
+                )),
         ));
         let cancel = Cancel::new();
         let (shared, cx, ns, sid) = (&self.shared, &self.cx, self.ns, &self.session_id);
@@ -915,7 +915,8 @@ impl Turn {
             Ok(())
         });
         self.final_answer(&format!(
-            "Started {kind} task {task}; it finishes in {secs} seconds."
+            "Started {} task {task}; it finishes in {secs} seconds.",
+            kind.as_str()
         ));
         Ok(())
     }
@@ -924,23 +925,25 @@ impl Turn {
         let call = self.with(|_, c| c.call())?;
         let before = self.with(|s, _| s.context_used)?;
         let after = before / 4;
-        let activity = self.shared.has("compaction");
-        let meta = |extra: Value| {
-            let mut fields = json!({});
-            if activity {
-                let mut a = json!({"version": 1, "kind": "context_compaction", "automatic": false, "usedTokensBefore": before});
-                if let (Some(a), Some(extra)) = (a.as_object_mut(), extra.as_object()) {
-                    a.extend(extra.clone());
-                }
-                fields["activity"] = a;
+        let activity = self.shared.has(Feature::Compaction);
+        let meta = |done: bool| {
+            let mut a = ActivityMeta::new(ActivityKind::ContextCompaction)
+                .automatic(false)
+                .used_tokens_before(nn(before as f64));
+            if done {
+                a = a.used_tokens_after(nn(after as f64)).duration_ms(nn(0.0));
             }
-            fields
+            let mut b = self.mb();
+            if activity {
+                b = b.with::<fields::Activity>(a);
+            }
+            b.build()
         };
         self.send(SessionUpdate::ToolCall(
             ToolCall::new(call.clone(), "Compacting the context")
                 .kind(ToolKind::Other)
                 .status(ToolCallStatus::InProgress)
-                .meta(self.meta(meta(json!({})))),
+                .meta(meta(false)),
         ));
         self.with(|s, _| s.context_used = after)?;
         self.send(SessionUpdate::ToolCallUpdate(
@@ -948,7 +951,7 @@ impl Turn {
                 call,
                 ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
             )
-            .meta(self.meta(meta(json!({"usedTokensAfter": after, "durationMs": 0})))),
+            .meta(meta(true)),
         ));
         self.final_answer(&format!(
             "Compacted the context from {before} to {after} tokens."
@@ -958,7 +961,11 @@ impl Turn {
 
     fn goal_info(&self, goal: Option<&Goal>) {
         self.send(SessionUpdate::SessionInfoUpdate(
-            SessionInfoUpdate::new().meta(self.meta(json!({"goal": goal.map(Goal::snapshot)}))),
+            SessionInfoUpdate::new().meta(
+                self.mb()
+                    .with::<fields::Goal>(goal.map(Goal::snapshot))
+                    .build(),
+            ),
         ));
     }
 
@@ -969,7 +976,7 @@ impl Turn {
                 let goal = self.with(|s, _| {
                     s.goal = Some(Goal {
                         objective,
-                        status: "active",
+                        status: GoalStatus::Active,
                         iterations: 0,
                         last_reason: None,
                         created: now,
@@ -984,7 +991,7 @@ impl Turn {
             GoalCmd::Resume => {
                 let goal = self.with(|s, _| {
                     if let Some(g) = &mut s.goal {
-                        g.status = "active";
+                        g.status = GoalStatus::Active;
                         g.last_reason = None;
                         g.updated = now;
                     }
@@ -1004,7 +1011,7 @@ impl Turn {
             GoalCmd::Pause => {
                 let goal = self.with(|s, _| {
                     if let Some(g) = &mut s.goal {
-                        g.status = "paused";
+                        g.status = GoalStatus::Paused;
                         g.last_reason = Some("paused by the client".to_owned());
                         g.updated = now;
                     }
@@ -1065,53 +1072,61 @@ impl Turn {
             self.final_answer("The client did not advertise form elicitation, so there is nothing to ask.");
             return Ok(());
         }
-        let ns = self.ns.key();
         let question = "Which approach should I take?";
-        let mut properties = json!({
-            "approach": {
-                "type": "string",
-                "title": "Approach",
-                "description": question,
-                "oneOf": [
-                    {"const": "Small change", "title": "Small change"},
-                    {"const": "Rewrite", "title": "Rewrite"}
-                ]
-            }
-        });
-        let mut q = json!({
-            "id": "approach",
-            "question": question,
-            "header": "Approach",
-            "options": [
-                {"label": "Small change", "description": "Touch as little as possible."},
-                {"label": "Rewrite", "description": "Start the module over."}
+        let elicitation = |m: ElicitationMeta| self.mb().with::<fields::Elicitation>(m).build();
+        let mut schema = ElicitationSchema::new().property(
+            "approach",
+            StringPropertySchema::new()
+                .title("Approach".to_owned())
+                .description(question.to_owned())
+                .one_of(vec![
+                    EnumOption::new("Small change", "Small change"),
+                    EnumOption::new("Rewrite", "Rewrite"),
+                ]),
+            true,
+        );
+        let mut q = ElicitationQuestion::new(
+            question,
+            "Approach",
+            vec![
+                ElicitationOption::new("Small change").description("Touch as little as possible."),
+                ElicitationOption::new("Rewrite").description("Start the module over."),
             ],
-            "multiSelect": false,
-        });
+            false,
+        )
+        .id("approach");
         if self.answer_notes {
-            properties["approach_note"] = json!({
-                "type": "string",
-                "title": "Note",
-                "description": "Anything to keep in mind?",
-                "_meta": {ns: {"elicitation": {"version": 1, "noteFor": "approach"}}}
-            });
-            q["allowCustomAnswer"] = json!(false);
-            q["note"] = json!({"fieldId": "approach_note", "title": "Note"});
+            // The note travels beside the answer and never replaces it.
+            schema = schema.property(
+                "approach_note",
+                StringPropertySchema::new()
+                    .title("Note".to_owned())
+                    .description("Anything to keep in mind?".to_owned())
+                    .meta(elicitation(ElicitationMeta::new().note_for("approach"))),
+                false,
+            );
+            q = q
+                .allow_custom_answer(false)
+                .note(ElicitationAnswerNote::new("approach_note").title("Note"));
         } else {
-            properties["approach_custom"] = json!({
-                "type": "string",
-                "title": "Something else",
-                "_meta": {ns: {"elicitation": {"version": 1, "customAnswerFor": "approach"}}}
-            });
-            q["allowCustomAnswer"] = json!(true);
+            // Legacy flow: a custom answer that replaces the selection.
+            schema = schema.property(
+                "approach_custom",
+                StringPropertySchema::new()
+                    .title("Something else".to_owned())
+                    .meta(elicitation(ElicitationMeta::new().custom_answer_for("approach"))),
+                false,
+            );
+            q = q.allow_custom_answer(true);
         }
-        let params = json!({
-            "sessionId": self.session_id,
-            "mode": "form",
-            "message": question,
-            "requestedSchema": {"type": "object", "properties": properties, "required": ["approach"]},
-            "_meta": {ns: {"elicitation": {"version": 1, "questions": [q]}}}
-        });
+        let request = CreateElicitationRequest::new(
+            ElicitationFormMode::new(ElicitationSessionScope::new(self.session_id.clone()), schema),
+            question,
+        )
+        .meta(elicitation(ElicitationMeta::new().questions(vec![q])));
+        let Ok(params) = serde_json::to_value(request) else {
+            return Err(Stop::Failed(Error::internal_error()));
+        };
         let Ok(message) = UntypedMessage::new("elicitation/create", params) else {
             return Err(Stop::Failed(Error::internal_error()));
         };
@@ -1164,8 +1179,12 @@ impl Turn {
         let mut update = SessionInfoUpdate::new()
             .title(title.clone())
             .updated_at(time::rfc3339(now));
-        if self.shared.has("sessionTitle") {
-            update = update.meta(self.meta(json!({"titleSource": "generated"})));
+        if self.shared.has(Feature::SessionTitle) {
+            update = update.meta(
+                self.mb()
+                    .with::<fields::TitleSource>(TitleSource::Generated)
+                    .build(),
+            );
         }
         self.send(SessionUpdate::SessionInfoUpdate(update));
         self.final_answer(&format!("Title: {title}"));
@@ -1201,7 +1220,7 @@ impl Turn {
     }
 
     fn limits(&mut self) -> Step {
-        if !self.shared.has("rateLimits") {
+        if !self.shared.has(Feature::RateLimits) {
             self.final_answer("Rate limits are not enabled on this agent (see --only).");
             return Ok(());
         }
@@ -1209,11 +1228,16 @@ impl Turn {
             let inner = self.shared.lock();
             ext::rate_limits(&inner)
         };
-        let windows = snapshot["rateLimits"][0]["windows"].clone();
-        wire::ext(&self.cx, self.ns, "rate_limits/update", snapshot);
+        let used: Vec<f64> = snapshot
+            .rate_limits
+            .iter()
+            .flat_map(|l| l.windows.iter().map(|w| f64::from(w.used_percent)))
+            .collect();
+        wire::notify(&self.cx, self.ns, snapshot);
         self.final_answer(&format!(
             "Rate limits: 5-hour window {}% used, weekly window {}% used.",
-            windows[0]["usedPercent"], windows[1]["usedPercent"]
+            used.first().copied().unwrap_or_default(),
+            used.get(1).copied().unwrap_or_default()
         ));
         Ok(())
     }
@@ -1221,10 +1245,14 @@ impl Turn {
     fn fail(&mut self) -> Step {
         let message = "Simulated failure requested with /fail.";
         self.send(SessionUpdate::AgentMessageChunk(
-            ContentChunk::new(ContentBlock::from(message.to_owned())).meta(self.meta(json!({
-                "turnId": self.turn_id,
-                "notice": {"level": "error", "message": message, "source": "acp-ext serve"}
-            }))),
+            ContentChunk::new(ContentBlock::from(message.to_owned())).meta(
+                self.mb()
+                    .with::<fields::TurnId>(self.turn_id.clone())
+                    .with::<fields::Notice>(
+                        Notice::new(NoticeLevel::Error, message).source("acp-ext serve"),
+                    )
+                    .build(),
+            ),
         ));
         Err(Stop::Failed(Error::new(
             ErrorCode::INTERNAL_ERROR,
@@ -1278,13 +1306,9 @@ pub(crate) fn cancel_run(
             wire::ext(cx, ns, "subagents/event", e);
         }
     }
-    let mut fields = json!({"toolName": "Task"});
-    if shared.has("tasks") {
-        fields["task"] = json!({
-            "version": 1, "taskId": task_id, "kind": "subagent", "status": "failed",
-            "error": reason, "endedAtEpochSeconds": time::now()
-        });
-    }
+    let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)
+        .error(reason)
+        .ended_at_epoch_seconds(nn(time::now() as f64));
     wire::update(
         cx,
         session_id,
@@ -1293,10 +1317,26 @@ pub(crate) fn cancel_run(
                 record.tool_call_id.clone(),
                 ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
             )
-            .meta(wire::ns_meta(ns, fields)),
+            .meta(tool_meta(shared, ns, SUBAGENT_TOOL, Some(task))),
         ),
     );
     true
+}
+
+/// The canonical tool name of `/background` jobs (a shell, as agents name it).
+const BACKGROUND_TOOL: &str = "Bash";
+
+/// The canonical tool name of subagent tool calls.
+const SUBAGENT_TOOL: &str = "Task";
+
+/// `_meta.<ns>` of a tool call: its canonical tool name and, when `tasks`
+/// is advertised, its task.
+fn tool_meta(shared: &Shared, ns: Namespace, tool: &str, task: Option<TaskMeta>) -> Meta {
+    let mut b = MetaBuilder::new(ns).with::<fields::ToolName>(tool.to_owned());
+    if let Some(task) = task.filter(|_| shared.has(Feature::Tasks)) {
+        b = b.with::<fields::Task>(task);
+    }
+    b.build()
 }
 
 /// A `/background` or `/schedule` task after its turn ended.
@@ -1330,24 +1370,22 @@ impl BackgroundJob {
         let Some(task) = live.background.remove(&self.task_id) else {
             return;
         };
-        let tool = if task.kind == "background" { "Bash" } else { "ScheduleWakeup" };
-        let tasks = shared.has("tasks");
-        let send = |status: ToolCallStatus, task_status: &str, ended: bool, error: Option<&str>| {
-            let mut fields = json!({"toolName": tool});
-            if tasks {
-                let mut t = json!({
-                    "version": 1, "taskId": task.task_id, "kind": task.kind, "status": task_status,
-                    "description": task.description, "startedAtEpochSeconds": task.started
-                });
-                if ended {
-                    let now = time::now();
-                    t["endedAtEpochSeconds"] = json!(now);
-                    t["usage"] = json!({"durationMs": (self.secs * 1000.0).round()});
-                }
-                if let Some(e) = error {
-                    t["error"] = json!(e);
-                }
-                fields["task"] = t;
+        let tool = if task.kind == TaskKind::Background {
+            BACKGROUND_TOOL
+        } else {
+            tool_names::SCHEDULE_WAKEUP
+        };
+        let send = |status: ToolCallStatus, task_status: TaskStatus, ended: bool, error: Option<&str>| {
+            let mut t = TaskMeta::new(task.task_id.clone(), task.kind, task_status)
+                .description(task.description.clone())
+                .started_at_epoch_seconds(nn(task.started as f64));
+            if ended {
+                t = t
+                    .ended_at_epoch_seconds(nn(time::now() as f64))
+                    .usage(TaskUsage::new().duration_ms(nn((self.secs * 1000.0).round())));
+            }
+            if let Some(e) = error {
+                t = t.error(e);
             }
             wire::update(
                 &self.cx,
@@ -1357,17 +1395,17 @@ impl BackgroundJob {
                         task.tool_call_id.clone(),
                         ToolCallUpdateFields::new().status(status),
                     )
-                    .meta(wire::ns_meta(self.ns, fields)),
+                    .meta(tool_meta(&shared, self.ns, tool, Some(t))),
                 ),
             );
         };
         if done {
-            if task.kind == "scheduled" {
-                send(ToolCallStatus::InProgress, "in_progress", false, None);
+            if task.kind == TaskKind::Scheduled {
+                send(ToolCallStatus::InProgress, TaskStatus::InProgress, false, None);
             }
-            send(ToolCallStatus::Completed, "completed", true, None);
+            send(ToolCallStatus::Completed, TaskStatus::Completed, true, None);
         } else {
-            send(ToolCallStatus::Failed, "failed", true, Some("cancelled"));
+            send(ToolCallStatus::Failed, TaskStatus::Failed, true, Some("cancelled"));
         }
         shared.sync_activity(&self.cx, self.ns, &self.session_id, live);
     }

@@ -4,8 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use acp_extension_core::capabilities::Feature;
+use acp_extension_core::meta::{self, MetaError, fields};
 use acp_extension_core::namespace::{self, Namespace};
-use agent_client_protocol::Error;
+use acp_extension_core::negotiation::negotiate;
+use acp_extension_core::plan_mode::plan_mode_config_option;
+use acp_extension_core::session::{MessagePhase, WorktreeProject};
+use agent_client_protocol::{Error, ErrorCode};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CloseSessionRequest, ContentBlock, ContentChunk, ForkSessionRequest,
@@ -22,12 +27,6 @@ use super::params::{self, invalid_params, invalid_state, unknown_session};
 use super::state::{ClientSide, Inner, Live, Session, Shared, TurnRecord};
 use super::wire::{self, Cx};
 use super::{ServeNamespace, time};
-
-/// The `plan_mode` boolean config option (contract `plan-mode`).
-pub(crate) fn plan_mode_option(current: bool) -> SessionConfigOption {
-    SessionConfigOption::boolean("plan_mode", "Plan", current)
-        .description("Plan before implementing; permissions are controlled separately.".to_owned())
-}
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(Error::into_internal_error)
@@ -56,11 +55,18 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
             }
         }
     };
-    let version_one = |v: &Value| v.get("version").and_then(Value::as_f64) == Some(1.0);
-    let subagent_events = shared.has("subagentEvents")
-        && namespace::read_key(&meta, "subagentEvents").is_some_and(|(_, v)| version_one(v));
-    let answer_notes = namespace::read_key(&meta, "elicitation")
-        .is_some_and(|(_, v)| version_one(v) && v.get("answerNotes") == Some(&Value::Bool(true)));
+    let ext = shared.advertised.capabilities();
+    let mut capabilities = AgentCapabilities::new()
+        .load_session(true)
+        .session_capabilities(
+            SessionCapabilities::new()
+                .list(SessionListCapabilities::new())
+                .resume(SessionResumeCapabilities::new())
+                .close(SessionCloseCapabilities::new())
+                .fork(SessionForkCapabilities::new()),
+        );
+    ext.apply_to(&mut capabilities, shared.namespaces.set());
+    let negotiated = negotiate(&to_value(&capabilities)?, &raw_caps);
     let elicitation_form = request
         .client_capabilities
         .elicitation
@@ -69,37 +75,19 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
     let boolean_config = raw_caps
         .pointer("/session/configOptions/boolean")
         .is_some_and(Value::is_object);
-
     {
         let mut inner = shared.lock();
         inner.initialized = true;
         inner.client = ClientSide {
             ns,
-            subagent_events,
-            answer_notes,
+            subagent_events: negotiated.is_active(Feature::SubagentEvents),
+            answer_notes: negotiated.answer_notes(),
             elicitation_form,
             boolean_config,
         };
     }
-
-    let ext = shared.advertised.capabilities();
-    let mut agent_meta = Meta::new();
-    for ns in shared.namespaces.set().namespaces() {
-        agent_meta.insert(ns.key().to_owned(), ext.clone());
-    }
-    let capabilities = AgentCapabilities::new()
-        .load_session(true)
-        .session_capabilities(
-            SessionCapabilities::new()
-                .list(SessionListCapabilities::new())
-                .resume(SessionResumeCapabilities::new())
-                .close(SessionCloseCapabilities::new())
-                .fork(SessionForkCapabilities::new()),
-        )
-        .meta(agent_meta);
     // ACP v1 is the only version this agent speaks; a client asking for a
     // newer one gets v1 and decides whether to continue.
-    let _ = request.protocol_version;
     to_value(
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)
@@ -123,105 +111,84 @@ fn field(ns: Namespace, key: &str, rest: &str) -> String {
     }
 }
 
+/// `-32602` for a contract field under `_meta` that breaks its type.
+pub(crate) fn meta_error(e: MetaError) -> Error {
+    let violations: Vec<Value> = e
+        .violations
+        .iter()
+        .map(|v| json!({"path": format!("/_meta{}", v.pointer), "rule": v.rule.id(), "message": v.message()}))
+        .collect();
+    Error::new(ErrorCode::INVALID_PARAMS, format!("Invalid params: {e}"))
+        .data(json!({ "field": format!("_meta.{}.{}", e.namespace.key(), e.key), "violations": violations }))
+}
+
+/// The `_meta` object of request params (`null` counts as absent).
+pub(crate) fn request_meta(params: &Value) -> Result<Option<&Meta>, Error> {
+    match params.get("_meta") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(_) => Err(invalid_params("_meta", "expected an object")),
+    }
+}
+
 /// Reads `worktreeProject` and `sessionConfig` (when advertised), failing
 /// with `-32602` on a malformed value or an unresolvable project root.
 fn extras(shared: &Shared, params: &Value) -> Result<Extras, Error> {
     let mut out = Extras::default();
-    let meta = match params.get("_meta") {
-        None | Some(Value::Null) => return Ok(out),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(invalid_params("_meta", "expected an object")),
+    let Some(meta) = request_meta(params)? else {
+        return Ok(out);
     };
-    if shared.has("worktreeProject")
-        && let Some((ns, v)) = namespace::read_key(meta, "worktreeProject")
+    if shared.has(Feature::WorktreeProject)
+        && let Some(project) = meta::read::<fields::WorktreeProject>(meta).map_err(meta_error)?
     {
-        out.project = Some(worktree_project(ns, v)?);
+        let ns = namespace::read_key(meta, "worktreeProject").map_or(Namespace::Lody, |(ns, _)| ns);
+        out.project = Some(resolve_project(ns, &project)?);
     }
-    if shared.has("sessionConfig")
-        && let Some((ns, v)) = namespace::read_key(meta, "sessionConfig")
+    if shared.has(Feature::SessionConfig)
+        && let Some(config) = meta::read::<fields::SessionConfig>(meta).map_err(meta_error)?
     {
-        let (model_id, plan_mode) = session_config(ns, v)?;
-        out.model_id = model_id;
-        out.plan_mode = plan_mode;
+        let ns = namespace::read_key(meta, "sessionConfig").map_or(Namespace::Lody, |(ns, _)| ns);
+        out.model_id = config.model_id.clone();
+        if out.model_id.as_deref() == Some("") {
+            return Err(invalid_params(
+                &field(ns, "sessionConfig", "modelId"),
+                "must not be empty",
+            ));
+        }
+        // Unsupported selections are left out; plan_mode must be a boolean.
+        if let Some(value) = config.config_option_values.get("plan_mode") {
+            match value.as_bool() {
+                Some(b) => out.plan_mode = Some(b),
+                None => {
+                    return Err(invalid_params(
+                        &field(ns, "sessionConfig", "configOptionValues.plan_mode"),
+                        "plan_mode takes a boolean",
+                    ));
+                }
+            }
+        }
     }
     Ok(out)
 }
 
-fn worktree_project(ns: Namespace, v: &Value) -> Result<PathBuf, Error> {
-    let key = "worktreeProject";
-    let Some(obj) = v.as_object() else {
-        return Err(invalid_params(&field(ns, key, ""), "expected an object"));
-    };
-    if obj.get("version").and_then(Value::as_f64) != Some(1.0) {
-        return Err(invalid_params(&field(ns, key, "version"), "must be the literal 1"));
-    }
-    let Some(path) = obj.get("originProjectPath").and_then(Value::as_str) else {
-        return Err(invalid_params(
-            &field(ns, key, "originProjectPath"),
-            "required string missing",
-        ));
-    };
+/// The project root must be an existing absolute directory on this host.
+fn resolve_project(ns: Namespace, project: &WorktreeProject) -> Result<PathBuf, Error> {
+    let path = project.origin_project_path.as_str();
+    let at = field(ns, "worktreeProject", "originProjectPath");
     let p = Path::new(path);
     if !p.is_absolute() {
         return Err(invalid_params(
-            &field(ns, key, "originProjectPath"),
+            &at,
             format!("project root {path:?} is not an absolute path"),
         ));
     }
     match std::fs::canonicalize(p) {
         Ok(resolved) if resolved.is_dir() => Ok(p.to_path_buf()),
         _ => Err(invalid_params(
-            &field(ns, key, "originProjectPath"),
+            &at,
             format!("project root {path:?} cannot be resolved to a directory on the agent host"),
         )),
     }
-}
-
-fn session_config(ns: Namespace, v: &Value) -> Result<(Option<String>, Option<bool>), Error> {
-    let key = "sessionConfig";
-    let Some(obj) = v.as_object() else {
-        return Err(invalid_params(&field(ns, key, ""), "expected an object"));
-    };
-    if obj.get("version").and_then(Value::as_f64) != Some(1.0) {
-        return Err(invalid_params(&field(ns, key, "version"), "must be the literal 1"));
-    }
-    let model_id = match obj.get("modelId") {
-        None => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(_) => {
-            return Err(invalid_params(
-                &field(ns, key, "modelId"),
-                "expected a non-empty string",
-            ));
-        }
-    };
-    let Some(values) = obj.get("configOptionValues").and_then(Value::as_object) else {
-        return Err(invalid_params(
-            &field(ns, key, "configOptionValues"),
-            "required object missing",
-        ));
-    };
-    let mut plan_mode = None;
-    for (id, value) in values {
-        match (id.as_str(), value) {
-            ("plan_mode", Value::Bool(b)) => plan_mode = Some(*b),
-            ("plan_mode", _) => {
-                return Err(invalid_params(
-                    &field(ns, key, "configOptionValues.plan_mode"),
-                    "plan_mode takes a boolean",
-                ));
-            }
-            // Unsupported selections are left out; their type is still checked.
-            (_, Value::Bool(_) | Value::String(_)) => {}
-            (other, _) => {
-                return Err(invalid_params(
-                    &field(ns, key, &format!("configOptionValues.{other}")),
-                    "expected a string or a boolean",
-                ));
-            }
-        }
-    }
-    Ok((model_id, plan_mode))
 }
 
 fn check_dirs(cwd: &Path, additional: &[PathBuf]) -> Result<(), Error> {
@@ -258,23 +225,27 @@ fn apply_config(session: &mut Session, extras: &Extras) {
 
 /// `_meta` of a session response: the effective worktree assignment.
 fn response_meta(shared: &Shared, ns: Namespace, session: &Session) -> Option<Meta> {
-    let project = session.project.as_ref().filter(|_| shared.has("worktreeProject"))?;
-    Some(wire::ns_meta(
-        ns,
-        json!({"worktreeProject": {"version": 1, "originProjectPath": project}}),
-    ))
+    let project = session
+        .project
+        .as_ref()
+        .filter(|_| shared.has(Feature::WorktreeProject))?;
+    Some(
+        wire::MetaBuilder::new(ns)
+            .with::<fields::WorktreeProject>(WorktreeProject::new(project.to_string_lossy().into_owned()))
+            .build(),
+    )
 }
 
 fn config_options(inner: &Inner, session: &Session) -> Option<Vec<SessionConfigOption>> {
     inner
         .client
         .boolean_config
-        .then(|| vec![plan_mode_option(session.plan_mode)])
+        .then(|| vec![plan_mode_config_option(session.plan_mode)])
 }
 
 fn open_lifetime(inner: &mut Inner, session_id: &str) -> Live {
     let generation = inner.counters.generation();
-    Live::new(generation, session_id)
+    Live::new(generation, session_id, inner.client.ns)
 }
 
 /// `session/new`.
@@ -311,10 +282,12 @@ pub(crate) fn replay(cx: &Cx, ns: Namespace, session: &Session) {
             cx,
             &session.id,
             SessionUpdate::AgentMessageChunk(
-                ContentChunk::new(ContentBlock::from(turn.answer.clone())).meta(wire::ns_meta(
-                    ns,
-                    json!({"messagePhase": "final_answer", "turnId": turn.turn_id}),
-                )),
+                ContentChunk::new(ContentBlock::from(turn.answer.clone())).meta(
+                    wire::MetaBuilder::new(ns)
+                        .with::<fields::MessagePhase>(MessagePhase::FinalAnswer)
+                        .with::<fields::TurnId>(turn.turn_id.clone())
+                        .build(),
+                ),
             ),
         );
     }
@@ -416,32 +389,17 @@ pub(crate) fn fork(shared: &Arc<Shared>, params: &Value, _cx: &Cx) -> Result<Val
 /// Reads `_meta.<ns>.forkAtTurn` when advertised: `Some((ns, turnId))`
 /// for a specific turn, `None` for "fork everything".
 fn fork_at_turn(shared: &Shared, params: &Value) -> Result<Option<(Namespace, String)>, Error> {
-    if !shared.has("forkAtTurn") {
+    if !shared.has(Feature::ForkAtTurn) {
         return Ok(None);
     }
-    let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+    let Some(meta) = request_meta(params)? else {
         return Ok(None);
     };
-    let Some((ns, v)) = namespace::read_key(meta, "forkAtTurn") else {
+    let Some(at) = meta::read::<fields::ForkAtTurn>(meta).map_err(meta_error)? else {
         return Ok(None);
     };
-    let Some(obj) = v.as_object() else {
-        return Err(invalid_params(&field(ns, "forkAtTurn", ""), "expected an object"));
-    };
-    if obj.get("version").and_then(Value::as_f64) != Some(1.0) {
-        return Err(invalid_params(
-            &field(ns, "forkAtTurn", "version"),
-            "must be the literal 1",
-        ));
-    }
-    match obj.get("turnId") {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some((ns, s.clone()))),
-        Some(_) => Err(invalid_params(
-            &field(ns, "forkAtTurn", "turnId"),
-            "expected a string",
-        )),
-    }
+    let ns = namespace::read_key(meta, "forkAtTurn").map_or(Namespace::Lody, |(ns, _)| ns);
+    Ok(at.turn_id.map(|t| (ns, t)))
 }
 
 /// `session/list`: every session of this connection, oldest first.
@@ -511,7 +469,7 @@ pub(crate) fn set_config_option(shared: &Arc<Shared>, params: &Value) -> Result<
         return Err(unknown_session(&id));
     };
     session.plan_mode = value;
-    to_value(SetSessionConfigOptionResponse::new(vec![plan_mode_option(value)]))
+    to_value(SetSessionConfigOptionResponse::new(vec![plan_mode_config_option(value)]))
 }
 
 /// `session/cancel`: ends the running turn with `cancelled`; with no turn

@@ -5,14 +5,18 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use acp_extension_core::capabilities::Feature;
 use acp_extension_core::namespace::Namespace;
-use serde_json::{Value, json};
+use acp_extension_core::session::{
+    GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
+};
+use acp_extension_core::usage::SessionUsageAccumulator;
 use tokio::sync::mpsc;
 
 use super::cancel::Cancel;
 use super::features::Advertised;
-use super::ledger::{Ledger, Runs};
-use super::wire::{self, Cx};
+use super::ledger::Runs;
+use super::wire::{self, Cx, nn};
 use super::{ServeNamespace, ServeOptions, TaskMonitor};
 
 /// The default model id of a session (overridable through `sessionConfig.modelId`).
@@ -119,7 +123,7 @@ pub(crate) struct TurnRecord {
 #[derive(Debug, Clone)]
 pub(crate) struct Goal {
     pub(crate) objective: String,
-    pub(crate) status: &'static str,
+    pub(crate) status: GoalStatus,
     pub(crate) iterations: u64,
     pub(crate) last_reason: Option<String>,
     pub(crate) created: u64,
@@ -129,19 +133,16 @@ pub(crate) struct Goal {
 
 impl Goal {
     /// The contract's GoalSnapshot.
-    pub(crate) fn snapshot(&self) -> Value {
-        let mut v = json!({
-            "objective": self.objective,
-            "status": self.status,
-            "iterations": self.iterations,
-            "createdAtEpochSeconds": self.created,
-            "updatedAtEpochSeconds": self.updated,
-            "tokensUsed": self.tokens_used,
-        });
+    pub(crate) fn snapshot(&self) -> GoalSnapshot {
+        let mut g = GoalSnapshot::new(self.objective.clone(), self.status)
+            .iterations(nn(self.iterations as f64))
+            .created_at_epoch_seconds(nn(self.created as f64))
+            .updated_at_epoch_seconds(nn(self.updated as f64))
+            .tokens_used(nn(self.tokens_used as f64));
         if let Some(reason) = &self.last_reason {
-            v["lastReason"] = json!(reason);
+            g = g.last_reason(Some(reason.clone()));
         }
-        v
+        g
     }
 }
 
@@ -205,7 +206,7 @@ pub(crate) struct TurnSlot {
 pub(crate) struct Background {
     pub(crate) task_id: String,
     pub(crate) tool_call_id: String,
-    pub(crate) kind: &'static str,
+    pub(crate) kind: TaskKind,
     pub(crate) description: String,
     pub(crate) started: u64,
     pub(crate) cancel: Cancel,
@@ -215,35 +216,39 @@ pub(crate) struct Background {
 #[derive(Debug)]
 pub(crate) struct Live {
     pub(crate) generation: u64,
-    pub(crate) ledger: Ledger,
+    /// One usage accumulator per lifetime (a fresh usage scope id each).
+    pub(crate) ledger: SessionUsageAccumulator,
+    /// The lifetime's total cost after the last usage update, if known.
+    pub(crate) total_cost: Option<f64>,
     pub(crate) runs: Runs,
     pub(crate) turn: Option<TurnSlot>,
     pub(crate) background: BTreeMap<String, Background>,
     /// Requests to the client the turn is waiting on (permission, elicitation).
     pub(crate) waiting: usize,
     /// The last activity level sent (`idle`/0 is assumed before any update).
-    pub(crate) activity: (&'static str, usize),
+    pub(crate) activity: (SessionActivityState, usize),
 }
 
 impl Live {
-    pub(crate) fn new(generation: u64, session_id: &str) -> Self {
+    pub(crate) fn new(generation: u64, session_id: &str, ns: Namespace) -> Self {
         Self {
             generation,
-            ledger: Ledger::new(),
+            ledger: SessionUsageAccumulator::new().with_namespace(ns),
+            total_cost: None,
             runs: Runs::new(session_id),
             turn: None,
             background: BTreeMap::new(),
             waiting: 0,
-            activity: ("idle", 0),
+            activity: (SessionActivityState::Idle, 0),
         }
     }
 
     /// The current activity level.
-    pub(crate) fn level(&self) -> (&'static str, usize) {
+    pub(crate) fn level(&self) -> (SessionActivityState, usize) {
         let state = match (&self.turn, self.waiting) {
-            (None, _) => "idle",
-            (Some(_), 0) => "running",
-            (Some(_), _) => "requires_action",
+            (None, _) => SessionActivityState::Idle,
+            (Some(_), 0) => SessionActivityState::Running,
+            (Some(_), _) => SessionActivityState::RequiresAction,
         };
         (state, self.background.len())
     }
@@ -277,7 +282,7 @@ impl Shared {
     }
 
     /// Whether `feature` is advertised.
-    pub(crate) fn has(&self, feature: &str) -> bool {
+    pub(crate) fn has(&self, feature: Feature) -> bool {
         self.advertised.has(feature)
     }
 
@@ -288,17 +293,11 @@ impl Shared {
             return;
         }
         live.activity = level;
-        if self.has("sessionActivity") {
-            wire::ext(
+        if self.has(Feature::SessionActivity) {
+            wire::notify(
                 cx,
                 ns,
-                "session/activity_update",
-                json!({
-                    "version": 1,
-                    "sessionId": session_id,
-                    "state": level.0,
-                    "backgroundTaskCount": level.1,
-                }),
+                SessionActivityUpdate::new(session_id, level.0, nn(level.1 as f64)),
             );
         }
     }

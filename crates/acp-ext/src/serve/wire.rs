@@ -1,6 +1,9 @@
 //! Sending: session updates, extension notifications and responses.
 
+use acp_extension_core::meta::{MetaExt, MetaField};
+use acp_extension_core::methods::{ExtensionNotificationMethod, NamespacedNotification};
 use acp_extension_core::namespace::Namespace;
+use acp_extension_core::wire::NonNegF64;
 use agent_client_protocol::v1::schema::{Meta, SessionNotification, SessionUpdate};
 use agent_client_protocol::{Client, UntypedMessage};
 use serde_json::Value;
@@ -10,13 +13,6 @@ pub(crate) type Cx = agent_client_protocol::v1::ConnectionTo<Client>;
 
 /// The responder of an untyped request.
 pub(crate) type Reply = agent_client_protocol::v1::Responder<Value>;
-
-/// `{"<ns>": fields}`: a `_meta` object holding contract fields.
-pub(crate) fn ns_meta(ns: Namespace, fields: Value) -> Meta {
-    let mut meta = Meta::new();
-    meta.insert(ns.key().to_owned(), fields);
-    meta
-}
 
 /// Sends `session/update`. A closed connection is not an error here: the
 /// work that produced the update is being torn down anyway.
@@ -28,5 +24,38 @@ pub(crate) fn update(cx: &Cx, session_id: &str, update: SessionUpdate) {
 pub(crate) fn ext(cx: &Cx, ns: Namespace, path: &str, params: Value) {
     if let Ok(message) = UntypedMessage::new(&ns.method(path), params) {
         let _ = cx.send_notification(message);
+    }
+}
+
+/// Sends a typed extension notification in `ns`.
+pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(cx: &Cx, ns: Namespace, payload: T) {
+    let _ = cx.send_notification(NamespacedNotification::new(ns, payload));
+}
+
+/// A non-negative finite number (counts, epoch seconds); anything else is 0.
+pub(crate) fn nn(x: f64) -> NonNegF64 {
+    NonNegF64::new(x).unwrap_or_default()
+}
+
+/// Builds a `_meta` object from typed contract fields in one namespace.
+#[derive(Debug)]
+pub(crate) struct MetaBuilder {
+    ns: Namespace,
+    meta: Option<Meta>,
+}
+
+impl MetaBuilder {
+    pub(crate) fn new(ns: Namespace) -> Self {
+        Self { ns, meta: None }
+    }
+
+    /// Sets `_meta.<ns>.<F>`.
+    pub(crate) fn with<F: MetaField>(mut self, value: F::Value) -> Self {
+        self.meta.set_ext::<F>(self.ns, value);
+        self
+    }
+
+    pub(crate) fn build(self) -> Meta {
+        self.meta.unwrap_or_default()
     }
 }
