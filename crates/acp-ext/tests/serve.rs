@@ -1438,3 +1438,60 @@ async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     all.extend(rest);
     assert_valid(&all);
 }
+
+#[tokio::test]
+async fn the_binary_serves_stdio_and_exits_zero_on_eof() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_acp-ext"))
+        .args(["serve", "--namespace", "lody"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn acp-ext serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut until = async |pred: &dyn Fn(&Value) -> bool, seen: &mut Vec<Value>| loop {
+        let line = tokio::time::timeout(TIMEOUT, lines.next_line())
+            .await
+            .expect("output in time")
+            .unwrap()
+            .expect("stdout open");
+        let v: Value = serde_json::from_str(&line).expect("stdout carries JSON-RPC lines only");
+        seen.push(v.clone());
+        if pred(&v) {
+            return v;
+        }
+    };
+    let send = |v: Value| format!("{v}\n");
+    stdin
+        .write_all(send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": full_client_caps()}}))
+        .as_bytes())
+        .await
+        .unwrap();
+    until(&|v| v["id"] == 1, &mut seen).await;
+    stdin
+        .write_all(send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}})).as_bytes())
+        .await
+        .unwrap();
+    let sid = until(&|v| v["id"] == 2, &mut seen).await["result"]["sessionId"].clone();
+    stdin
+        .write_all(send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 1 30"}]}}))
+        .as_bytes())
+        .await
+        .unwrap();
+    until(&|v| v["params"]["progress"]["summary"] == "Working", &mut seen).await;
+    drop(stdin);
+    let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits after EOF").unwrap();
+    assert!(status.success(), "exit status {status}");
+    while let Ok(Some(line)) = lines.next_line().await {
+        seen.push(serde_json::from_str(&line).unwrap());
+    }
+    let answer = seen.iter().find(|v| v["id"] == 3).expect("the prompt is answered");
+    assert_eq!(answer["result"]["stopReason"], "cancelled");
+    assert!(seen.iter().any(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected"));
+    assert_valid(&seen);
+}

@@ -43,6 +43,16 @@ impl std::fmt::Display for UnknownFeature {
 
 impl std::error::Error for UnknownFeature {}
 
+/// Parses one `--only` entry: a capability key of [`FEATURES`].
+pub fn parse_feature(key: &str) -> Result<String, UnknownFeature> {
+    let key = key.trim();
+    FEATURES
+        .iter()
+        .find(|f| **f == key)
+        .map(|f| (*f).to_owned())
+        .ok_or_else(|| UnknownFeature(key.to_owned()))
+}
+
 /// Parses a `--only` list (`usage,steering`; spaces and empty items ignored).
 pub fn parse_features(list: &str) -> Result<Vec<String>, UnknownFeature> {
     let mut out = Vec::new();

@@ -53,7 +53,7 @@ use acp_extension_core::namespace::NamespaceSet;
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use tokio::sync::watch;
 
-pub use features::{FEATURES, UnknownFeature, parse_features};
+pub use features::{FEATURES, UnknownFeature, parse_feature, parse_features};
 
 /// How to run the agent.
 #[derive(Debug, Clone, Default)]
