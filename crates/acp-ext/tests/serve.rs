@@ -80,12 +80,17 @@ impl Peer {
     }
 
     async fn init(&self, caps: Value) -> Value {
-        self.ok("initialize", json!({"protocolVersion": 1, "clientCapabilities": caps}))
-            .await
+        self.ok(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": caps}),
+        )
+        .await
     }
 
     async fn new_session(&self) -> String {
-        let r = self.ok("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
+        let r = self
+            .ok("session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+            .await;
         r["sessionId"].as_str().unwrap().to_owned()
     }
 
@@ -135,7 +140,10 @@ impl Peer {
             if pred(&self.messages()) {
                 return;
             }
-            assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
@@ -205,7 +213,9 @@ where
     let finished = tokio::time::timeout(TIMEOUT, agent)
         .await
         .expect("the agent exits after EOF");
-    finished.expect("agent task").expect("serve::run returns Ok");
+    finished
+        .expect("agent task")
+        .expect("serve::run returns Ok");
     assert_eq!(monitor.live(), 0, "no agent task outlives the connection");
     let messages = log.lock().unwrap().clone();
     assert_valid(&messages);
@@ -218,7 +228,11 @@ fn assert_valid(messages: &[Value]) {
     for m in messages {
         assert_eq!(m["jsonrpc"], "2.0", "{m}");
         let report = validate::validate_value(Kind::Auto, m);
-        assert!(report.is_valid(), "{m}\nbreaks the contract: {:?}", report.violations);
+        assert!(
+            report.is_valid(),
+            "{m}\nbreaks the contract: {:?}",
+            report.violations
+        );
     }
 }
 
@@ -266,15 +280,27 @@ async fn initialize_advertises_every_extension_under_both_namespaces() {
         let caps = &r["agentCapabilities"];
         assert_eq!(caps["loadSession"], true);
         for key in ["list", "resume", "close", "fork"] {
-            assert!(caps["sessionCapabilities"][key].is_object(), "sessionCapabilities.{key}");
+            assert!(
+                caps["sessionCapabilities"][key].is_object(),
+                "sessionCapabilities.{key}"
+            );
         }
-        assert!(r.get("authMethods").is_none_or(|a| a.as_array().is_some_and(Vec::is_empty)));
+        assert!(
+            r.get("authMethods")
+                .is_none_or(|a| a.as_array().is_some_and(Vec::is_empty))
+        );
         let ua = &caps["_meta"]["ua"];
-        assert_eq!(ua, &caps["_meta"]["lody"], "same content in both namespaces");
+        assert_eq!(
+            ua, &caps["_meta"]["lody"],
+            "same content in both namespaces"
+        );
         for key in CONTRACT_FEATURES {
             assert_eq!(ua[key]["version"], 1, "{key} advertised with version 1");
         }
-        assert!(ua.get("mcpApps").is_none(), "serve does not implement MCP apps");
+        assert!(
+            ua.get("mcpApps").is_none(),
+            "serve does not implement MCP apps"
+        );
         let steering = &ua["steering"];
         assert!(["request", "prompt"].contains(&steering["transport"].as_str().unwrap()));
         assert!(["same", "handoff"].contains(&steering["upstreamTurn"].as_str().unwrap()));
@@ -282,9 +308,17 @@ async fn initialize_advertises_every_extension_under_both_namespaces() {
         assert_eq!(ua["subagents"]["lifecycle"], true);
         let goal = &ua["goal"];
         for a in goal["controlActions"].as_array().unwrap() {
-            assert!(["pause", "clear"].contains(&a.as_str().unwrap()), "control actions never start work");
+            assert!(
+                ["pause", "clear"].contains(&a.as_str().unwrap()),
+                "control actions never start work"
+            );
         }
-        assert!(goal["promptActions"].as_array().unwrap().contains(&json!("set")));
+        assert!(
+            goal["promptActions"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("set"))
+        );
     })
     .await;
 }
@@ -297,13 +331,27 @@ async fn only_advertises_a_subset_and_serves_nothing_else() {
     let messages = session(options, Answers::default(), async |peer| {
         let r = peer.init(full_client_caps()).await;
         let meta = &r["agentCapabilities"]["_meta"];
-        assert!(meta.get("lody").is_none(), "--namespace ua advertises under ua only");
+        assert!(
+            meta.get("lody").is_none(),
+            "--namespace ua advertises under ua only"
+        );
         let keys: Vec<&String> = meta["ua"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["usage", "steering"]);
         // Unadvertised methods are not served.
-        for method in ["_ua/rate_limits/get", "_lody/rate_limits/get", "_ua/subagents/list"] {
-            let e = peer.call(method, json!({"sessionId": "x"})).await.unwrap_err();
-            assert_eq!(e.code, agent_client_protocol::ErrorCode::METHOD_NOT_FOUND, "{method}");
+        for method in [
+            "_ua/rate_limits/get",
+            "_lody/rate_limits/get",
+            "_ua/subagents/list",
+        ] {
+            let e = peer
+                .call(method, json!({"sessionId": "x"}))
+                .await
+                .unwrap_err();
+            assert_eq!(
+                e.code,
+                agent_client_protocol::ErrorCode::METHOD_NOT_FOUND,
+                "{method}"
+            );
         }
         let sid = peer.new_session().await;
         peer.prompt(&sid, "/limits").await.unwrap();
@@ -311,11 +359,20 @@ async fn only_advertises_a_subset_and_serves_nothing_else() {
         peer.prompt(&sid, "hello").await.unwrap();
     })
     .await;
-    let methods: Vec<&str> = messages.iter().filter_map(|m| m["method"].as_str()).collect();
+    let methods: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["method"].as_str())
+        .collect();
     assert!(!methods.iter().any(|m| m.ends_with("rate_limits/update")));
-    assert!(!methods.iter().any(|m| m.ends_with("subagents/event")), "subagentEvents not advertised");
+    assert!(
+        !methods.iter().any(|m| m.ends_with("subagents/event")),
+        "subagentEvents not advertised"
+    );
     assert!(!methods.iter().any(|m| m.ends_with("activity_update")));
-    assert!(methods.contains(&"_ua/session/usage_update"), "usage is advertised, in ua");
+    assert!(
+        methods.contains(&"_ua/session/usage_update"),
+        "usage is advertised, in ua"
+    );
     assert!(!methods.iter().any(|m| m.starts_with("_lody/")));
 }
 
@@ -374,14 +431,29 @@ async fn plain_text_streams_commentary_then_final_answer_with_usage() {
             .collect();
         assert_eq!(phases, ["commentary", "final_answer"]);
         for c in &chunks {
-            assert_eq!(meta(c, "lody")["turnId"], turn.as_str(), "chunks carry the prompt's turn id");
+            assert_eq!(
+                meta(c, "lody")["turnId"],
+                turn.as_str(),
+                "chunks carry the prompt's turn id"
+            );
         }
-        assert!(chunks[1]["content"]["text"].as_str().unwrap().contains("Explain the parser"));
-        let plans: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "plan").collect();
+        assert!(
+            chunks[1]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("Explain the parser")
+        );
+        let plans: Vec<&Value> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "plan")
+            .collect();
         assert!(!plans.is_empty());
         let last = plans.last().unwrap()["entries"].as_array().unwrap();
         assert!(last.iter().all(|e| e["status"] == "completed"));
-        let usage: Vec<&Value> = updates.iter().filter(|u| u["sessionUpdate"] == "usage_update").collect();
+        let usage: Vec<&Value> = updates
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "usage_update")
+            .collect();
         assert_eq!(usage.len(), 1);
         assert!(usage[0]["used"].as_u64().unwrap() > 0);
         assert_eq!(usage[0]["cost"]["currency"], "USD");
@@ -391,7 +463,10 @@ async fn plain_text_streams_commentary_then_final_answer_with_usage() {
         let u = &ext[0];
         assert_eq!(u["sessionId"], sid.as_str());
         assert!(u["usage"]["inputTokens"].as_u64().unwrap() > 0);
-        let scope = u["_meta"]["lody"]["usageScopeId"].as_str().unwrap().to_owned();
+        let scope = u["_meta"]["lody"]["usageScopeId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         assert!(!scope.is_empty() && scope.len() <= 256);
         // The first update's delta is measured from zero: it equals the totals.
         assert_eq!(u["delta"]["modelUsage"], u["modelUsage"]);
@@ -401,12 +476,32 @@ async fn plain_text_streams_commentary_then_final_answer_with_usage() {
         let ext = peer.notes("_lody/session/usage_update");
         assert_eq!(ext.len(), 2);
         assert_eq!(ext[1]["_meta"]["lody"]["usageScopeId"], scope.as_str());
-        let model = ext[1]["modelUsage"].as_object().unwrap().keys().next().unwrap().clone();
-        let total = ext[1]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
-        let first = ext[0]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
-        let delta = ext[1]["delta"]["modelUsage"][&model]["inputTokens"].as_u64().unwrap();
-        assert_eq!(total, first + delta, "delta is already included in modelUsage");
-        assert_eq!(ext[1]["usage"]["inputTokens"].as_u64().unwrap(), delta, "usage is the latest turn");
+        let model = ext[1]["modelUsage"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .next()
+            .unwrap()
+            .clone();
+        let total = ext[1]["modelUsage"][&model]["inputTokens"]
+            .as_u64()
+            .unwrap();
+        let first = ext[0]["modelUsage"][&model]["inputTokens"]
+            .as_u64()
+            .unwrap();
+        let delta = ext[1]["delta"]["modelUsage"][&model]["inputTokens"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(
+            total,
+            first + delta,
+            "delta is already included in modelUsage"
+        );
+        assert_eq!(
+            ext[1]["usage"]["inputTokens"].as_u64().unwrap(),
+            delta,
+            "usage is the latest turn"
+        );
     })
     .await;
 
@@ -462,7 +557,15 @@ async fn the_same_input_gives_the_same_output() {
         peer.init(full_client_caps()).await;
         let a = peer.new_session().await;
         let b = peer.new_session().await;
-        for text in ["hello", "/tool", "/subagents 2", "/compact", "/title", "/goal set ship it", "/ask"] {
+        for text in [
+            "hello",
+            "/tool",
+            "/subagents 2",
+            "/compact",
+            "/title",
+            "/goal set ship it",
+            "/ask",
+        ] {
             peer.prompt(&a, text).await.unwrap();
         }
         peer.prompt(&b, "other").await.unwrap();
@@ -490,7 +593,10 @@ async fn tool_asks_permission_and_honours_allow_and_deny() {
             let r = peer.prompt(&sid, "/tool").await.unwrap();
             assert_eq!(r["stopReason"], "end_turn");
             let updates = peer.updates(&sid);
-            let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap();
+            let call = updates
+                .iter()
+                .find(|u| u["sessionUpdate"] == "tool_call")
+                .unwrap();
             let id = call["toolCallId"].as_str().unwrap();
             assert!(meta(call, "lody")["toolName"].is_string());
             let asks = peer.requests("session/request_permission");
@@ -505,8 +611,7 @@ async fn tool_asks_permission_and_honours_allow_and_deny() {
             assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"));
             let last = updates
                 .iter()
-                .filter(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
-                .next_back()
+                .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
                 .unwrap();
             assert_eq!(last["status"], status, "{answer}");
             assert!(meta(last, "lody")["toolName"].is_string());
@@ -538,23 +643,34 @@ async fn subagents_stream_through_the_emitter_and_are_listed() {
         sid = peer.new_session().await;
         let r = peer.prompt(&sid, "/subagents 2").await.unwrap();
         assert_eq!(r["stopReason"], "end_turn");
-        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
+        let list = peer
+            .ok("_lody/subagents/list", json!({"sessionId": sid}))
+            .await;
         let tasks = list["tasks"].as_array().unwrap();
         assert_eq!(tasks.len(), 2);
         for t in tasks {
             assert_eq!(t["status"], "completed");
             assert!(t["endedAtEpochSeconds"].is_number());
             let out = peer
-                .ok("_lody/subagents/output", json!({"sessionId": sid, "taskId": t["taskId"]}))
+                .ok(
+                    "_lody/subagents/output",
+                    json!({"sessionId": sid, "taskId": t["taskId"]}),
+                )
                 .await;
             assert!(out["output"].as_str().unwrap().contains("done"));
             let tail = peer
-                .ok("_lody/subagents/output", json!({"sessionId": sid, "taskId": t["taskId"], "tail": 1}))
+                .ok(
+                    "_lody/subagents/output",
+                    json!({"sessionId": sid, "taskId": t["taskId"], "tail": 1}),
+                )
                 .await;
             assert_eq!(tail["output"].as_str().unwrap().lines().count(), 1);
         }
         let active = peer
-            .ok("_lody/subagents/list", json!({"sessionId": sid, "activeOnly": true}))
+            .ok(
+                "_lody/subagents/list",
+                json!({"sessionId": sid, "activeOnly": true}),
+            )
             .await;
         assert_eq!(active["tasks"], json!([]));
     })
@@ -572,7 +688,10 @@ async fn subagents_stream_through_the_emitter_and_are_listed() {
     }
     assert_eq!(runs.len(), 2, "one run id per child");
     for run in &runs {
-        let mine: Vec<&Value> = events.iter().filter(|e| e["runId"] == run.as_str()).collect();
+        let mine: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["runId"] == run.as_str())
+            .collect();
         assert_eq!(mine[0]["type"], "snapshot");
         assert_eq!(mine[0]["snapshot"]["state"], "running");
         assert!(mine.iter().any(|e| e["type"] == "progress"));
@@ -589,9 +708,15 @@ async fn subagents_stream_through_the_emitter_and_are_listed() {
         let parent = mine[0]["snapshot"]["parentToolCallId"].as_str().unwrap();
         let call = messages
             .iter()
-            .find(|m| m["params"]["update"]["sessionUpdate"] == "tool_call" && m["params"]["update"]["toolCallId"] == parent)
+            .find(|m| {
+                m["params"]["update"]["sessionUpdate"] == "tool_call"
+                    && m["params"]["update"]["toolCallId"] == parent
+            })
             .expect("parent tool call");
-        assert_eq!(call["params"]["update"]["_meta"]["lody"]["task"]["kind"], "subagent");
+        assert_eq!(
+            call["params"]["update"]["_meta"]["lody"]["task"]["kind"],
+            "subagent"
+        );
     }
 }
 
@@ -599,18 +724,21 @@ async fn subagents_stream_through_the_emitter_and_are_listed() {
 async fn subagent_events_are_never_sent_without_negotiation() {
     let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
         // The client advertises other extensions, but not subagentEvents.
-        peer.init(json!({"_meta": {"lody": {"elicitation": {"version": 1}}}})).await;
+        peer.init(json!({"_meta": {"lody": {"elicitation": {"version": 1}}}}))
+            .await;
         let sid = peer.new_session().await;
         peer.prompt(&sid, "/subagents 3").await.unwrap();
         // The runs exist all the same, through the subagents capability.
-        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
+        let list = peer
+            .ok("_lody/subagents/list", json!({"sessionId": sid}))
+            .await;
         assert_eq!(list["tasks"].as_array().unwrap().len(), 3);
     })
     .await;
     assert!(
-        !messages
-            .iter()
-            .any(|m| m["method"].as_str().is_some_and(|s| s.ends_with("subagents/event"))),
+        !messages.iter().any(|m| m["method"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("subagents/event"))),
         "no subagent event without the client's subagentEvents"
     );
 }
@@ -629,25 +757,47 @@ async fn a_subagent_can_be_cancelled_while_it_runs() {
             events(m).iter().filter(|e| e["type"] == "progress").count() >= 4
         })
         .await;
-        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid, "activeOnly": true})).await;
+        let list = peer
+            .ok(
+                "_lody/subagents/list",
+                json!({"sessionId": sid, "activeOnly": true}),
+            )
+            .await;
         let tasks = list["tasks"].as_array().unwrap().clone();
         assert_eq!(tasks.len(), 2);
-        assert!(tasks.iter().all(|t| t["status"] == "running" && t["endedAtEpochSeconds"].is_null()));
+        assert!(
+            tasks
+                .iter()
+                .all(|t| t["status"] == "running" && t["endedAtEpochSeconds"].is_null())
+        );
         let victim = tasks[0]["taskId"].clone();
         let r = peer
-            .ok("_lody/subagents/cancel", json!({"sessionId": sid, "taskId": victim, "reason": "not needed"}))
+            .ok(
+                "_lody/subagents/cancel",
+                json!({"sessionId": sid, "taskId": victim, "reason": "not needed"}),
+            )
             .await;
         assert_eq!(r, json!({}));
         let e = peer
-            .call("_lody/subagents/cancel", json!({"sessionId": sid, "taskId": "task-999"}))
+            .call(
+                "_lody/subagents/cancel",
+                json!({"sessionId": sid, "taskId": "task-999"}),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("taskId"));
         let r = turn.await.unwrap().unwrap();
         assert_eq!(r["stopReason"], "end_turn");
-        let list = peer.ok("_lody/subagents/list", json!({"sessionId": sid})).await;
-        let statuses: Vec<&str> = list["tasks"].as_array().unwrap().iter().map(|t| t["status"].as_str().unwrap()).collect();
+        let list = peer
+            .ok("_lody/subagents/list", json!({"sessionId": sid}))
+            .await;
+        let statuses: Vec<&str> = list["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["status"].as_str().unwrap())
+            .collect();
         assert_eq!(statuses, ["killed", "completed"]);
     })
     .await;
@@ -656,7 +806,13 @@ async fn a_subagent_can_be_cancelled_while_it_runs() {
         .filter(|e| e["type"] == "snapshot")
         .filter_map(|e| e["snapshot"]["state"].as_str())
         .filter(|s| *s != "running")
-        .map(|s| if s == "cancelled" { "cancelled" } else { "other" })
+        .map(|s| {
+            if s == "cancelled" {
+                "cancelled"
+            } else {
+                "other"
+            }
+        })
         .collect();
     assert!(finals.contains(&"cancelled"));
     let cancelled = events(&messages)
@@ -686,9 +842,15 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
             peer.init(full_client_caps()).await;
             sid = peer.new_session().await;
             let r = peer.prompt(&sid, command).await.unwrap();
-            assert_eq!(r["stopReason"], "end_turn", "the turn ends while the task runs");
+            assert_eq!(
+                r["stopReason"], "end_turn",
+                "the turn ends while the task runs"
+            );
             let updates = peer.updates(&sid);
-            let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap();
+            let call = updates
+                .iter()
+                .find(|u| u["sessionUpdate"] == "tool_call")
+                .unwrap();
             let task = &meta(call, "lody")["task"];
             assert_eq!(task["version"], 1);
             assert_eq!(task["kind"], kind);
@@ -697,13 +859,15 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
             peer.wait_for("task completion", |m| {
                 m.iter().any(|m| {
                     let u = &m["params"]["update"];
-                    u["toolCallId"] == id.as_str() && u["_meta"]["lody"]["task"]["status"] == "completed"
+                    u["toolCallId"] == id.as_str()
+                        && u["_meta"]["lody"]["task"]["status"] == "completed"
                 })
             })
             .await;
             peer.wait_for("idle with no background task", |m| {
                 m.last().is_some_and(|l| {
-                    l["method"] == "_lody/session/activity_update" && l["params"]["backgroundTaskCount"] == 0
+                    l["method"] == "_lody/session/activity_update"
+                        && l["params"]["backgroundTaskCount"] == 0
                 })
             })
             .await;
@@ -719,13 +883,20 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
                 )
             })
             .collect();
-        let expected: Vec<(String, u64)> = [("running", 0), ("running", 1), ("idle", 1), ("idle", 0)]
-            .iter()
-            .map(|(s, n)| ((*s).to_owned(), *n))
-            .collect();
-        assert_eq!(levels, expected, "{command}: activity also changes between prompts");
+        let expected: Vec<(String, u64)> =
+            [("running", 0), ("running", 1), ("idle", 1), ("idle", 0)]
+                .iter()
+                .map(|(s, n)| ((*s).to_owned(), *n))
+                .collect();
+        assert_eq!(
+            levels, expected,
+            "{command}: activity also changes between prompts"
+        );
         // The completion came after the prompt response.
-        let response = messages.iter().position(|m| m["result"]["stopReason"].is_string()).unwrap();
+        let response = messages
+            .iter()
+            .position(|m| m["result"]["stopReason"].is_string())
+            .unwrap();
         let done = messages
             .iter()
             .position(|m| m["params"]["update"]["_meta"]["lody"]["task"]["status"] == "completed")
@@ -762,24 +933,36 @@ async fn compact_reports_compaction_activity() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(full_client_caps()).await;
         let sid = peer.new_session().await;
-        peer.prompt(&sid, "fill the context a little").await.unwrap();
+        peer.prompt(&sid, "fill the context a little")
+            .await
+            .unwrap();
         peer.prompt(&sid, "/compact").await.unwrap();
         let updates = peer.updates(&sid);
-        let call = updates.iter().find(|u| u["sessionUpdate"] == "tool_call").unwrap();
+        let call = updates
+            .iter()
+            .find(|u| u["sessionUpdate"] == "tool_call")
+            .unwrap();
         let activity = &meta(call, "lody")["activity"];
         assert_eq!(activity["version"], 1);
         assert_eq!(activity["kind"], "context_compaction");
         let before = activity["usedTokensBefore"].as_u64().unwrap();
         let done = updates
             .iter()
-            .find(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == call["toolCallId"])
+            .find(|u| {
+                u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == call["toolCallId"]
+            })
             .unwrap();
         assert_eq!(done["status"], "completed");
-        let after = meta(done, "lody")["activity"]["usedTokensAfter"].as_u64().unwrap();
+        let after = meta(done, "lody")["activity"]["usedTokensAfter"]
+            .as_u64()
+            .unwrap();
         assert!(after < before);
         // Compaction never resets the accounting lifetime.
         let usage = peer.notes("_lody/session/usage_update");
-        let scopes: Vec<&Value> = usage.iter().map(|u| &u["_meta"]["lody"]["usageScopeId"]).collect();
+        let scopes: Vec<&Value> = usage
+            .iter()
+            .map(|u| &u["_meta"]["lody"]["usageScopeId"])
+            .collect();
         assert_eq!(scopes[0], scopes[1]);
     })
     .await;
@@ -788,7 +971,9 @@ async fn compact_reports_compaction_activity() {
 fn goals(updates: &[Value]) -> Vec<Value> {
     updates
         .iter()
-        .filter(|u| u["sessionUpdate"] == "session_info_update" && u["_meta"]["lody"].get("goal").is_some())
+        .filter(|u| {
+            u["sessionUpdate"] == "session_info_update" && u["_meta"]["lody"].get("goal").is_some()
+        })
         .map(|u| u["_meta"]["lody"]["goal"].clone())
         .collect()
 }
@@ -798,7 +983,9 @@ async fn goals_travel_on_prompts_and_the_control_request() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(full_client_caps()).await;
         let sid = peer.new_session().await;
-        peer.prompt(&sid, "/goal set ship the parser").await.unwrap();
+        peer.prompt(&sid, "/goal set ship the parser")
+            .await
+            .unwrap();
         let g = goals(&peer.updates(&sid));
         assert_eq!(g.first().unwrap()["status"], "active");
         assert_eq!(g.last().unwrap()["objective"], "ship the parser");
@@ -811,15 +998,27 @@ async fn goals_travel_on_prompts_and_the_control_request() {
             tokio::spawn(async move { peer.prompt(&sid, "/slow 0.3").await })
         };
         peer.wait_for("the slow turn", |m| {
-            m.iter().any(|m| m["params"]["update"]["content"]["text"].as_str().is_some_and(|t| t.starts_with("Working for")))
+            m.iter().any(|m| {
+                m["params"]["update"]["content"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("Working for"))
+            })
         })
         .await;
-        let r = peer.ok("_lody/session/goal", json!({"sessionId": sid, "action": "pause"})).await;
+        let r = peer
+            .ok(
+                "_lody/session/goal",
+                json!({"sessionId": sid, "action": "pause"}),
+            )
+            .await;
         assert_eq!(r["goal"]["status"], "paused");
         assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "end_turn");
         // Work-starting actions are refused on the request.
         let e = peer
-            .call("_lody/session/goal", json!({"sessionId": sid, "action": "set", "objective": "x"}))
+            .call(
+                "_lody/session/goal",
+                json!({"sessionId": sid, "action": "set", "objective": "x"}),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
@@ -841,9 +1040,18 @@ async fn goals_travel_on_prompts_and_the_control_request() {
         assert_eq!(g.last().unwrap()["status"], "active");
         assert_eq!(g.last().unwrap()["iterations"], 2);
 
-        let r = peer.ok("_lody/session/goal", json!({"sessionId": sid, "action": "clear"})).await;
+        let r = peer
+            .ok(
+                "_lody/session/goal",
+                json!({"sessionId": sid, "action": "clear"}),
+            )
+            .await;
         assert_eq!(r, json!({"goal": null}));
-        assert_eq!(goals(&peer.updates(&sid)).last().unwrap(), &Value::Null, "null means no goal");
+        assert_eq!(
+            goals(&peer.updates(&sid)).last().unwrap(),
+            &Value::Null,
+            "null means no goal"
+        );
     })
     .await;
 }
@@ -866,8 +1074,13 @@ async fn ask_sends_a_note_only_to_clients_that_keep_notes() {
             .filter(|(_, p)| p["_meta"]["lody"]["elicitation"]["noteFor"].is_string())
             .collect();
         assert_eq!(notes.len(), 1);
-        let target = notes[0].1["_meta"]["lody"]["elicitation"]["noteFor"].as_str().unwrap();
-        assert!(props.contains_key(target), "the note references a question in the schema");
+        let target = notes[0].1["_meta"]["lody"]["elicitation"]["noteFor"]
+            .as_str()
+            .unwrap();
+        assert!(
+            props.contains_key(target),
+            "the note references a question in the schema"
+        );
         let required = req["requestedSchema"]["required"].as_array().unwrap();
         assert!(required.contains(&json!(target)) && !required.contains(&json!(notes[0].0)));
         let question = &req["_meta"]["lody"]["elicitation"]["questions"][0];
@@ -880,7 +1093,10 @@ async fn ask_sends_a_note_only_to_clients_that_keep_notes() {
             .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
             .next_back()
             .unwrap();
-        assert!(text.contains("Small change") && text.contains("Keep the public API stable."), "{answer:?}");
+        assert!(
+            text.contains("Small change") && text.contains("Keep the public API stable."),
+            "{answer:?}"
+        );
     })
     .await;
     // Without answerNotes: no noteFor anywhere (the legacy custom answer instead).
@@ -936,13 +1152,19 @@ async fn cancel_ends_a_slow_turn_with_cancelled() {
             let sid = sid.clone();
             tokio::spawn(async move { peer.prompt(&sid, "/slow 30").await })
         };
-        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        peer.wait_for("the slow turn", |m| {
+            m.iter().any(|m| m["params"]["state"] == "running")
+        })
+        .await;
         peer.notify("session/cancel", json!({"sessionId": sid}));
         let r = slow.await.unwrap().unwrap();
         assert_eq!(r["stopReason"], "cancelled");
         assert!(started.elapsed() < Duration::from_secs(5));
         // The slot is free again.
-        assert_eq!(peer.prompt(&sid, "after").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(
+            peer.prompt(&sid, "after").await.unwrap()["stopReason"],
+            "end_turn"
+        );
     })
     .await;
 }
@@ -995,11 +1217,17 @@ async fn rate_limits_are_pushed_and_queryable() {
         for l in limits {
             assert!(l["limitId"].is_string() && l["scope"]["providerId"].is_string());
             let windows = l["windows"].as_array().unwrap();
-            assert!(windows.len() >= 2, "concurrent windows are reported separately");
+            assert!(
+                windows.len() >= 2,
+                "concurrent windows are reported separately"
+            );
             for w in windows {
                 let p = w["usedPercent"].as_f64().unwrap();
                 assert!((0.0..=100.0).contains(&p));
-                assert!(w.get("windowDurationSeconds").is_some() && w.get("resetsAtEpochSeconds").is_some());
+                assert!(
+                    w.get("windowDurationSeconds").is_some()
+                        && w.get("resetsAtEpochSeconds").is_some()
+                );
             }
         }
         let sid = peer.new_session().await;
@@ -1025,7 +1253,10 @@ async fn fail_sends_an_error_notice_and_fails_the_turn() {
             .expect("an error notice");
         assert_eq!(notice["level"], "error");
         assert!(notice["message"].is_string());
-        assert_eq!(peer.prompt(&sid, "still here").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(
+            peer.prompt(&sid, "still here").await.unwrap()["stopReason"],
+            "end_turn"
+        );
     })
     .await;
 }
@@ -1038,23 +1269,58 @@ async fn bad_params_get_invalid_params_naming_the_field() {
         peer.init(full_client_caps()).await;
         let cases = [
             ("session/new", json!({"mcpServers": []}), "cwd"),
-            ("session/new", json!({"cwd": "relative/dir", "mcpServers": []}), "cwd"),
+            (
+                "session/new",
+                json!({"cwd": "relative/dir", "mcpServers": []}),
+                "cwd",
+            ),
             ("session/prompt", json!({"sessionId": "sess-1"}), "prompt"),
-            ("session/prompt", json!({"sessionId": "sess-1", "prompt": "text"}), "prompt"),
-            ("session/load", json!({"cwd": "/tmp", "mcpServers": []}), "sessionId"),
-            ("_lody/session/steer", json!({"sessionId": "sess-1", "prompt": []}), "steerId"),
-            ("_lody/subagents/output", json!({"sessionId": "sess-1", "taskId": 5}), "taskId"),
-            ("session/set_config_option", json!({"sessionId": "sess-1", "configId": "nope", "value": true}), "configId"),
+            (
+                "session/prompt",
+                json!({"sessionId": "sess-1", "prompt": "text"}),
+                "prompt",
+            ),
+            (
+                "session/load",
+                json!({"cwd": "/tmp", "mcpServers": []}),
+                "sessionId",
+            ),
+            (
+                "_lody/session/steer",
+                json!({"sessionId": "sess-1", "prompt": []}),
+                "steerId",
+            ),
+            (
+                "_lody/subagents/output",
+                json!({"sessionId": "sess-1", "taskId": 5}),
+                "taskId",
+            ),
+            (
+                "session/set_config_option",
+                json!({"sessionId": "sess-1", "configId": "nope", "value": true}),
+                "configId",
+            ),
         ];
         peer.new_session().await;
         for (method, params, field) in cases {
             let e = peer.call(method, params.clone()).await.unwrap_err();
-            assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS, "{method} {params}");
-            assert!(e.message.contains(field), "{method}: {:?} should name {field}", e.message);
+            assert_eq!(
+                e.code,
+                agent_client_protocol::ErrorCode::INVALID_PARAMS,
+                "{method} {params}"
+            );
+            assert!(
+                e.message.contains(field),
+                "{method}: {:?} should name {field}",
+                e.message
+            );
         }
         // The connection is still up and serving.
         let sid = peer.new_session().await;
-        assert_eq!(peer.prompt(&sid, "ok").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(
+            peer.prompt(&sid, "ok").await.unwrap()["stopReason"],
+            "end_turn"
+        );
     })
     .await;
 }
@@ -1063,15 +1329,27 @@ async fn bad_params_get_invalid_params_naming_the_field() {
 async fn unknown_methods_are_method_not_found() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(full_client_caps()).await;
-        for method in ["_x/anything", "_lody/no/such/method", "_ua/session/nope", "session/unknown"] {
+        for method in [
+            "_x/anything",
+            "_lody/no/such/method",
+            "_ua/session/nope",
+            "session/unknown",
+        ] {
             let e = peer.call(method, json!({})).await.unwrap_err();
-            assert_eq!(e.code, agent_client_protocol::ErrorCode::METHOD_NOT_FOUND, "{method}");
+            assert_eq!(
+                e.code,
+                agent_client_protocol::ErrorCode::METHOD_NOT_FOUND,
+                "{method}"
+            );
         }
         // Unknown notifications are ignored.
         peer.notify("_x/notify", json!({"a": 1}));
         peer.notify("session/cancel", json!({"sessionId": "no-such-session"}));
         let sid = peer.new_session().await;
-        assert_eq!(peer.prompt(&sid, "ok").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(
+            peer.prompt(&sid, "ok").await.unwrap()["stopReason"],
+            "end_turn"
+        );
     })
     .await;
 }
@@ -1081,13 +1359,23 @@ async fn unknown_sessions_are_resource_not_found() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(full_client_caps()).await;
         for (method, params) in [
-            ("session/prompt", json!({"sessionId": "ghost", "prompt": [{"type": "text", "text": "x"}]})),
-            ("session/load", json!({"sessionId": "ghost", "cwd": "/tmp", "mcpServers": []})),
+            (
+                "session/prompt",
+                json!({"sessionId": "ghost", "prompt": [{"type": "text", "text": "x"}]}),
+            ),
+            (
+                "session/load",
+                json!({"sessionId": "ghost", "cwd": "/tmp", "mcpServers": []}),
+            ),
             ("session/close", json!({"sessionId": "ghost"})),
             ("_lody/subagents/list", json!({"sessionId": "ghost"})),
         ] {
             let e = peer.call(method, params).await.unwrap_err();
-            assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND, "{method}");
+            assert_eq!(
+                e.code,
+                agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
+                "{method}"
+            );
         }
     })
     .await;
@@ -1104,12 +1392,18 @@ async fn a_second_prompt_in_flight_is_refused() {
             let sid = sid.clone();
             tokio::spawn(async move { peer.prompt(&sid, "/slow 0.3").await })
         };
-        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        peer.wait_for("the slow turn", |m| {
+            m.iter().any(|m| m["params"]["state"] == "running")
+        })
+        .await;
         let e = peer.prompt(&sid, "me too").await.unwrap_err();
         assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_REQUEST);
         assert!(e.message.contains("in flight"), "{}", e.message);
         // Another session is independent.
-        assert_eq!(peer.prompt(&other, "meanwhile").await.unwrap()["stopReason"], "end_turn");
+        assert_eq!(
+            peer.prompt(&other, "meanwhile").await.unwrap()["stopReason"],
+            "end_turn"
+        );
         assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "end_turn");
     })
     .await;
@@ -1127,7 +1421,11 @@ async fn two_hundred_sessions_share_one_connection() {
             let peer = peer.clone();
             let sid = sid.clone();
             async move {
-                let text = if i % 10 == 0 { format!("/slow 0.05 {i}") } else { format!("message {i}") };
+                let text = if i % 10 == 0 {
+                    format!("/slow 0.05 {i}")
+                } else {
+                    format!("message {i}")
+                };
                 let r = peer.prompt(&sid, &text).await.unwrap();
                 (sid, text, r)
             }
@@ -1136,7 +1434,9 @@ async fn two_hundred_sessions_share_one_connection() {
         let mut finals: std::collections::HashMap<String, Vec<String>> = Default::default();
         for m in peer.messages() {
             let u = &m["params"]["update"];
-            if m["method"] == "session/update" && u["_meta"]["lody"]["messagePhase"] == "final_answer" {
+            if m["method"] == "session/update"
+                && u["_meta"]["lody"]["messagePhase"] == "final_answer"
+            {
                 finals
                     .entry(m["params"]["sessionId"].as_str().unwrap().to_owned())
                     .or_default()
@@ -1150,7 +1450,11 @@ async fn two_hundred_sessions_share_one_connection() {
             let finals = &finals[sid];
             assert_eq!(finals.len(), 1, "{sid}");
             if !text.starts_with('/') {
-                assert_eq!(finals[0], format!("You said: {text}"), "{sid} got only its own answer");
+                assert_eq!(
+                    finals[0],
+                    format!("You said: {text}"),
+                    "{sid} got only its own answer"
+                );
             }
         }
         let list = peer.ok("session/list", json!({})).await;
@@ -1167,28 +1471,55 @@ async fn load_replays_resume_does_not_and_close_ends_the_lifetime() {
         peer.init(full_client_caps()).await;
         let sid = peer.new_session().await;
         peer.prompt(&sid, "first").await.unwrap();
-        let scope1 = peer.notes("_lody/session/usage_update")[0]["_meta"]["lody"]["usageScopeId"].clone();
+        let scope1 =
+            peer.notes("_lody/session/usage_update")[0]["_meta"]["lody"]["usageScopeId"].clone();
         let before = peer.updates(&sid).len();
-        peer.ok("session/resume", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        peer.ok(
+            "session/resume",
+            json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
         assert_eq!(peer.updates(&sid).len(), before, "resume replays nothing");
-        peer.ok("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        peer.ok(
+            "session/load",
+            json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
         let replayed: Vec<Value> = peer.updates(&sid).split_off(before);
-        assert_eq!(kinds(&replayed), ["user_message_chunk", "agent_message_chunk"]);
+        assert_eq!(
+            kinds(&replayed),
+            ["user_message_chunk", "agent_message_chunk"]
+        );
         assert_eq!(replayed[0]["content"]["text"], "first");
 
-        assert_eq!(peer.ok("session/close", json!({"sessionId": sid})).await, json!({}));
+        assert_eq!(
+            peer.ok("session/close", json!({"sessionId": sid})).await,
+            json!({})
+        );
         let e = peer.prompt(&sid, "closed?").await.unwrap_err();
         assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND);
         // Loading reopens it with a new accounting lifetime and a new scope.
-        peer.ok("session/load", json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []})).await;
+        peer.ok(
+            "session/load",
+            json!({"sessionId": sid, "cwd": "/tmp", "mcpServers": []}),
+        )
+        .await;
         peer.prompt(&sid, "second").await.unwrap();
         let usage = peer.notes("_lody/session/usage_update");
         let last = usage.last().unwrap();
         assert_ne!(last["_meta"]["lody"]["usageScopeId"], scope1);
-        assert_eq!(last["delta"]["modelUsage"], last["modelUsage"], "totals restart from zero");
+        assert_eq!(
+            last["delta"]["modelUsage"], last["modelUsage"],
+            "totals restart from zero"
+        );
         let list = peer.ok("session/list", json!({"cwd": "/tmp"})).await;
         assert_eq!(list["sessions"][0]["sessionId"], sid.as_str());
-        assert!(list["sessions"][0]["updatedAt"].as_str().unwrap().ends_with('Z'));
+        assert!(
+            list["sessions"][0]["updatedAt"]
+                .as_str()
+                .unwrap()
+                .ends_with('Z')
+        );
         let list = peer.ok("session/list", json!({"cwd": "/elsewhere"})).await;
         assert_eq!(list["sessions"], json!([]));
     })
@@ -1205,7 +1536,10 @@ async fn close_cancels_the_running_turn() {
             let sid = sid.clone();
             tokio::spawn(async move { peer.prompt(&sid, "/slow 30").await })
         };
-        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        peer.wait_for("the slow turn", |m| {
+            m.iter().any(|m| m["params"]["state"] == "running")
+        })
+        .await;
         peer.ok("session/close", json!({"sessionId": sid})).await;
         assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "cancelled");
     })
@@ -1333,7 +1667,11 @@ async fn history_read_replays_the_transcript() {
         let sid = peer.new_session().await;
         peer.prompt(&sid, "remember me").await.unwrap();
         let before = peer.updates(&sid).len();
-        assert_eq!(peer.ok("_lody/session/history/read", json!({"sessionId": sid})).await, json!({}));
+        assert_eq!(
+            peer.ok("_lody/session/history/read", json!({"sessionId": sid}))
+                .await,
+            json!({})
+        );
         let replayed = peer.updates(&sid).split_off(before);
         assert_eq!(replayed[0]["content"]["text"], "remember me");
         // Replay contributes nothing to usage.
@@ -1353,7 +1691,11 @@ struct Raw {
 
 impl Raw {
     fn send(&self, v: Value) {
-        self.tx.as_ref().unwrap().unbounded_send(v.to_string()).unwrap();
+        self.tx
+            .as_ref()
+            .unwrap()
+            .unbounded_send(v.to_string())
+            .unwrap();
     }
 
     /// Reads until a line matches `pred`.
@@ -1373,7 +1715,8 @@ impl Raw {
 
     async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.until(|v| v["id"] == id && v.get("method").is_none()).await
+        self.until(|v| v["id"] == id && v.get("method").is_none())
+            .await
     }
 }
 
@@ -1383,27 +1726,47 @@ async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
     let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
     let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
-    let agent = tokio::spawn(serve::run(ServeOptions::new().task_monitor(monitor.clone()), transport));
+    let agent = tokio::spawn(serve::run(
+        ServeOptions::new().task_monitor(monitor.clone()),
+        transport,
+    ));
     let mut raw = Raw {
         tx: Some(c2a_tx),
         rx: a2c_rx,
         seen: Vec::new(),
     };
-    raw.request(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}))
-        .await;
+    raw.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}),
+    )
+    .await;
     let sid = raw
         .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
         .await["result"]["sessionId"]
         .clone();
-    raw.request(3, "session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "/background 30"}]}))
-        .await;
-    raw.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
-        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 2 30"}]}}));
-    raw.until(|v| v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working")
-        .await;
-    raw.until(|v| v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working")
-        .await;
-    assert!(monitor.live() >= 2, "a turn and a background task are running");
+    raw.request(
+        3,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type": "text", "text": "/background 30"}]}),
+    )
+    .await;
+    raw.send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 2 30"}]}}),
+    );
+    raw.until(|v| {
+        v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working"
+    })
+    .await;
+    raw.until(|v| {
+        v["params"]["type"] == "progress" && v["params"]["progress"]["summary"] == "Working"
+    })
+    .await;
+    assert!(
+        monitor.live() >= 2,
+        "a turn and a background task are running"
+    );
 
     // EOF: the client stops writing but keeps reading.
     raw.tx = None;
@@ -1411,23 +1774,39 @@ async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     while let Ok(Some(line)) = tokio::time::timeout(TIMEOUT, raw.rx.next()).await {
         rest.push(serde_json::from_str::<Value>(&line).unwrap());
     }
-    let result = tokio::time::timeout(TIMEOUT, agent).await.expect("the agent exits").unwrap();
+    let result = tokio::time::timeout(TIMEOUT, agent)
+        .await
+        .expect("the agent exits")
+        .unwrap();
     assert!(result.is_ok(), "serve::run returns Ok on EOF: {result:?}");
     assert_eq!(monitor.live(), 0, "no task left running");
 
     let disconnected: Vec<&Value> = rest
         .iter()
-        .filter(|v| v["method"] == "_lody/subagents/event" && v["params"]["snapshot"]["reason"]["code"] == "disconnected")
+        .filter(|v| {
+            v["method"] == "_lody/subagents/event"
+                && v["params"]["snapshot"]["reason"]["code"] == "disconnected"
+        })
         .collect();
-    assert_eq!(disconnected.len(), 2, "each live run is marked disconnected");
+    assert_eq!(
+        disconnected.len(),
+        2,
+        "each live run is marked disconnected"
+    );
     for e in &disconnected {
         assert_eq!(e["params"]["snapshot"]["state"], "unknown");
         assert_eq!(e["params"]["snapshot"]["outputIncomplete"], true);
     }
-    let response = rest.iter().find(|v| v["id"] == 4).expect("the prompt is answered");
+    let response = rest
+        .iter()
+        .find(|v| v["id"] == 4)
+        .expect("the prompt is answered");
     assert_eq!(response["result"]["stopReason"], "cancelled");
     // Nothing about the runs after they were marked disconnected.
-    let first_disconnect = rest.iter().position(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected").unwrap();
+    let first_disconnect = rest
+        .iter()
+        .position(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected")
+        .unwrap();
     assert!(
         rest[first_disconnect + 2..]
             .iter()
@@ -1466,9 +1845,11 @@ async fn the_binary_serves_stdio_and_exits_zero_on_eof() {
     };
     let send = |v: Value| format!("{v}\n");
     stdin
-        .write_all(send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        .write_all(
+            send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"protocolVersion": 1, "clientCapabilities": full_client_caps()}}))
-        .as_bytes())
+            .as_bytes(),
+        )
         .await
         .unwrap();
     until(&|v| v["id"] == 1, &mut seen).await;
@@ -1478,20 +1859,37 @@ async fn the_binary_serves_stdio_and_exits_zero_on_eof() {
         .unwrap();
     let sid = until(&|v| v["id"] == 2, &mut seen).await["result"]["sessionId"].clone();
     stdin
-        .write_all(send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 1 30"}]}}))
-        .as_bytes())
+        .write_all(
+            send(
+                json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "/subagents 1 30"}]}}),
+            )
+            .as_bytes(),
+        )
         .await
         .unwrap();
-    until(&|v| v["params"]["progress"]["summary"] == "Working", &mut seen).await;
+    until(
+        &|v| v["params"]["progress"]["summary"] == "Working",
+        &mut seen,
+    )
+    .await;
     drop(stdin);
-    let status = tokio::time::timeout(TIMEOUT, child.wait()).await.expect("exits after EOF").unwrap();
+    let status = tokio::time::timeout(TIMEOUT, child.wait())
+        .await
+        .expect("exits after EOF")
+        .unwrap();
     assert!(status.success(), "exit status {status}");
     while let Ok(Some(line)) = lines.next_line().await {
         seen.push(serde_json::from_str(&line).unwrap());
     }
-    let answer = seen.iter().find(|v| v["id"] == 3).expect("the prompt is answered");
+    let answer = seen
+        .iter()
+        .find(|v| v["id"] == 3)
+        .expect("the prompt is answered");
     assert_eq!(answer["result"]["stopReason"], "cancelled");
-    assert!(seen.iter().any(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected"));
+    assert!(
+        seen.iter()
+            .any(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected")
+    );
     assert_valid(&seen);
 }

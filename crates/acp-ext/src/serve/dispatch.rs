@@ -40,7 +40,12 @@ pub(crate) fn builder(shared: Arc<Shared>) -> impl ConnectTo<Client> + 'static {
 
 /// Routes one request. Every failure becomes a JSON-RPC error response;
 /// the connection stays up.
-fn request(shared: &Arc<Shared>, message: UntypedMessage, responder: Reply, cx: Cx) -> Result<(), Error> {
+fn request(
+    shared: &Arc<Shared>,
+    message: UntypedMessage,
+    responder: Reply,
+    cx: Cx,
+) -> Result<(), Error> {
     let (method, params) = message.into_parts();
     if method == "session/prompt" {
         return match script::prepare(shared, &params, &cx) {
@@ -83,9 +88,9 @@ fn answer(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result
 /// Handles one notification; unknown ones are ignored (JSON-RPC forbids
 /// answering them).
 fn notification(shared: &Arc<Shared>, message: UntypedMessage, cx: &Cx) {
-    if message.method() == "session/cancel" {
-        if let Ok(session_id) = params::session_id(message.params()) {
-            sessions::cancel(shared, &session_id, cx);
-        }
+    if message.method() == "session/cancel"
+        && let Ok(session_id) = params::session_id(message.params())
+    {
+        sessions::cancel(shared, &session_id, cx);
     }
 }

@@ -63,7 +63,12 @@ fn served(shared: &Shared, path: &str) -> bool {
 }
 
 /// Answers one extension request.
-pub(crate) fn request(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result<Value, Error> {
+pub(crate) fn request(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: &Value,
+    cx: &Cx,
+) -> Result<Value, Error> {
     let path = acp_extension_core::namespace::split_method(method).map_or("", |(_, p)| p);
     if !served(shared, path) {
         return Err(method_not_found(method));
@@ -136,7 +141,12 @@ pub(crate) fn rate_limits(inner: &Inner) -> RateLimitsSnapshot {
 
 /// `session/steer`: inject into the running turn (`injected`), or `failed`
 /// when no turn is running.
-fn steer(shared: &Arc<Shared>, session_id: &str, steer_id: String, text: String) -> Result<Value, Error> {
+fn steer(
+    shared: &Arc<Shared>,
+    session_id: &str,
+    steer_id: String,
+    text: String,
+) -> Result<Value, Error> {
     let mut inner = shared.lock();
     let session = open_session(&mut inner, session_id)?;
     let live = session.live.as_ref().expect("open");
@@ -207,7 +217,11 @@ fn unknown_task(session_id: &str, task_id: &str) -> Error {
     )
 }
 
-fn subagents_cancel(shared: &Arc<Shared>, r: SubagentCancelRequest, cx: &Cx) -> Result<Value, Error> {
+fn subagents_cancel(
+    shared: &Arc<Shared>,
+    r: SubagentCancelRequest,
+    cx: &Cx,
+) -> Result<Value, Error> {
     let mut guard = shared.lock();
     let inner = &mut *guard;
     let (ns, events) = (inner.client.ns, inner.client.subagent_events);
@@ -216,9 +230,20 @@ fn subagents_cancel(shared: &Arc<Shared>, r: SubagentCancelRequest, cx: &Cx) -> 
     if live.runs.get(&r.task_id).is_none() {
         return Err(unknown_task(&r.session_id, &r.task_id));
     }
-    let reason = r.reason.unwrap_or_else(|| "cancelled by the client".to_owned());
+    let reason = r
+        .reason
+        .unwrap_or_else(|| "cancelled by the client".to_owned());
     // A finished run stays as it is: cancelling it is a no-op.
-    cancel_run(shared, cx, ns, events, &r.session_id, live, &r.task_id, &reason);
+    cancel_run(
+        shared,
+        cx,
+        ns,
+        events,
+        &r.session_id,
+        live,
+        &r.task_id,
+        &reason,
+    );
     to_value(EmptyResponse::new())
 }
 

@@ -113,9 +113,14 @@ impl Advertised {
                     UpstreamTurn::Same,
                     ConfigPolicy::Active,
                 )),
-                Feature::Tasks => caps.tasks(TaskCapability::new().background(True).scheduled(True)),
+                Feature::Tasks => {
+                    caps.tasks(TaskCapability::new().background(True).scheduled(True))
+                }
                 Feature::Subagents => caps.subagents(
-                    SubagentCapability::new(True).list(True).cancel(True).output(True),
+                    SubagentCapability::new(True)
+                        .list(True)
+                        .cancel(True)
+                        .output(True),
                 ),
                 Feature::Goal => caps.goal(
                     GoalCapability::new(vec![

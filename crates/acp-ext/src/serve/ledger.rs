@@ -143,11 +143,11 @@ impl Runs {
         if !rec.live() {
             return Vec::new();
         }
-        if update["sessionUpdate"] == "agent_message_chunk" {
-            if let Some(text) = update["content"]["text"].as_str() {
-                rec.output.push_str(text);
-                rec.output.push('\n');
-            }
+        if update["sessionUpdate"] == "agent_message_chunk"
+            && let Some(text) = update["content"]["text"].as_str()
+        {
+            rec.output.push_str(text);
+            rec.output.push('\n');
         }
         if update["sessionUpdate"] == "tool_call" {
             rec.tool_uses += 1;
@@ -157,22 +157,27 @@ impl Runs {
     }
 
     /// Ends a live run: `completed`, or `cancelled` (task status `killed`).
-    pub(crate) fn finish(&mut self, task_id: &str, state: &'static str, patch: Value) -> Vec<Value> {
+    pub(crate) fn finish(
+        &mut self,
+        task_id: &str,
+        state: &'static str,
+        patch: Value,
+    ) -> Vec<Value> {
         let now = time::now();
         let mut patch = patch;
         patch["state"] = json!(state);
         patch["endedAtEpochSeconds"] = json!(now);
         let events = self.snapshot(task_id, patch);
-        if let Some(rec) = self.get_mut(task_id) {
-            if rec.ended.is_none() {
-                rec.ended = Some(now);
-                rec.status = match state {
-                    "completed" => SubagentTaskStatus::Completed,
-                    "cancelled" => SubagentTaskStatus::Killed,
-                    _ => SubagentTaskStatus::Failed,
-                };
-                rec.stop_reason = Some(state.to_owned());
-            }
+        if let Some(rec) = self.get_mut(task_id)
+            && rec.ended.is_none()
+        {
+            rec.ended = Some(now);
+            rec.status = match state {
+                "completed" => SubagentTaskStatus::Completed,
+                "cancelled" => SubagentTaskStatus::Killed,
+                _ => SubagentTaskStatus::Failed,
+            };
+            rec.stop_reason = Some(state.to_owned());
         }
         events
     }

@@ -200,9 +200,14 @@ pub fn agent(options: ServeOptions) -> anyhow::Result<impl ConnectTo<Client> + '
 
 /// Serves one client over `transport` until it closes; all work is
 /// cancelled and drained before this returns.
-pub async fn run(options: ServeOptions, transport: impl ConnectTo<Agent> + 'static) -> anyhow::Result<()> {
+pub async fn run(
+    options: ServeOptions,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> anyhow::Result<()> {
     let shared = state::Shared::new(options)?;
-    let result = dispatch::builder(shared.clone()).connect_to(transport).await;
+    let result = dispatch::builder(shared.clone())
+        .connect_to(transport)
+        .await;
     // A transport that broke (rather than reaching EOF) skips the close
     // callback: cancel whatever is left; the tasks themselves were dropped
     // with the connection.

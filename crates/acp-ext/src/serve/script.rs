@@ -15,20 +15,21 @@ use acp_extension_core::elicitation::{
 use acp_extension_core::meta::{self, fields};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
-    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, Notice,
-    NoticeLevel, SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
+    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, Notice, NoticeLevel,
+    SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
 };
 use acp_extension_core::usage::{ModelUsage, sum_model_usage};
 use acp_extension_core::wire::FiniteF64;
-use indexmap::IndexMap;
 use agent_client_protocol::v1::schema::{
-    ContentBlock, CreateElicitationRequest, ElicitationFormMode, ElicitationSchema,
-    ElicitationSessionScope, EnumOption, StringPropertySchema, ContentChunk, Cost, Meta, PermissionOption, PermissionOptionKind, Plan, PlanEntry,
-    PlanEntryPriority, PlanEntryStatus, PromptRequest, PromptResponse, RequestPermissionOutcome,
-    RequestPermissionRequest, SessionInfoUpdate, SessionUpdate, StopReason, ToolCall,
-    ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, Cost, CreateElicitationRequest, ElicitationFormMode,
+    ElicitationSchema, ElicitationSessionScope, EnumOption, Meta, PermissionOption,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
+    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionInfoUpdate,
+    SessionUpdate, StopReason, StringPropertySchema, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use agent_client_protocol::{Error, ErrorCode, RequestCancellation, UntypedMessage};
+use indexmap::IndexMap;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -181,14 +182,20 @@ fn goal_control(shared: &Shared, params: &Value) -> Result<Option<GoalCmd>, Erro
 /// The prompt's content as text; unsupported content is invalid params.
 fn prompt_text(request: &PromptRequest) -> Result<String, Error> {
     if request.prompt.is_empty() {
-        return Err(invalid_params("prompt", "must contain at least one content block"));
+        return Err(invalid_params(
+            "prompt",
+            "must contain at least one content block",
+        ));
     }
     let mut parts = Vec::new();
     for (i, block) in request.prompt.iter().enumerate() {
         match block {
             ContentBlock::Text(t) => parts.push(t.text.clone()),
             ContentBlock::ResourceLink(link) => {
-                parts.push(format!("[resource_link name={} uri={}]", link.name, link.uri));
+                parts.push(format!(
+                    "[resource_link name={} uri={}]",
+                    link.name, link.uri
+                ));
             }
             ContentBlock::Image(_) => {
                 return Err(invalid_params(
@@ -301,7 +308,12 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
 }
 
 /// Runs `turn` in its own task; the task answers the prompt.
-pub(crate) fn spawn(shared: &Arc<Shared>, mut turn: Turn, responder: Reply, cx: Cx) -> Result<(), Error> {
+pub(crate) fn spawn(
+    shared: &Arc<Shared>,
+    mut turn: Turn,
+    responder: Reply,
+    cx: Cx,
+) -> Result<(), Error> {
     let guard = shared.monitor.guard();
     turn.request_cancel = Some(responder.cancellation());
     cx.spawn(async move {
@@ -337,7 +349,10 @@ impl Drop for Turn {
                 .get_mut(&self.session_id)
                 .and_then(|s| s.live.as_mut())
                 .filter(|l| l.generation == self.generation)
-                && live.turn.as_ref().is_some_and(|t| t.turn_id == self.turn_id)
+                && live
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| t.turn_id == self.turn_id)
             {
                 live.turn = None;
                 live.waiting = 0;
@@ -395,7 +410,11 @@ impl Turn {
         let mut guard = self.shared.lock();
         let inner = &mut *guard;
         match inner.sessions.get_mut(&self.session_id) {
-            Some(s) if s.live.as_ref().is_some_and(|l| l.generation == self.generation) => {
+            Some(s)
+                if s.live
+                    .as_ref()
+                    .is_some_and(|l| l.generation == self.generation) =>
+            {
                 Ok(f(s, &mut inner.counters))
             }
             _ => Err(Stop::Cancelled),
@@ -518,9 +537,11 @@ impl Turn {
             let mut rows = IndexMap::new();
             rows.insert(
                 session.model_id.clone(),
-                ModelUsage::new(input, output, cache).cost_usd(FiniteF64::new(cost).unwrap_or_default()),
+                ModelUsage::new(input, output, cache)
+                    .cost_usd(FiniteF64::new(cost).unwrap_or_default()),
             );
-            session.context_used = (session.context_used + input + output + cache).min(CONTEXT_WINDOW);
+            session.context_used =
+                (session.context_used + input + output + cache).min(CONTEXT_WINDOW);
             let live = session.live.as_mut().expect("checked by with");
             let update = live.ledger.update(&sid, &turn_id, &rows);
             if let Some(totals) = update.as_ref().and_then(|u| u.model_usage.as_ref()) {
@@ -555,11 +576,11 @@ impl Turn {
         let shared = self.shared.clone();
         {
             let mut inner = shared.lock();
-            if let Some(session) = inner
-                .sessions
-                .get_mut(&self.session_id)
-                .filter(|s| s.live.as_ref().is_some_and(|l| l.generation == self.generation))
-            {
+            if let Some(session) = inner.sessions.get_mut(&self.session_id).filter(|s| {
+                s.live
+                    .as_ref()
+                    .is_some_and(|l| l.generation == self.generation)
+            }) {
                 // Steers that arrived after the last checkpoint are applied at the turn's end.
                 while let Ok(steer) = self.steer_rx.try_recv() {
                     self.apply_steer(&steer, false);
@@ -573,7 +594,11 @@ impl Turn {
                 }
                 session.updated_at = time::now();
                 let live = session.live.as_mut().expect("filtered above");
-                if live.turn.as_ref().is_some_and(|t| t.turn_id == self.turn_id) {
+                if live
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| t.turn_id == self.turn_id)
+                {
                     live.turn = None;
                 }
                 live.waiting = 0;
@@ -581,13 +606,17 @@ impl Turn {
             }
             self.finished = true;
         }
-        let meta = self.mb().with::<fields::TurnId>(self.turn_id.clone()).build();
+        let meta = self
+            .mb()
+            .with::<fields::TurnId>(self.turn_id.clone())
+            .build();
         let stop = match result {
             Ok(()) => StopReason::EndTurn,
             Err(Stop::Cancelled) => StopReason::Cancelled,
             Err(Stop::Failed(e)) => return Err(e),
         };
-        serde_json::to_value(PromptResponse::new(stop).meta(meta)).map_err(Error::into_internal_error)
+        serde_json::to_value(PromptResponse::new(stop).meta(meta))
+            .map_err(Error::into_internal_error)
     }
 
     // ---- scripts ----------------------------------------------------------
@@ -597,7 +626,10 @@ impl Turn {
         self.plan(0);
         self.say(
             "commentary",
-            &format!("Reading your prompt ({} characters).", self.text.chars().count()),
+            &format!(
+                "Reading your prompt ({} characters).",
+                self.text.chars().count()
+            ),
         );
         self.plan(1);
         self.sleep(0.0).await?;
@@ -717,16 +749,22 @@ impl Turn {
                 ToolCall::new(call.clone(), description.clone())
                     .kind(ToolKind::Think)
                     .status(ToolCallStatus::InProgress)
-                    .meta(self.tool_meta(
-                        SUBAGENT_TOOL,
-                        Some(
-                            TaskMeta::new(task.clone(), TaskKind::Subagent, TaskStatus::InProgress)
+                    .meta(
+                        self.tool_meta(
+                            SUBAGENT_TOOL,
+                            Some(
+                                TaskMeta::new(
+                                    task.clone(),
+                                    TaskKind::Subagent,
+                                    TaskStatus::InProgress,
+                                )
                                 .description(description.clone())
                                 .actor(name.clone())
                                 .model_id(super::state::DEFAULT_MODEL)
                                 .started_at_epoch_seconds(nn(now as f64)),
+                            ),
                         ),
-                    )),
+                    ),
             ));
             let snapshot = json!({
                 "state": "running",
@@ -764,8 +802,15 @@ impl Turn {
             )))
             .unwrap_or_default()
         };
-        step(self, &|_| Some((false, json!({"summary": "Started", "turnCount": 1, "toolCallCount": 0, "errorCount": 0}))))?;
-        step(self, &|k| Some((true, text(format!("{}: reading the task", k.name)))))?;
+        step(self, &|_| {
+            Some((
+                false,
+                json!({"summary": "Started", "turnCount": 1, "toolCallCount": 0, "errorCount": 0}),
+            ))
+        })?;
+        step(self, &|k| {
+            Some((true, text(format!("{}: reading the task", k.name))))
+        })?;
         step(self, &|k| {
             Some((
                 true,
@@ -795,11 +840,25 @@ impl Turn {
         })?;
         if let Err(stop) = self.sleep(secs).await {
             // The turn was cancelled: so are its live children.
-            let (shared, cx, ns, sid, events) =
-                (&self.shared, &self.cx, self.ns, &self.session_id, self.subagent_events);
+            let (shared, cx, ns, sid, events) = (
+                &self.shared,
+                &self.cx,
+                self.ns,
+                &self.session_id,
+                self.subagent_events,
+            );
             let _ = self.live(|l| {
                 for kid in &kids {
-                    cancel_run(shared, cx, ns, events, sid, l, &kid.task, "the turn was cancelled");
+                    cancel_run(
+                        shared,
+                        cx,
+                        ns,
+                        events,
+                        sid,
+                        l,
+                        &kid.task,
+                        "the turn was cancelled",
+                    );
                 }
             });
             return Err(stop);
@@ -813,8 +872,13 @@ impl Turn {
                 if !live {
                     return (None, 0);
                 }
-                let events = l.runs.finish(&kid.task, "completed", json!({"summary": summary}));
-                (Some(events), l.runs.get(&kid.task).map_or(0, |r| r.tool_uses))
+                let events = l
+                    .runs
+                    .finish(&kid.task, "completed", json!({"summary": summary}));
+                (
+                    Some(events),
+                    l.runs.get(&kid.task).map_or(0, |r| r.tool_uses),
+                )
             })?;
             let Some(events) = events else { continue };
             completed += 1;
@@ -826,10 +890,15 @@ impl Turn {
                         .status(ToolCallStatus::Completed)
                         .content(vec![ToolCallContent::from(summary.clone())]),
                 )
-                .meta(self.tool_meta(
-                    SUBAGENT_TOOL,
-                    Some(
-                        TaskMeta::new(kid.task.clone(), TaskKind::Subagent, TaskStatus::Completed)
+                .meta(
+                    self.tool_meta(
+                        SUBAGENT_TOOL,
+                        Some(
+                            TaskMeta::new(
+                                kid.task.clone(),
+                                TaskKind::Subagent,
+                                TaskStatus::Completed,
+                            )
                             .summary(summary.clone())
                             .ended_at_epoch_seconds(nn(time::now() as f64))
                             .usage(
@@ -838,8 +907,9 @@ impl Turn {
                                     .tool_uses(nn(tool_uses as f64))
                                     .duration_ms(nn((secs * 1000.0).round())),
                             ),
+                        ),
                     ),
-                )),
+                ),
             ));
         }
         self.final_answer(&format!(
@@ -873,14 +943,16 @@ impl Turn {
             ToolCall::new(call.clone(), title)
                 .kind(ToolKind::Execute)
                 .status(status)
-                .meta(self.tool_meta(
-                    tool,
-                    Some(
-                        TaskMeta::new(task.clone(), kind, task_status)
-                            .description(description.clone())
-                            .started_at_epoch_seconds(nn(started as f64)),
+                .meta(
+                    self.tool_meta(
+                        tool,
+                        Some(
+                            TaskMeta::new(task.clone(), kind, task_status)
+                                .description(description.clone())
+                                .started_at_epoch_seconds(nn(started as f64)),
+                        ),
                     ),
-                )),
+                ),
         ));
         let cancel = Cancel::new();
         let (shared, cx, ns, sid) = (&self.shared, &self.cx, self.ns, &self.session_id);
@@ -1048,7 +1120,10 @@ impl Turn {
         };
         self.say(
             "commentary",
-            &format!("Working toward the goal: {} (iteration {}).", goal.objective, goal.iterations),
+            &format!(
+                "Working toward the goal: {} (iteration {}).",
+                goal.objective, goal.iterations
+            ),
         );
         self.sleep(0.0).await?;
         self.final_answer(&format!(
@@ -1069,7 +1144,9 @@ impl Turn {
 
     async fn ask(&mut self) -> Step {
         if !self.elicitation_form {
-            self.final_answer("The client did not advertise form elicitation, so there is nothing to ask.");
+            self.final_answer(
+                "The client did not advertise form elicitation, so there is nothing to ask.",
+            );
             return Ok(());
         }
         let question = "Which approach should I take?";
@@ -1114,13 +1191,18 @@ impl Turn {
                 "approach_custom",
                 StringPropertySchema::new()
                     .title("Something else".to_owned())
-                    .meta(elicitation(ElicitationMeta::new().custom_answer_for("approach"))),
+                    .meta(elicitation(
+                        ElicitationMeta::new().custom_answer_for("approach"),
+                    )),
                 false,
             );
             q = q.allow_custom_answer(true);
         }
         let request = CreateElicitationRequest::new(
-            ElicitationFormMode::new(ElicitationSessionScope::new(self.session_id.clone()), schema),
+            ElicitationFormMode::new(
+                ElicitationSessionScope::new(self.session_id.clone()),
+                schema,
+            ),
             question,
         )
         .meta(elicitation(ElicitationMeta::new().questions(vec![q])));
@@ -1151,7 +1233,9 @@ impl Turn {
                         .or_else(|| content.get("approach").and_then(Value::as_str))
                         .unwrap_or("(nothing)");
                     match content.get("approach_note").and_then(Value::as_str) {
-                        Some(note) if !note.is_empty() => format!("You chose: {choice} (note: {note})"),
+                        Some(note) if !note.is_empty() => {
+                            format!("You chose: {choice} (note: {note})")
+                        }
                         _ => format!("You chose: {choice}"),
                     }
                 }
@@ -1167,7 +1251,8 @@ impl Turn {
     fn title(&mut self, text: Option<String>) -> Step {
         let source = match text {
             Some(t) => t,
-            None => self.with(|s, _| s.history.first().map(|t| t.user_text.clone()))?
+            None => self
+                .with(|s, _| s.history.first().map(|t| t.user_text.clone()))?
                 .unwrap_or_else(|| "Untitled session".to_owned()),
         };
         let title = generated_title(&source);
@@ -1375,37 +1460,48 @@ impl BackgroundJob {
         } else {
             tool_names::SCHEDULE_WAKEUP
         };
-        let send = |status: ToolCallStatus, task_status: TaskStatus, ended: bool, error: Option<&str>| {
-            let mut t = TaskMeta::new(task.task_id.clone(), task.kind, task_status)
-                .description(task.description.clone())
-                .started_at_epoch_seconds(nn(task.started as f64));
-            if ended {
-                t = t
-                    .ended_at_epoch_seconds(nn(time::now() as f64))
-                    .usage(TaskUsage::new().duration_ms(nn((self.secs * 1000.0).round())));
-            }
-            if let Some(e) = error {
-                t = t.error(e);
-            }
-            wire::update(
-                &self.cx,
-                &self.session_id,
-                SessionUpdate::ToolCallUpdate(
-                    ToolCallUpdate::new(
-                        task.tool_call_id.clone(),
-                        ToolCallUpdateFields::new().status(status),
-                    )
-                    .meta(tool_meta(&shared, self.ns, tool, Some(t))),
-                ),
-            );
-        };
+        let send =
+            |status: ToolCallStatus, task_status: TaskStatus, ended: bool, error: Option<&str>| {
+                let mut t = TaskMeta::new(task.task_id.clone(), task.kind, task_status)
+                    .description(task.description.clone())
+                    .started_at_epoch_seconds(nn(task.started as f64));
+                if ended {
+                    t = t
+                        .ended_at_epoch_seconds(nn(time::now() as f64))
+                        .usage(TaskUsage::new().duration_ms(nn((self.secs * 1000.0).round())));
+                }
+                if let Some(e) = error {
+                    t = t.error(e);
+                }
+                wire::update(
+                    &self.cx,
+                    &self.session_id,
+                    SessionUpdate::ToolCallUpdate(
+                        ToolCallUpdate::new(
+                            task.tool_call_id.clone(),
+                            ToolCallUpdateFields::new().status(status),
+                        )
+                        .meta(tool_meta(&shared, self.ns, tool, Some(t))),
+                    ),
+                );
+            };
         if done {
             if task.kind == TaskKind::Scheduled {
-                send(ToolCallStatus::InProgress, TaskStatus::InProgress, false, None);
+                send(
+                    ToolCallStatus::InProgress,
+                    TaskStatus::InProgress,
+                    false,
+                    None,
+                );
             }
             send(ToolCallStatus::Completed, TaskStatus::Completed, true, None);
         } else {
-            send(ToolCallStatus::Failed, TaskStatus::Failed, true, Some("cancelled"));
+            send(
+                ToolCallStatus::Failed,
+                TaskStatus::Failed,
+                true,
+                Some("cancelled"),
+            );
         }
         shared.sync_activity(&self.cx, self.ns, &self.session_id, live);
     }
@@ -1418,10 +1514,16 @@ mod tests {
     #[test]
     fn commands_parse() {
         assert_eq!(parse_command("hello").unwrap(), Command::Plain);
-        assert_eq!(parse_command("/slow 0.5").unwrap(), Command::Slow { secs: 0.5 });
+        assert_eq!(
+            parse_command("/slow 0.5").unwrap(),
+            Command::Slow { secs: 0.5 }
+        );
         assert_eq!(
             parse_command("/subagents 3 0.1").unwrap(),
-            Command::Subagents { count: 3, secs: 0.1 }
+            Command::Subagents {
+                count: 3,
+                secs: 0.1
+            }
         );
         assert_eq!(
             parse_command("/goal set ship the parser").unwrap(),
@@ -1429,12 +1531,18 @@ mod tests {
         );
         assert!(parse_command("/slow forever").is_err());
         assert!(parse_command("/subagents 0").is_err());
-        assert_eq!(parse_command("/nope").unwrap(), Command::Unknown("/nope".into()));
+        assert_eq!(
+            parse_command("/nope").unwrap(),
+            Command::Unknown("/nope".into())
+        );
     }
 
     #[test]
     fn titles_are_generated_from_words() {
-        assert_eq!(generated_title("fix the login bug please now really"), "Fix the login bug please now");
+        assert_eq!(
+            generated_title("fix the login bug please now really"),
+            "Fix the login bug please now"
+        );
         assert_eq!(generated_title(""), "Untitled session");
     }
 }

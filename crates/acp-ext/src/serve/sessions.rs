@@ -10,17 +10,17 @@ use acp_extension_core::namespace::{self, Namespace};
 use acp_extension_core::negotiation::negotiate;
 use acp_extension_core::plan_mode::plan_mode_config_option;
 use acp_extension_core::session::{MessagePhase, WorktreeProject};
-use agent_client_protocol::{Error, ErrorCode};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, CloseSessionRequest, ContentBlock, ContentChunk, ForkSessionRequest,
-    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, Meta, NewSessionRequest,
-    NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse, SessionCapabilities,
-    SessionCloseCapabilities, SessionConfigOption,
-    SessionForkCapabilities, SessionInfo, SessionListCapabilities, SessionResumeCapabilities,
-    SessionUpdate, SetSessionConfigOptionResponse,
+    ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, Meta,
+    NewSessionRequest, NewSessionResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionCloseCapabilities, SessionConfigOption, SessionForkCapabilities,
+    SessionInfo, SessionListCapabilities, SessionResumeCapabilities, SessionUpdate,
+    SetSessionConfigOptionResponse,
 };
+use agent_client_protocol::{Error, ErrorCode};
 use serde_json::{Value, json};
 
 use super::params::{self, invalid_params, invalid_state, unknown_session};
@@ -36,7 +36,10 @@ fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
 /// the client's extension capabilities.
 pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
     let request: InitializeRequest = params::parse(params)?;
-    let raw_caps = params.get("clientCapabilities").cloned().unwrap_or(Value::Null);
+    let raw_caps = params
+        .get("clientCapabilities")
+        .cloned()
+        .unwrap_or(Value::Null);
     let meta = raw_caps
         .get("_meta")
         .and_then(Value::as_object)
@@ -91,7 +94,10 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
     to_value(
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)
-            .agent_info(Implementation::new("acp-ext-serve", env!("CARGO_PKG_VERSION"))),
+            .agent_info(Implementation::new(
+                "acp-ext-serve",
+                env!("CARGO_PKG_VERSION"),
+            )),
     )
 }
 
@@ -231,7 +237,9 @@ fn response_meta(shared: &Shared, ns: Namespace, session: &Session) -> Option<Me
         .filter(|_| shared.has(Feature::WorktreeProject))?;
     Some(
         wire::MetaBuilder::new(ns)
-            .with::<fields::WorktreeProject>(WorktreeProject::new(project.to_string_lossy().into_owned()))
+            .with::<fields::WorktreeProject>(WorktreeProject::new(
+                project.to_string_lossy().into_owned(),
+            ))
             .build(),
     )
 }
@@ -294,7 +302,12 @@ pub(crate) fn replay(cx: &Cx, ns: Namespace, session: &Session) {
 }
 
 /// `session/load` (with a transcript replay) and `session/resume` (without).
-pub(crate) fn load(shared: &Arc<Shared>, params: &Value, cx: &Cx, replay_history: bool) -> Result<Value, Error> {
+pub(crate) fn load(
+    shared: &Arc<Shared>,
+    params: &Value,
+    cx: &Cx,
+    replay_history: bool,
+) -> Result<Value, Error> {
     let (session_id, cwd, additional) = if replay_history {
         let r: LoadSessionRequest = params::parse(params)?;
         (r.session_id.to_string(), r.cwd, r.additional_directories)
@@ -330,9 +343,17 @@ pub(crate) fn load(shared: &Arc<Shared>, params: &Value, cx: &Cx, replay_history
     let options = config_options(&inner, session);
     let meta = response_meta(shared, ns, session);
     if replay_history {
-        to_value(LoadSessionResponse::new().config_options(options).meta(meta))
+        to_value(
+            LoadSessionResponse::new()
+                .config_options(options)
+                .meta(meta),
+        )
     } else {
-        to_value(ResumeSessionResponse::new().config_options(options).meta(meta))
+        to_value(
+            ResumeSessionResponse::new()
+                .config_options(options)
+                .meta(meta),
+        )
     }
 }
 
@@ -459,7 +480,10 @@ pub(crate) fn set_config_option(shared: &Arc<Shared>, params: &Value) -> Result<
             format!("unknown config option {config_id:?}; this agent has plan_mode"),
         ));
     }
-    let value = match (params.get("type").and_then(Value::as_str), params.get("value")) {
+    let value = match (
+        params.get("type").and_then(Value::as_str),
+        params.get("value"),
+    ) {
         (None | Some("boolean"), Some(Value::Bool(b))) => *b,
         (_, None) => return Err(invalid_params("value", "missing field `value`")),
         _ => return Err(invalid_params("value", "plan_mode takes a boolean")),
@@ -469,7 +493,9 @@ pub(crate) fn set_config_option(shared: &Arc<Shared>, params: &Value) -> Result<
         return Err(unknown_session(&id));
     };
     session.plan_mode = value;
-    to_value(SetSessionConfigOptionResponse::new(vec![plan_mode_config_option(value)]))
+    to_value(SetSessionConfigOptionResponse::new(vec![
+        plan_mode_config_option(value),
+    ]))
 }
 
 /// `session/cancel`: ends the running turn with `cancelled`; with no turn
@@ -490,11 +516,13 @@ pub(crate) fn cancel(shared: &Arc<Shared>, session_id: &str, _cx: &Cx) {
 }
 
 /// Looks `session_id` up among open sessions.
-pub(crate) fn open_session<'a>(inner: &'a mut Inner, session_id: &str) -> Result<&'a mut Session, Error> {
+pub(crate) fn open_session<'a>(
+    inner: &'a mut Inner,
+    session_id: &str,
+) -> Result<&'a mut Session, Error> {
     inner
         .sessions
         .get_mut(session_id)
         .filter(|s| s.live.is_some())
         .ok_or_else(|| unknown_session(session_id))
 }
-

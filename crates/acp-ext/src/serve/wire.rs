@@ -28,7 +28,11 @@ pub(crate) fn ext(cx: &Cx, ns: Namespace, path: &str, params: Value) {
 }
 
 /// Sends a typed extension notification in `ns`.
-pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(cx: &Cx, ns: Namespace, payload: T) {
+pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(
+    cx: &Cx,
+    ns: Namespace,
+    payload: T,
+) {
     let _ = cx.send_notification(NamespacedNotification::new(ns, payload));
 }
 
