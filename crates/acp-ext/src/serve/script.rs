@@ -314,7 +314,7 @@ pub(crate) fn spawn(
     responder: Reply,
     cx: Cx,
 ) -> Result<(), Error> {
-    let guard = shared.monitor.guard();
+    let guard = shared.task_guard();
     turn.request_cancel = Some(responder.cancellation());
     cx.spawn(async move {
         let _guard = guard;
@@ -980,7 +980,7 @@ impl Turn {
             secs,
             cancel,
         };
-        let guard = self.shared.monitor.guard();
+        let guard = self.shared.task_guard();
         let _ = self.cx.spawn(async move {
             let _guard = guard;
             job.run().await;

@@ -17,7 +17,7 @@ use super::cancel::Cancel;
 use super::features::Advertised;
 use super::ledger::Runs;
 use super::wire::{self, Cx, nn};
-use super::{ServeNamespace, ServeOptions, TaskMonitor};
+use super::{ServeNamespace, ServeOptions, TaskGuard, TaskMonitor};
 
 /// The default model id of a session (overridable through `sessionConfig.modelId`).
 pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";
@@ -30,7 +30,10 @@ pub(crate) const CONTEXT_WINDOW: u64 = 200_000;
 pub(crate) struct Shared {
     pub(crate) advertised: Advertised,
     pub(crate) namespaces: ServeNamespace,
-    pub(crate) monitor: TaskMonitor,
+    /// The caller's task count (may be shared between connections).
+    monitor: TaskMonitor,
+    /// This connection's own task count, drained on EOF.
+    tasks: TaskMonitor,
     inner: Mutex<Inner>,
 }
 
@@ -271,6 +274,7 @@ impl Shared {
             advertised,
             namespaces: options.namespace,
             monitor: options.task_monitor,
+            tasks: TaskMonitor::new(),
             inner: Mutex::new(Inner::default()),
         }))
     }
@@ -279,6 +283,11 @@ impl Shared {
     /// small and leaves the state consistent).
     pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one running task (turn or background job) until dropped.
+    pub(crate) fn task_guard(&self) -> (TaskGuard, TaskGuard) {
+        (self.tasks.guard(), self.monitor.guard())
     }
 
     /// Whether `feature` is advertised.
@@ -325,7 +334,7 @@ impl Shared {
         }
         // Cancelled turns answer their prompts with `cancelled`; give them a
         // bounded time to do so before the connection is dropped.
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.monitor.idle()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.idle()).await;
     }
 
     /// The transport broke without EOF: cancel everything (the tasks are
