@@ -184,7 +184,11 @@ fn validate_files(
     }
     if !json {
         if !quiet && invalid as usize > shown {
-            writeln!(out, "… and {} more invalid values", invalid as usize - shown)?;
+            writeln!(
+                out,
+                "… and {} more invalid values",
+                invalid as usize - shown
+            )?;
         }
         let line = format!("{valid} valid, {invalid} invalid");
         if quiet {
@@ -207,7 +211,10 @@ fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {
     let mut out = io::stdout().lock();
     match kind {
         None => {
-            writeln!(out, "Payload kinds (acp-ext schema KIND prints one; `all` prints every one):")?;
+            writeln!(
+                out,
+                "Payload kinds (acp-ext schema KIND prints one; `all` prints every one):"
+            )?;
             for k in Kind::ALL {
                 writeln!(out, "  {}", k.name())?;
             }

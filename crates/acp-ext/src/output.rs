@@ -84,7 +84,8 @@ pub fn write_item_json(out: &mut impl Write, item: &StreamItem) -> io::Result<()
             .iter()
             .map(|v| json!({"path": v.pointer, "rule": v.rule.id(), "message": v.message()}))
             .collect();
-        let line = json!({"index": item.index, "line": item.line, "valid": false, "errors": errors});
+        let line =
+            json!({"index": item.index, "line": item.line, "valid": false, "errors": errors});
         writeln!(out, "{line}")
     }
 }
@@ -103,7 +104,11 @@ pub fn write_item_human(
         style.dim(&format!("({file}:{})", item.line))
     )?;
     for v in &item.report.violations {
-        let at = if v.pointer.is_empty() { "(root)" } else { &v.pointer };
+        let at = if v.pointer.is_empty() {
+            "(root)"
+        } else {
+            &v.pointer
+        };
         writeln!(
             out,
             "  {}: {} {}",

@@ -1,6 +1,8 @@
 //! Validation throughput on a realistic stream of subagent events.
 
-use acp_extension_core::validate::{Kind, StreamOptions, is_valid_slice, validate_slice, validate_stream};
+use acp_extension_core::validate::{
+    Kind, StreamOptions, is_valid_slice, validate_slice, validate_stream,
+};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 mod events;
@@ -13,10 +15,24 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("subagent-event");
     g.throughput(Throughput::Bytes(bytes as u64));
     g.bench_function("is_valid_slice per line", |b| {
-        b.iter(|| lines.iter().filter(|l| is_valid_slice(Kind::SubagentEvent, l.as_bytes())).count())
+        b.iter(|| {
+            lines
+                .iter()
+                .filter(|l| is_valid_slice(Kind::SubagentEvent, l.as_bytes()))
+                .count()
+        })
     });
     g.bench_function("validate_slice per line (all violations)", |b| {
-        b.iter(|| lines.iter().map(|l| validate_slice(Kind::SubagentEvent, l.as_bytes()).violations.len()).sum::<usize>())
+        b.iter(|| {
+            lines
+                .iter()
+                .map(|l| {
+                    validate_slice(Kind::SubagentEvent, l.as_bytes())
+                        .violations
+                        .len()
+                })
+                .sum::<usize>()
+        })
     });
     for threads in [1, 2] {
         g.bench_function(format!("validate_stream, {threads} thread(s)"), |b| {

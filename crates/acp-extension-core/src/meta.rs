@@ -39,8 +39,8 @@ use crate::elicitation::ElicitationMeta;
 use crate::mcp_apps::McpAppToolCallMeta;
 use crate::namespace::{self, Namespace};
 use crate::session::{
-    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, Notice,
-    SessionConfig, SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
+    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, Notice, SessionConfig,
+    SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
 };
 use crate::validate::{Check, Violation, check, child};
 use crate::wire::Map;
@@ -194,7 +194,10 @@ pub struct MetaError {
 }
 
 fn join(v: &[Violation]) -> String {
-    v.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// Reads field `F` from a `_meta` object: `Ok(None)` when absent in both
@@ -203,16 +206,18 @@ pub fn read<F: MetaField>(meta: &Map) -> Result<Option<F::Value>, MetaError> {
     let Some((ns, value)) = namespace::read_key(meta, F::KEY) else {
         return Ok(None);
     };
-    <F::Value as serde::Deserialize>::deserialize(value).map(Some).map_err(|_| {
-        let at = child(&child("", ns.key()), F::KEY);
-        let mut violations = Vec::new();
-        F::Value::check(value, &at, &mut violations);
-        MetaError {
-            namespace: ns,
-            key: F::KEY,
-            violations,
-        }
-    })
+    <F::Value as serde::Deserialize>::deserialize(value)
+        .map(Some)
+        .map_err(|_| {
+            let at = child(&child("", ns.key()), F::KEY);
+            let mut violations = Vec::new();
+            F::Value::check(value, &at, &mut violations);
+            MetaError {
+                namespace: ns,
+                key: F::KEY,
+                violations,
+            }
+        })
 }
 
 /// Writes field `F` into a `_meta` object under `ns`, keeping every other key.
@@ -241,17 +246,18 @@ pub fn check_section(section: &Value) -> Vec<Violation> {
 
 /// A standard ACP type with a `_meta` object.
 pub trait HasMeta {
-    /// The `_meta` object, if any.
-    fn meta(&self) -> Option<&Map>;
+    /// The `_meta` object, if any. (Named so as not to collide with the
+    /// SDK builders' own `meta(…)` setters.)
+    fn ext_meta(&self) -> Option<&Map>;
     /// The `_meta` slot, to create or edit.
-    fn meta_mut(&mut self) -> &mut Option<Map>;
+    fn ext_meta_mut(&mut self) -> &mut Option<Map>;
 }
 
 /// Typed access to contract fields on any [`HasMeta`] message.
 pub trait MetaExt: HasMeta {
     /// Reads field `F` (`ua` first, then `lody`).
     fn ext<F: MetaField>(&self) -> Result<Option<F::Value>, MetaError> {
-        match self.meta() {
+        match self.ext_meta() {
             Some(meta) => read::<F>(meta),
             None => Ok(None),
         }
@@ -259,7 +265,7 @@ pub trait MetaExt: HasMeta {
 
     /// Writes field `F` under `ns`.
     fn set_ext<F: MetaField>(&mut self, ns: Namespace, value: F::Value) {
-        let meta = self.meta_mut().get_or_insert_with(Map::new);
+        let meta = self.ext_meta_mut().get_or_insert_with(Map::new);
         write::<F>(meta, ns, &value);
     }
 
@@ -275,7 +281,7 @@ pub trait MetaExt: HasMeta {
 
     /// Removes field `F` from both namespaces.
     fn remove_ext<F: MetaField>(&mut self) {
-        if let Some(meta) = self.meta_mut() {
+        if let Some(meta) = self.ext_meta_mut() {
             namespace::remove_key(meta, F::KEY);
         }
     }
@@ -284,10 +290,10 @@ pub trait MetaExt: HasMeta {
 impl<T: HasMeta> MetaExt for T {}
 
 impl HasMeta for Option<Map> {
-    fn meta(&self) -> Option<&Map> {
+    fn ext_meta(&self) -> Option<&Map> {
         self.as_ref()
     }
-    fn meta_mut(&mut self) -> &mut Option<Map> {
+    fn ext_meta_mut(&mut self) -> &mut Option<Map> {
         self
     }
 }
@@ -296,10 +302,10 @@ macro_rules! has_meta {
     ($($ty:ident),* $(,)?) => {
         $(
             impl HasMeta for acp::$ty {
-                fn meta(&self) -> Option<&Map> {
+                fn ext_meta(&self) -> Option<&Map> {
                     self.meta.as_ref()
                 }
-                fn meta_mut(&mut self) -> &mut Option<Map> {
+                fn ext_meta_mut(&mut self) -> &mut Option<Map> {
                     &mut self.meta
                 }
             }

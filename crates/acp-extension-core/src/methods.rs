@@ -281,7 +281,10 @@ fn to_value<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
-fn parse_params<T: DeserializeOwned + Check>(method: &str, params: &Value) -> Result<T, ParamsError> {
+fn parse_params<T: DeserializeOwned + Check>(
+    method: &str,
+    params: &Value,
+) -> Result<T, ParamsError> {
     T::deserialize(params).map_err(|first| {
         let mut violations = check::<T>(params);
         if violations.is_empty() {
@@ -417,7 +420,8 @@ impl<T: ExtensionMethod + Send + 'static> JsonRpcMessage for Namespaced<T> {
         UntypedMessage::new(&self.method, &self.message)
     }
     fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        let namespace = matches_path(method, T::PATH).ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        let namespace = matches_path(method, T::PATH)
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
         let message = parse_params::<T>(method, params).map_err(sdk_error)?;
         Ok(Self {
             namespace,
@@ -445,12 +449,16 @@ impl<T> std::ops::Deref for Typed<T> {
     }
 }
 
-impl<T: Serialize + DeserializeOwned + Check + Clone + std::fmt::Debug + Send + 'static> JsonRpcResponse for Typed<T> {
+impl<T: Serialize + DeserializeOwned + Check + Clone + std::fmt::Debug + Send + 'static>
+    JsonRpcResponse for Typed<T>
+{
     fn into_json(self, _method: &str) -> Result<Value, agent_client_protocol::Error> {
         serde_json::to_value(&self.0).map_err(agent_client_protocol::Error::into_internal_error)
     }
     fn from_json(method: &str, value: Value) -> Result<Self, agent_client_protocol::Error> {
-        parse_params::<T>(method, &value).map(Typed).map_err(sdk_error)
+        parse_params::<T>(method, &value)
+            .map(Typed)
+            .map_err(sdk_error)
     }
 }
 
@@ -492,7 +500,8 @@ impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcMessage for Namespa
         UntypedMessage::new(&self.method, &self.message)
     }
     fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        let namespace = matches_path(method, T::PATH).ok_or_else(agent_client_protocol::Error::method_not_found)?;
+        let namespace = matches_path(method, T::PATH)
+            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
         let message = parse_params::<T>(method, params).map_err(sdk_error)?;
         Ok(Self {
             namespace,
@@ -502,7 +511,10 @@ impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcMessage for Namespa
     }
 }
 
-impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcNotification for NamespacedNotification<T> {}
+impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcNotification
+    for NamespacedNotification<T>
+{
+}
 
 /// Every extension request, typed, as one SDK message: register a single
 /// handler for all of them.

@@ -11,7 +11,7 @@ use acp_extension_core::elicitation::{
 };
 use acp_extension_core::negotiation::negotiate;
 use acp_extension_core::validate::{Check, Violation, check};
-use acp_extension_core::wire::{MaybeUndefined, NonNegF64, Version1};
+use acp_extension_core::wire::{MaybeUndefined, NonNegF64};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 
 use acp_extension_core::mcp_apps::*;
 use acp_extension_core::validate::{Check, check};
-use acp_extension_core::wire::{Map, Version1};
+use acp_extension_core::wire::Map;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -11,14 +11,23 @@ use serde_json::{Value, json};
 fn reads_prefer_ua_and_fall_back_to_lody() {
     let m = json!({"lody": {"turnId": "t-lody", "messagePhase": "commentary"}, "ua": {"turnId": "t-ua"}});
     let m = m.as_object().unwrap();
-    assert_eq!(meta::read::<fields::TurnId>(m).unwrap().as_deref(), Some("t-ua"));
-    assert_eq!(meta::read::<fields::MessagePhase>(m).unwrap(), Some(MessagePhase::Commentary));
+    assert_eq!(
+        meta::read::<fields::TurnId>(m).unwrap().as_deref(),
+        Some("t-ua")
+    );
+    assert_eq!(
+        meta::read::<fields::MessagePhase>(m).unwrap(),
+        Some(MessagePhase::Commentary)
+    );
     assert_eq!(meta::read::<fields::Notice>(m).unwrap(), None);
 }
 
 #[test]
 fn writes_keep_other_vendors_keys() {
-    let mut m = json!({"codex": {"usageTurnId": "x"}, "lody": {"turnId": "t"}}).as_object().unwrap().clone();
+    let mut m = json!({"codex": {"usageTurnId": "x"}, "lody": {"turnId": "t"}})
+        .as_object()
+        .unwrap()
+        .clone();
     meta::write::<fields::MessagePhase>(&mut m, Namespace::Lody, &MessagePhase::FinalAnswer);
     meta::write::<fields::TurnId>(&mut m, Namespace::Ua, &"t2".to_string());
     assert_eq!(
@@ -30,9 +39,15 @@ fn writes_keep_other_vendors_keys() {
 #[test]
 fn goal_is_object_or_null() {
     let m = json!({"lody": {"goal": null}});
-    assert_eq!(meta::read::<fields::Goal>(m.as_object().unwrap()).unwrap(), Some(None));
+    assert_eq!(
+        meta::read::<fields::Goal>(m.as_object().unwrap()).unwrap(),
+        Some(None)
+    );
     let m = json!({"lody": {"goal": {"objective": "ship", "status": "active"}}});
-    let goal = meta::read::<fields::Goal>(m.as_object().unwrap()).unwrap().unwrap().unwrap();
+    let goal = meta::read::<fields::Goal>(m.as_object().unwrap())
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(goal.status, GoalStatus::Active);
 }
 
@@ -41,8 +56,18 @@ fn invalid_fields_name_pointer_and_rule() {
     let m = json!({"lody": {"goal": {"objective": "ship", "status": "done", "lastReason": 5}}});
     let err = meta::read::<fields::Goal>(m.as_object().unwrap()).unwrap_err();
     assert_eq!(err.namespace, Namespace::Lody);
-    let found: Vec<(&str, &str)> = err.violations.iter().map(|v| (v.pointer.as_str(), v.rule.id())).collect();
-    assert_eq!(found, vec![("/lody/goal/status", "one-of"), ("/lody/goal/lastReason", "type")]);
+    let found: Vec<(&str, &str)> = err
+        .violations
+        .iter()
+        .map(|v| (v.pointer.as_str(), v.rule.id()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            ("/lody/goal/status", "one-of"),
+            ("/lody/goal/lastReason", "type")
+        ]
+    );
 }
 
 #[test]
@@ -59,14 +84,15 @@ fn sdk_messages_carry_typed_fields() {
     let back: ToolCall = serde_json::from_value(wire).unwrap();
     assert_eq!(back.ext::<fields::Task>().unwrap(), Some(task));
 
-    let mut chunk: ContentChunk = serde_json::from_value(json!({"content": {"type": "text", "text": "hi"}})).unwrap();
+    let mut chunk: ContentChunk =
+        serde_json::from_value(json!({"content": {"type": "text", "text": "hi"}})).unwrap();
     assert_eq!(chunk.ext::<fields::MessagePhase>().unwrap(), None);
     chunk.set_ext::<fields::MessagePhase>(Namespace::Lody, MessagePhase::Commentary);
     chunk.remove_ext::<fields::MessagePhase>();
     assert_eq!(chunk.ext::<fields::MessagePhase>().unwrap(), None);
 
     let info = SessionInfoUpdate::new();
-    assert!(info.meta().is_none());
+    assert!(info.ext_meta().is_none());
 }
 
 #[test]
@@ -81,10 +107,21 @@ fn session_meta_validates_every_field_and_keeps_unknown_keys() {
     assert!(parsed.extra.contains_key("modelCapabilities"));
 
     let bad = json!({"turnId": null, "titleSource": "user", "task": {"version": 2}});
-    let found: Vec<(String, &str)> =
-        check::<SessionMeta>(&bad).into_iter().map(|v| (v.pointer, v.rule.id())).collect();
+    let found: Vec<(String, &str)> = check::<SessionMeta>(&bad)
+        .into_iter()
+        .map(|v| (v.pointer, v.rule.id()))
+        .collect();
     assert!(found.contains(&("/turnId".into(), "not-null")), "{found:?}");
-    assert!(found.contains(&("/titleSource".into(), "one-of")), "{found:?}");
-    assert!(found.contains(&("/task/version".into(), "literal")), "{found:?}");
-    assert!(found.contains(&("/task/taskId".into(), "required")), "{found:?}");
+    assert!(
+        found.contains(&("/titleSource".into(), "one-of")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("/task/version".into(), "literal")),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("/task/taskId".into(), "required")),
+        "{found:?}"
+    );
 }

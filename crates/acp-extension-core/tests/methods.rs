@@ -15,7 +15,11 @@ fn normalize_matches_every_reference_vector() {
     assert!(vectors.len() >= 15);
     for v in vectors {
         let input = v["input"].as_str().unwrap();
-        assert_eq!(normalize_method(input), v["output"].as_str().unwrap(), "input {input:?}");
+        assert_eq!(
+            normalize_method(input),
+            v["output"].as_str().unwrap(),
+            "input {input:?}"
+        );
     }
 }
 
@@ -23,19 +27,36 @@ fn normalize_matches_every_reference_vector() {
 fn constants_cover_both_namespaces() {
     assert_eq!(methods::LODY_SUBAGENTS_EVENT, "_lody/subagents/event");
     assert_eq!(methods::UA_SUBAGENTS_EVENT, "_ua/subagents/event");
-    assert_eq!(methods::LODY_MCP_APPS_RESOURCE_READ, "_lody/mcp_apps/resource/read");
-    assert_eq!(methods::UA_SESSION_ACTIVITY_UPDATE, "_ua/session/activity_update");
+    assert_eq!(
+        methods::LODY_MCP_APPS_RESOURCE_READ,
+        "_lody/mcp_apps/resource/read"
+    );
+    assert_eq!(
+        methods::UA_SESSION_ACTIVITY_UPDATE,
+        "_ua/session/activity_update"
+    );
     // 10 requests and 5 notifications: the repository's 14 plus the seed's activity update.
-    let requests = methods::ALL_METHODS.iter().filter(|(_, k)| *k == MethodKind::Request).count();
+    let requests = methods::ALL_METHODS
+        .iter()
+        .filter(|(_, k)| *k == MethodKind::Request)
+        .count();
     assert_eq!((requests, methods::ALL_METHODS.len()), (10, 15));
 }
 
 #[test]
 fn method_kind_reads_every_spelling() {
-    for m in ["_lody/session/steer", "_ua/session/steer", "lody/session/steer", "ua/session/steer"] {
+    for m in [
+        "_lody/session/steer",
+        "_ua/session/steer",
+        "lody/session/steer",
+        "ua/session/steer",
+    ] {
         assert_eq!(method_kind(m), Some(MethodKind::Request), "{m}");
     }
-    assert_eq!(method_kind("_lody/session/steer_applied"), Some(MethodKind::Notification));
+    assert_eq!(
+        method_kind("_lody/session/steer_applied"),
+        Some(MethodKind::Notification)
+    );
     assert_eq!(method_kind("session/prompt"), None);
     assert_eq!(method_kind("_lody/unknown"), None);
 }
@@ -43,7 +64,10 @@ fn method_kind_reads_every_spelling() {
 #[test]
 fn requests_parse_in_either_namespace_and_serialize_back() {
     let params = json!({"sessionId": "s", "steerId": "st-1", "prompt": [{"type": "text", "text": "also run tests"}]});
-    for (method, ns) in [("_lody/session/steer", Namespace::Lody), ("ua/session/steer", Namespace::Ua)] {
+    for (method, ns) in [
+        ("_lody/session/steer", Namespace::Lody),
+        ("ua/session/steer", Namespace::Ua),
+    ] {
         let (got_ns, req) = ExtensionRequest::parse(method, &params).unwrap().unwrap();
         assert_eq!(got_ns, ns);
         assert_eq!(req.path(), "session/steer");
@@ -53,15 +77,32 @@ fn requests_parse_in_either_namespace_and_serialize_back() {
 
 #[test]
 fn non_extension_methods_are_none_and_bad_params_list_every_violation() {
-    assert_eq!(ExtensionRequest::parse("session/prompt", &json!({})).unwrap(), None);
-    assert_eq!(ExtensionRequest::parse("_lody/nope", &json!({})).unwrap(), None);
-    assert_eq!(ExtensionNotification::parse("_lody/session/steer", &json!({})).unwrap(), None);
+    assert_eq!(
+        ExtensionRequest::parse("session/prompt", &json!({})).unwrap(),
+        None
+    );
+    assert_eq!(
+        ExtensionRequest::parse("_lody/nope", &json!({})).unwrap(),
+        None
+    );
+    assert_eq!(
+        ExtensionNotification::parse("_lody/session/steer", &json!({})).unwrap(),
+        None
+    );
 
-    let err = ExtensionRequest::parse("_lody/subagents/output", &json!({"taskId": 5, "tail": -1})).unwrap_err();
-    let found: Vec<(&str, &str)> = err.violations.iter().map(|v| (v.pointer.as_str(), v.rule.id())).collect();
+    let err = ExtensionRequest::parse("_lody/subagents/output", &json!({"taskId": 5, "tail": -1}))
+        .unwrap_err();
+    let found: Vec<(&str, &str)> = err
+        .violations
+        .iter()
+        .map(|v| (v.pointer.as_str(), v.rule.id()))
+        .collect();
     assert!(found.contains(&("/sessionId", "required")), "{found:?}");
     assert!(found.contains(&("/taskId", "type")), "{found:?}");
-    assert!(found.contains(&("/tail", "finite-non-negative")), "{found:?}");
+    assert!(
+        found.contains(&("/tail", "finite-non-negative")),
+        "{found:?}"
+    );
     let rpc = err.to_rpc_error();
     assert_eq!(i32::from(rpc.code), -32602);
     assert!(rpc.message.contains("/sessionId"), "{}", rpc.message);

@@ -18,15 +18,17 @@ use serde_json::json;
 fn agent() -> impl agent_client_protocol::ConnectTo<Client> {
     Agent.v1().on_receive_request(
         async |req: AnyExtensionRequest, responder, cx| match req.request {
-            ExtensionRequest::RateLimitsGet(_) => {
-                responder.respond(ExtensionResponse::RateLimitsGet(RateLimitsSnapshot::new(vec![])))
-            }
+            ExtensionRequest::RateLimitsGet(_) => responder.respond(
+                ExtensionResponse::RateLimitsGet(RateLimitsSnapshot::new(vec![])),
+            ),
             ExtensionRequest::SessionSteer(steer) => {
                 cx.send_notification(NamespacedNotification::new(
                     req.namespace,
                     SteerApplied::new(steer.session_id.clone(), steer.steer_id.clone()),
                 ))?;
-                responder.respond(ExtensionResponse::SessionSteer(SteerResponse::new(SteerOutcome::Injected)))
+                responder.respond(ExtensionResponse::SessionSteer(SteerResponse::new(
+                    SteerOutcome::Injected,
+                )))
             }
             _ => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
         },
@@ -74,7 +76,10 @@ async fn typed_requests_and_notifications_in_both_namespaces() {
     let got = received.lock().unwrap().clone();
     assert_eq!(
         got,
-        vec![(Namespace::Ua, "st-ua".to_string()), (Namespace::Lody, "st-lody".to_string())]
+        vec![
+            (Namespace::Ua, "st-ua".to_string()),
+            (Namespace::Lody, "st-lody".to_string())
+        ]
     );
 }
 
@@ -84,16 +89,22 @@ async fn bad_params_get_invalid_params_naming_the_field() {
         .v1()
         .connect_with(agent(), async |cx| {
             let err = cx
-                .send_request(UntypedMessage::new("_lody/session/steer", json!({"sessionId": "s", "prompt": []}))?)
+                .send_request(UntypedMessage::new(
+                    "_lody/session/steer",
+                    json!({"sessionId": "s", "prompt": []}),
+                )?)
                 .block_task()
                 .await
                 .expect_err("steerId is required");
             assert_eq!(err.code, ErrorCode::INVALID_PARAMS);
             assert!(err.message.contains("/steerId"), "{}", err.message);
             // The connection is still usable.
-            cx.send_request(Namespaced::new(Namespace::Lody, RateLimitsGetRequest::new()))
-                .block_task()
-                .await?;
+            cx.send_request(Namespaced::new(
+                Namespace::Lody,
+                RateLimitsGetRequest::new(),
+            ))
+            .block_task()
+            .await?;
             Ok(())
         })
         .await

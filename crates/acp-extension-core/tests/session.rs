@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use acp_extension_core::session::*;
 use acp_extension_core::validate::{Check, check};
-use acp_extension_core::wire::{MaybeUndefined, NonNegF64, Version1};
+use acp_extension_core::wire::{MaybeUndefined, NonNegF64};
 use agent_client_protocol::v1::schema::{ContentBlock, TextContent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;

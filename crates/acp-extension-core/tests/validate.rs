@@ -1,10 +1,16 @@
 //! `validate`: kinds, whole messages, pointers and rules, hostile input.
 
-use acp_extension_core::validate::{Kind, is_valid_slice, validate_slice, validate_str, validate_value};
+use acp_extension_core::validate::{
+    Kind, is_valid_slice, validate_slice, validate_str, validate_value,
+};
 use serde_json::json;
 
 fn found(kind: Kind, v: serde_json::Value) -> Vec<(String, &'static str)> {
-    validate_value(kind, &v).violations.into_iter().map(|v| (v.pointer, v.rule.id())).collect()
+    validate_value(kind, &v)
+        .violations
+        .into_iter()
+        .map(|v| (v.pointer, v.rule.id()))
+        .collect()
 }
 
 #[test]
@@ -13,7 +19,11 @@ fn every_kind_has_a_unique_name_and_round_trips() {
     for &k in Kind::ALL {
         assert!(names.insert(k.name()), "duplicate {}", k.name());
         assert_eq!(k.name().parse::<Kind>().unwrap(), k);
-        assert!(k.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{}", k.name());
+        assert!(
+            k.name().chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+            "{}",
+            k.name()
+        );
     }
     assert!("subagent_event".parse::<Kind>().is_err());
 }
@@ -32,7 +42,10 @@ fn reports_every_violation_not_just_the_first() {
         ("/snapshot/support/stream/1", "one-of"),
         ("/snapshot/support/progress", "type"),
     ] {
-        assert!(got.contains(&(want.0.to_string(), want.1)), "missing {want:?} in {got:?}");
+        assert!(
+            got.contains(&(want.0.to_string(), want.1)),
+            "missing {want:?} in {got:?}"
+        );
     }
 }
 
@@ -41,9 +54,15 @@ fn auto_selects_the_kind_from_the_method() {
     let ok = json!({"jsonrpc": "2.0", "method": "_ua/session/steer_applied", "params": {"sessionId": "s", "steerId": "x"}});
     assert_eq!(found(Kind::Auto, ok), vec![]);
     let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "_lody/rate_limits/get", "params": {"modelId": 7}});
-    assert_eq!(found(Kind::Auto, bad), vec![("/params/modelId".to_string(), "type")]);
+    assert_eq!(
+        found(Kind::Auto, bad),
+        vec![("/params/modelId".to_string(), "type")]
+    );
     let unknown = json!({"jsonrpc": "2.0", "method": "_lody/session/teleport", "params": {}});
-    assert_eq!(found(Kind::Auto, unknown), vec![("/method".to_string(), "unknown-extension-method")]);
+    assert_eq!(
+        found(Kind::Auto, unknown),
+        vec![("/method".to_string(), "unknown-extension-method")]
+    );
 }
 
 #[test]
@@ -54,23 +73,47 @@ fn auto_checks_meta_sections_on_standard_messages_by_context() {
     assert_eq!(
         found(Kind::Auto, update),
         vec![
-            ("/params/update/_meta/ua/goal/status".to_string(), "required"),
-            ("/params/update/_meta/lody/titleSource".to_string(), "one-of"),
+            (
+                "/params/update/_meta/ua/goal/status".to_string(),
+                "required"
+            ),
+            (
+                "/params/update/_meta/lody/titleSource".to_string(),
+                "one-of"
+            ),
         ]
     );
     // Under agentCapabilities, `goal` is the goal capability, not a snapshot.
     let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"_meta": {"lody": {
         "goal": {"version": 1, "actions": ["set", "teleport"]}, "usage": {"version": 1}}}}}});
-    assert_eq!(found(Kind::Auto, init), vec![("/result/agentCapabilities/_meta/lody/goal/actions/1".to_string(), "one-of")]);
+    assert_eq!(
+        found(Kind::Auto, init),
+        vec![(
+            "/result/agentCapabilities/_meta/lody/goal/actions/1".to_string(),
+            "one-of"
+        )]
+    );
 }
 
 #[test]
 fn capabilities_kinds_accept_the_whole_object_or_the_extension_object() {
     let whole = json!({"loadSession": true, "_meta": {"ua": {"usage": {"version": 1}}, "lody": {"usage": {"version": "1"}}}});
-    assert_eq!(found(Kind::AgentCapabilities, whole), vec![("/_meta/lody/usage/version".to_string(), "literal")]);
-    assert_eq!(found(Kind::ClientCapabilities, json!({"elicitation": {"version": 1, "answerNotes": true}})), vec![]);
     assert_eq!(
-        found(Kind::ClientCapabilities, json!({"elicitation": {"version": 1, "answerNotes": false}})),
+        found(Kind::AgentCapabilities, whole),
+        vec![("/_meta/lody/usage/version".to_string(), "literal")]
+    );
+    assert_eq!(
+        found(
+            Kind::ClientCapabilities,
+            json!({"elicitation": {"version": 1, "answerNotes": true}})
+        ),
+        vec![]
+    );
+    assert_eq!(
+        found(
+            Kind::ClientCapabilities,
+            json!({"elicitation": {"version": 1, "answerNotes": false}})
+        ),
         vec![("/elicitation/answerNotes".to_string(), "literal")]
     );
 }
@@ -79,11 +122,23 @@ fn capabilities_kinds_accept_the_whole_object_or_the_extension_object() {
 fn hostile_input_is_a_violation_never_a_panic() {
     let deep = "[".repeat(100_000);
     for kind in Kind::ALL.iter().copied() {
-        for input in [&b"\xff\xfe"[..], b"", b"{", b"null", b"[]", b"1e999", deep.as_bytes(), b"{\"a\":1}{\"b\":2}"] {
+        for input in [
+            &b"\xff\xfe"[..],
+            b"",
+            b"{",
+            b"null",
+            b"[]",
+            b"1e999",
+            deep.as_bytes(),
+            b"{\"a\":1}{\"b\":2}",
+        ] {
             let r = validate_slice(kind, input);
             let shown = String::from_utf8_lossy(&input[..input.len().min(20)]).into_owned();
             assert!(!r.is_valid(), "{kind} accepted {shown:?}");
-            assert!(!is_valid_slice(kind, input), "{kind} fast path accepted {shown:?}");
+            assert!(
+                !is_valid_slice(kind, input),
+                "{kind} fast path accepted {shown:?}"
+            );
         }
     }
     // Duplicate keys: the last one wins, as in JSON.parse.

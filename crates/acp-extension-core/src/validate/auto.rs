@@ -35,7 +35,12 @@ fn section_for(owner: Option<&str>) -> Section {
     }
 }
 
-fn check_sections(meta: &serde_json::Map<String, Value>, at: &str, section: Section, out: &mut Vec<Violation>) {
+fn check_sections(
+    meta: &serde_json::Map<String, Value>,
+    at: &str,
+    section: Section,
+    out: &mut Vec<Violation>,
+) {
     for ns in Namespace::ALL {
         if let Some(v) = meta.get(ns.key()) {
             let here = child(at, ns.key());
@@ -76,7 +81,10 @@ pub(crate) fn walk_meta(v: &Value, at: &str, owner: Option<&str>, out: &mut Vec<
 pub(crate) fn check_message(v: &Value) -> Vec<Violation> {
     let mut out = Vec::new();
     let Some(obj) = v.as_object() else {
-        out.push(Violation::new("", Rule::type_of("a JSON-RPC message object", v)));
+        out.push(Violation::new(
+            "",
+            Rule::type_of("a JSON-RPC message object", v),
+        ));
         return out;
     };
     let null = Value::Null;
@@ -113,7 +121,10 @@ pub(crate) fn check_message(v: &Value) -> Vec<Violation> {
             return out;
         }
         if method == "elicitation/create" {
-            out.extend(rebase(crate::elicitation::check_elicitation_request(params), "/params"));
+            out.extend(rebase(
+                crate::elicitation::check_elicitation_request(params),
+                "/params",
+            ));
         }
         walk_meta(params, "/params", None, &mut out);
     }

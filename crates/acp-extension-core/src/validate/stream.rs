@@ -177,7 +177,10 @@ fn validate_line(kind: Kind, bytes: &[u8]) -> Vec<Report> {
         match v {
             Ok(v) => out.push(validate_value(kind, &v)),
             Err(e) => {
-                out.push(Report::new(vec![Violation::new("", Rule::Syntax(e.to_string()))]));
+                out.push(Report::new(vec![Violation::new(
+                    "",
+                    Rule::Syntax(e.to_string()),
+                )]));
                 break;
             }
         }
@@ -270,7 +273,11 @@ fn skip_ws(buf: &[u8], from: usize) -> usize {
 }
 
 fn line_at(buf: &[u8], offset: usize) -> u64 {
-    buf[..offset.min(buf.len())].iter().filter(|&&b| b == b'\n').count() as u64 + 1
+    buf[..offset.min(buf.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count() as u64
+        + 1
 }
 
 #[cfg(test)]
@@ -278,7 +285,10 @@ mod tests {
     use super::*;
 
     fn run(input: &[u8], block: usize) -> Vec<(u64, u64, bool)> {
-        let options = StreamOptions { threads: 2, block_size: block };
+        let options = StreamOptions {
+            threads: 2,
+            block_size: block,
+        };
         let mut items = Vec::new();
         validate_stream(Kind::ModelUsage, input, &options, |i| {
             items.push((i.index, i.line, i.report.is_valid()))
@@ -292,19 +302,30 @@ mod tests {
     #[test]
     fn lines_blank_lines_and_garbage() {
         let input = format!("{OK}\n\n  \nnope\r\n{OK}");
-        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 4, false), (3, 5, true)]);
+        assert_eq!(
+            run(input.as_bytes(), 1),
+            vec![(1, 1, true), (2, 4, false), (3, 5, true)]
+        );
     }
 
     #[test]
     fn values_one_after_another_on_many_lines() {
-        let input = format!("{{\n\"inputTokens\": 1, \"outputTokens\": 2,\n\"cacheReadInputTokens\": 3}}\n{OK} {{\"inputTokens\": -1}}");
-        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 3, true), (3, 3, false)]);
+        let input = format!(
+            "{{\n\"inputTokens\": 1, \"outputTokens\": 2,\n\"cacheReadInputTokens\": 3}}\n{OK} {{\"inputTokens\": -1}}"
+        );
+        assert_eq!(
+            run(input.as_bytes(), 1),
+            vec![(1, 1, true), (2, 4, true), (3, 4, false)]
+        );
     }
 
     #[test]
     fn several_values_on_one_line() {
         let input = format!("{OK}{OK}\n{OK}");
-        assert_eq!(run(input.as_bytes(), 1), vec![(1, 1, true), (2, 1, true), (3, 2, true)]);
+        assert_eq!(
+            run(input.as_bytes(), 1),
+            vec![(1, 1, true), (2, 1, true), (3, 2, true)]
+        );
     }
 
     #[test]
@@ -317,7 +338,10 @@ mod tests {
         let items = run(input.as_bytes(), 1);
         assert_eq!(items.len(), 3000);
         for (i, (index, line, valid)) in items.into_iter().enumerate() {
-            assert_eq!((index, line, valid), (i as u64 + 1, i as u64 + 1, i % 7 != 0));
+            assert_eq!(
+                (index, line, valid),
+                (i as u64 + 1, i as u64 + 1, i % 7 != 0)
+            );
         }
     }
 

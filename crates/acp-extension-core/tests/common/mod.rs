@@ -12,7 +12,12 @@ pub fn shared(rel: &str) -> PathBuf {
         .ancestors()
         .map(|a| a.join("shared"))
         .find(|p| p.join("vectors").is_dir())
-        .unwrap_or_else(|| panic!("no shared/ folder with vectors/ above {}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap_or_else(|| {
+            panic!(
+                "no shared/ folder with vectors/ above {}",
+                env!("CARGO_MANIFEST_DIR")
+            )
+        })
         .join(rel)
 }
 
