@@ -1,16 +1,31 @@
-//! Subagent runs of one session lifetime: their event stream and the task
+//! Subagent runs of one session lifetime: the library's
+//! [`SubagentEmitter`] (one per root-session activation) and the task
 //! records that `_<ns>/subagents/list|output|cancel` read.
+//!
+//! The emitter delivers into a `Vec` sink that never waits, so its calls
+//! complete at once under the state lock; the caller sends the drained
+//! events in order, and only when both peers negotiated `subagentEvents`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use acp_extension_core::session::{SubagentTask, SubagentTaskStatus};
-use serde_json::{Value, json};
+use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch, SubagentEmitter};
+use acp_extension_core::subagent_events::{
+    SubagentEvent, SubagentProgress, SubagentSnapshot, SubagentState,
+};
+use acp_extension_core::wire::NonEmptyString;
+use futures::FutureExt;
+use serde_json::Value;
 
+use super::state::DEFAULT_MODEL;
 use super::time;
+use super::wire::nn;
 
-/// One subagent run and its task record.
+/// One subagent run and its task record (the native id is the task id).
 #[derive(Debug, Clone)]
 pub(crate) struct RunRecord {
     pub(crate) task_id: String,
-    pub(crate) run_id: String,
     pub(crate) tool_call_id: String,
     pub(crate) description: String,
     pub(crate) status: SubagentTaskStatus,
@@ -19,27 +34,24 @@ pub(crate) struct RunRecord {
     pub(crate) stop_reason: Option<String>,
     pub(crate) output: String,
     pub(crate) tool_uses: u64,
-    snapshot: Value,
+    agent_id: Option<String>,
 }
 
 impl RunRecord {
-    /// Whether the run can still change (`pending` or `running`).
-    pub(crate) fn live(&self) -> bool {
-        matches!(self.snapshot["state"].as_str(), Some("pending" | "running"))
-    }
-
     /// The contract's SubagentTask.
     pub(crate) fn task(&self) -> SubagentTask {
         let mut t = SubagentTask::new(
             self.task_id.clone(),
             self.description.clone(),
             self.status,
-            super::wire::nn(self.started as f64),
-            self.ended.map(|e| super::wire::nn(e as f64)),
+            nn(self.started as f64),
+            self.ended.map(|e| nn(e as f64)),
         )
-        .agent_id(self.run_id.clone())
         .subagent_type("worker")
-        .model_id(super::state::DEFAULT_MODEL);
+        .model_id(DEFAULT_MODEL);
+        if let Some(id) = &self.agent_id {
+            t = t.agent_id(id.clone());
+        }
         if let Some(r) = &self.stop_reason {
             t = t.stop_reason(r.clone());
         }
@@ -48,28 +60,41 @@ impl RunRecord {
 }
 
 /// The subagent runs of one session lifetime, and their event stream.
-#[derive(Debug)]
 pub(crate) struct Runs {
-    session_id: String,
+    emitter: SubagentEmitter<Vec<SubagentEvent>>,
     records: Vec<RunRecord>,
 }
 
+impl std::fmt::Debug for Runs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runs")
+            .field("records", &self.records)
+            .finish()
+    }
+}
+
+/// Drives an emitter call: with a `Vec` sink it is ready at once.
+fn now<F: std::future::Future>(f: F) {
+    let _ = f.now_or_never();
+}
+
 impl Runs {
-    pub(crate) fn new(session_id: &str) -> Self {
+    /// Runs of root session `session_id`; run ids come from the
+    /// connection's counter (`run-1`, `run-2`, …).
+    pub(crate) fn new(session_id: &str, run_ids: Arc<AtomicU64>) -> Self {
+        let session = NonEmptyString::new(session_id)
+            .unwrap_or_else(|_| NonEmptyString::new("session").expect("non-empty literal"));
+        let emitter = SubagentEmitter::new(session, Vec::new()).with_id_generator(move || {
+            format!("run-{}", run_ids.fetch_add(1, Ordering::Relaxed) + 1)
+        });
         Self {
-            session_id: session_id.to_owned(),
+            emitter,
             records: Vec::new(),
         }
     }
 
-    fn event(&self, run_id: &str, kind: &str, key: &str, payload: Value) -> Value {
-        json!({
-            "version": 1,
-            "sessionId": self.session_id,
-            "runId": run_id,
-            "type": kind,
-            key: payload,
-        })
+    fn drain(&mut self) -> Vec<SubagentEvent> {
+        std::mem::take(self.emitter.sink_mut())
     }
 
     pub(crate) fn get(&self, task_id: &str) -> Option<&RunRecord> {
@@ -80,127 +105,112 @@ impl Runs {
         self.records.iter_mut().find(|r| r.task_id == task_id)
     }
 
+    /// Whether the run of `task_id` is live.
+    pub(crate) fn live(&self, task_id: &str) -> bool {
+        self.emitter.live(task_id)
+    }
+
     /// Starts a run; returns its events.
     pub(crate) fn start(
         &mut self,
         task_id: &str,
-        run_id: &str,
         tool_call_id: &str,
         description: &str,
-        snapshot: Value,
-    ) -> Vec<Value> {
-        let now = time::now();
-        let record = RunRecord {
+        snapshot: SubagentSnapshot,
+    ) -> Vec<SubagentEvent> {
+        now(self.emitter.start(task_id, snapshot));
+        let agent_id = self
+            .emitter
+            .get(task_id)
+            .map(|r| r.run_id.as_str().to_owned());
+        self.records.push(RunRecord {
             task_id: task_id.to_owned(),
-            run_id: run_id.to_owned(),
             tool_call_id: tool_call_id.to_owned(),
             description: description.to_owned(),
             status: SubagentTaskStatus::Running,
-            started: now,
+            started: time::now(),
             ended: None,
             stop_reason: None,
             output: String::new(),
             tool_uses: 0,
-            snapshot: snapshot.clone(),
-        };
-        self.records.push(record);
-        vec![self.event(run_id, "snapshot", "snapshot", snapshot)]
-    }
-
-    /// Merges `patch` into a live run's snapshot.
-    pub(crate) fn snapshot(&mut self, task_id: &str, patch: Value) -> Vec<Value> {
-        let Some(rec) = self.get_mut(task_id) else {
-            return Vec::new();
-        };
-        if !rec.live() {
-            return Vec::new();
-        }
-        if let (Some(snap), Some(patch)) = (rec.snapshot.as_object_mut(), patch.as_object()) {
-            for (k, v) in patch {
-                snap.insert(k.clone(), v.clone());
-            }
-        }
-        let (run_id, snap) = (rec.run_id.clone(), rec.snapshot.clone());
-        vec![self.event(&run_id, "snapshot", "snapshot", snap)]
+            agent_id,
+        });
+        self.drain()
     }
 
     /// Progress of a live run.
-    pub(crate) fn progress(&mut self, task_id: &str, progress: Value) -> Vec<Value> {
-        match self.get(task_id) {
-            Some(rec) if rec.live() => {
-                let run_id = rec.run_id.clone();
-                vec![self.event(&run_id, "progress", "progress", progress)]
-            }
-            _ => Vec::new(),
-        }
+    pub(crate) fn progress(
+        &mut self,
+        task_id: &str,
+        progress: SubagentProgress,
+    ) -> Vec<SubagentEvent> {
+        now(self.emitter.progress(task_id, progress));
+        self.drain()
     }
 
-    /// Output of a live run (text chunks are also kept for `subagents/output`).
-    pub(crate) fn output(&mut self, task_id: &str, update: Value) -> Vec<Value> {
-        let Some(rec) = self.get_mut(task_id) else {
-            return Vec::new();
-        };
-        if !rec.live() {
-            return Vec::new();
-        }
-        if update["sessionUpdate"] == "agent_message_chunk"
-            && let Some(text) = update["content"]["text"].as_str()
+    /// Output of a live run (an ACP session update as JSON); text chunks
+    /// are also kept for `subagents/output`.
+    pub(crate) fn output(&mut self, task_id: &str, update: Value) -> Vec<SubagentEvent> {
+        if self.emitter.live(task_id)
+            && let Some(rec) = self.get_mut(task_id)
         {
-            rec.output.push_str(text);
-            rec.output.push('\n');
+            if update["sessionUpdate"] == "agent_message_chunk"
+                && let Some(text) = update["content"]["text"].as_str()
+            {
+                rec.output.push_str(text);
+                rec.output.push('\n');
+            }
+            if update["sessionUpdate"] == "tool_call" {
+                rec.tool_uses += 1;
+            }
         }
-        if update["sessionUpdate"] == "tool_call" {
-            rec.tool_uses += 1;
-        }
-        let run_id = rec.run_id.clone();
-        vec![self.event(&run_id, "output", "update", update)]
+        now(self.emitter.output_value(task_id, update, OutputIds::new()));
+        self.drain()
     }
 
-    /// Ends a live run: `completed`, or `cancelled` (task status `killed`).
+    /// Ends a live run in `state` (`completed`, or `cancelled`: task status
+    /// `killed`), with `patch` merged into its last snapshot.
     pub(crate) fn finish(
         &mut self,
         task_id: &str,
-        state: &'static str,
-        patch: Value,
-    ) -> Vec<Value> {
-        let now = time::now();
-        let mut patch = patch;
-        patch["state"] = json!(state);
-        patch["endedAtEpochSeconds"] = json!(now);
-        let events = self.snapshot(task_id, patch);
-        if let Some(rec) = self.get_mut(task_id)
-            && rec.ended.is_none()
-        {
-            rec.ended = Some(now);
+        state: SubagentState,
+        patch: SnapshotPatch,
+    ) -> Vec<SubagentEvent> {
+        if !self.emitter.live(task_id) {
+            return Vec::new();
+        }
+        let ended = time::now();
+        now(self.emitter.snapshot(
+            task_id,
+            patch.state(state).ended_at_epoch_seconds(nn(ended as f64)),
+        ));
+        if let Some(rec) = self.get_mut(task_id) {
+            rec.ended = Some(ended);
             rec.status = match state {
-                "completed" => SubagentTaskStatus::Completed,
-                "cancelled" => SubagentTaskStatus::Killed,
+                SubagentState::Completed => SubagentTaskStatus::Completed,
+                SubagentState::Cancelled => SubagentTaskStatus::Killed,
                 _ => SubagentTaskStatus::Failed,
             };
-            rec.stop_reason = Some(state.to_owned());
+            rec.stop_reason = Some(state.as_str().to_owned());
         }
-        events
+        self.drain()
     }
 
-    /// Marks every live run `unknown` / disconnected.
-    pub(crate) fn disconnect(&mut self) -> Vec<Value> {
-        let ids: Vec<String> = self
+    /// Marks every live run `unknown` / disconnected (connection lost).
+    pub(crate) fn disconnect(&mut self) -> Vec<SubagentEvent> {
+        let live: Vec<String> = self
             .records
             .iter()
-            .filter(|r| r.live())
+            .filter(|r| self.emitter.live(&r.task_id))
             .map(|r| r.task_id.clone())
             .collect();
-        let mut events = Vec::new();
-        for id in ids {
-            events.extend(self.snapshot(
-                &id,
-                json!({"state": "unknown", "outputIncomplete": true, "reason": {"code": "disconnected"}}),
-            ));
+        now(self.emitter.disconnect());
+        for id in live {
             if let Some(rec) = self.get_mut(&id) {
                 rec.status = SubagentTaskStatus::Lost;
             }
         }
-        events
+        self.drain()
     }
 
     /// The task records, oldest first.

@@ -18,6 +18,11 @@ use acp_extension_core::session::{
     ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, Notice, NoticeLevel,
     SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
 };
+use acp_extension_core::subagent_emitter::SnapshotPatch;
+use acp_extension_core::subagent_events::{
+    OutputRead, SubagentEvent, SubagentProgress, SubagentReason, SubagentReasonCode,
+    SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
+};
 use acp_extension_core::usage::{ModelUsage, sum_model_usage};
 use acp_extension_core::wire::FiniteF64;
 use agent_client_protocol::v1::schema::{
@@ -505,10 +510,11 @@ impl Turn {
         });
     }
 
-    fn emit_events(&self, events: Vec<Value>) {
+    /// Sends subagent events, only when both peers negotiated them.
+    fn emit_events(&self, events: Vec<SubagentEvent>) {
         if self.subagent_events {
             for e in events {
-                wire::ext(&self.cx, self.ns, "subagents/event", e);
+                wire::notify(&self.cx, self.ns, e);
             }
         }
     }
@@ -742,7 +748,7 @@ impl Turn {
         let mut kids = Vec::new();
         self.say("commentary", &format!("Starting {count} subagents."));
         for i in 1..=count {
-            let (task, run, call) = self.with(|_, c| (c.task(), c.run(), c.call()))?;
+            let (task, call) = self.with(|_, c| (c.task(), c.call()))?;
             let name = format!("worker-{i}");
             let description = format!("Subagent {i} of {count}");
             self.send(SessionUpdate::ToolCall(
@@ -766,33 +772,35 @@ impl Turn {
                         ),
                     ),
             ));
-            let snapshot = json!({
-                "state": "running",
-                "parentToolCallId": call,
-                "name": name,
-                "description": description,
-                "modelId": super::state::DEFAULT_MODEL,
-                "startedAtEpochSeconds": now,
-                "support": {"stream": ["text", "tool"], "progress": true, "outputRead": "live_tail", "cancel": true}
-            });
-            let events = self.live(|l| l.runs.start(&task, &run, &call, &description, snapshot))?;
+            let support = SubagentSupport::new(
+                vec![SubagentStream::Text, SubagentStream::Tool],
+                true,
+                OutputRead::LiveTail,
+                true,
+            );
+            let snapshot = SubagentSnapshot::new(SubagentState::Running, support)
+                .parent_tool_call_id(call.clone())
+                .name(name.clone())
+                .description(description.clone())
+                .model_id(super::state::DEFAULT_MODEL)
+                .started_at_epoch_seconds(nn(now as f64));
+            let events = self.live(|l| l.runs.start(&task, &call, &description, snapshot))?;
             self.emit_events(events);
             kids.push(Kid { task, call, name });
         }
         // Each step runs for every child still live, in order: the stream
         // interleaves deterministically.
-        let step = |this: &Self, f: &dyn Fn(&Kid) -> Option<(bool, Value)>| -> Step {
+        enum Out {
+            Progress(SubagentProgress),
+            Update(Value),
+        }
+        let step = |this: &Self, f: &dyn Fn(&Kid) -> Out| -> Step {
             for kid in &kids {
-                if let Some((is_output, v)) = f(kid) {
-                    let events = this.live(|l| {
-                        if is_output {
-                            l.runs.output(&kid.task, v)
-                        } else {
-                            l.runs.progress(&kid.task, v)
-                        }
-                    })?;
-                    this.emit_events(events);
-                }
+                let events = this.live(|l| match f(kid) {
+                    Out::Progress(p) => l.runs.progress(&kid.task, p),
+                    Out::Update(v) => l.runs.output(&kid.task, v),
+                })?;
+                this.emit_events(events);
             }
             Ok(())
         };
@@ -803,40 +811,45 @@ impl Turn {
             .unwrap_or_default()
         };
         step(self, &|_| {
-            Some((
-                false,
-                json!({"summary": "Started", "turnCount": 1, "toolCallCount": 0, "errorCount": 0}),
-            ))
+            Out::Progress(
+                SubagentProgress::new()
+                    .summary(Some("Started".to_owned()))
+                    .turn_count(Some(nn(1.0)))
+                    .tool_call_count(Some(nn(0.0)))
+                    .error_count(Some(nn(0.0))),
+            )
         })?;
         step(self, &|k| {
-            Some((true, text(format!("{}: reading the task", k.name))))
+            Out::Update(text(format!("{}: reading the task", k.name)))
         })?;
         step(self, &|k| {
-            Some((
-                true,
+            Out::Update(
                 serde_json::to_value(SessionUpdate::ToolCall(
                     ToolCall::new(format!("{}-read", k.task), "Read notes")
                         .kind(ToolKind::Read)
                         .status(ToolCallStatus::InProgress),
                 ))
                 .unwrap_or_default(),
-            ))
+            )
         })?;
         step(self, &|k| {
-            Some((
-                true,
+            Out::Update(
                 serde_json::to_value(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
                     format!("{}-read", k.task),
                     ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
                 )))
                 .unwrap_or_default(),
-            ))
+            )
         })?;
         step(self, &|_| {
-            Some((
-                false,
-                json!({"summary": "Working", "toolCallCount": 1, "lastToolName": "Read", "toolsUsed": ["Read"], "totalTokens": 120}),
-            ))
+            Out::Progress(
+                SubagentProgress::new()
+                    .summary(Some("Working".to_owned()))
+                    .tool_call_count(Some(nn(1.0)))
+                    .last_tool_name(Some("Read".to_owned()))
+                    .tools_used(Some(vec!["Read".to_owned()]))
+                    .total_tokens(Some(nn(120.0))),
+            )
         })?;
         if let Err(stop) = self.sleep(secs).await {
             // The turn was cancelled: so are its live children.
@@ -863,18 +876,19 @@ impl Turn {
             });
             return Err(stop);
         }
-        step(self, &|k| Some((true, text(format!("{}: done", k.name)))))?;
+        step(self, &|k| Out::Update(text(format!("{}: done", k.name))))?;
         let mut completed = 0;
         for kid in &kids {
             let summary = format!("{} finished", kid.name);
             let (events, tool_uses) = self.live(|l| {
-                let live = l.runs.get(&kid.task).is_some_and(|r| r.live());
-                if !live {
+                if !l.runs.live(&kid.task) {
                     return (None, 0);
                 }
-                let events = l
-                    .runs
-                    .finish(&kid.task, "completed", json!({"summary": summary}));
+                let events = l.runs.finish(
+                    &kid.task,
+                    SubagentState::Completed,
+                    SnapshotPatch::new().summary(summary.clone()),
+                );
                 (
                     Some(events),
                     l.runs.get(&kid.task).map_or(0, |r| r.tool_uses),
@@ -1378,17 +1392,21 @@ pub(crate) fn cancel_run(
     task_id: &str,
     reason: &str,
 ) -> bool {
-    let Some(record) = live.runs.get(task_id).filter(|r| r.live()).cloned() else {
+    if !live.runs.live(task_id) {
+        return false;
+    }
+    let Some(record) = live.runs.get(task_id).cloned() else {
         return false;
     };
     let events = live.runs.finish(
         task_id,
-        "cancelled",
-        json!({"reason": {"code": "cancelled", "message": reason}}),
+        SubagentState::Cancelled,
+        SnapshotPatch::new()
+            .reason(SubagentReason::new(SubagentReasonCode::Cancelled).message(reason)),
     );
     if events_on {
         for e in events {
-            wire::ext(cx, ns, "subagents/event", e);
+            wire::notify(cx, ns, e);
         }
     }
     let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)

@@ -253,7 +253,12 @@ fn config_options(inner: &Inner, session: &Session) -> Option<Vec<SessionConfigO
 
 fn open_lifetime(inner: &mut Inner, session_id: &str) -> Live {
     let generation = inner.counters.generation();
-    Live::new(generation, session_id, inner.client.ns)
+    Live::new(
+        generation,
+        session_id,
+        inner.client.ns,
+        inner.counters.run_ids.clone(),
+    )
 }
 
 /// `session/new`.

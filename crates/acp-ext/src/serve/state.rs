@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -81,7 +82,8 @@ pub(crate) struct Counters {
     turn: u64,
     call: u64,
     task: u64,
-    run: u64,
+    /// Subagent run ids, shared with every session's emitter.
+    pub(crate) run_ids: Arc<AtomicU64>,
     generation: u64,
     /// Prompts accepted on this connection (drives the synthetic rate limits).
     pub(crate) prompts: u64,
@@ -103,10 +105,6 @@ impl Counters {
     pub(crate) fn task(&mut self) -> String {
         self.task += 1;
         format!("task-{}", self.task)
-    }
-    pub(crate) fn run(&mut self) -> String {
-        self.run += 1;
-        format!("run-{}", self.run)
     }
     pub(crate) fn generation(&mut self) -> u64 {
         self.generation += 1;
@@ -233,12 +231,17 @@ pub(crate) struct Live {
 }
 
 impl Live {
-    pub(crate) fn new(generation: u64, session_id: &str, ns: Namespace) -> Self {
+    pub(crate) fn new(
+        generation: u64,
+        session_id: &str,
+        ns: Namespace,
+        run_ids: Arc<AtomicU64>,
+    ) -> Self {
         Self {
             generation,
             ledger: SessionUsageAccumulator::new().with_namespace(ns),
             total_cost: None,
-            runs: Runs::new(session_id),
+            runs: Runs::new(session_id, run_ids),
             turn: None,
             background: BTreeMap::new(),
             waiting: 0,
@@ -325,7 +328,7 @@ impl Shared {
                 if let Some(live) = &mut session.live {
                     for event in live.runs.disconnect() {
                         if events {
-                            wire::ext(cx, ns, "subagents/event", event);
+                            wire::notify(cx, ns, event);
                         }
                     }
                     live.cancel_all();

@@ -4,8 +4,8 @@ use acp_extension_core::meta::{MetaExt, MetaField};
 use acp_extension_core::methods::{ExtensionNotificationMethod, NamespacedNotification};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::wire::NonNegF64;
+use agent_client_protocol::Client;
 use agent_client_protocol::v1::schema::{Meta, SessionNotification, SessionUpdate};
-use agent_client_protocol::{Client, UntypedMessage};
 use serde_json::Value;
 
 /// The connection to the client, as handlers and tasks see it.
@@ -18,13 +18,6 @@ pub(crate) type Reply = agent_client_protocol::v1::Responder<Value>;
 /// work that produced the update is being torn down anyway.
 pub(crate) fn update(cx: &Cx, session_id: &str, update: SessionUpdate) {
     let _ = cx.send_notification(SessionNotification::new(session_id.to_owned(), update));
-}
-
-/// Sends the extension notification `_<ns>/<path>`.
-pub(crate) fn ext(cx: &Cx, ns: Namespace, path: &str, params: Value) {
-    if let Ok(message) = UntypedMessage::new(&ns.method(path), params) {
-        let _ = cx.send_notification(message);
-    }
 }
 
 /// Sends a typed extension notification in `ns`.
