@@ -4,5 +4,7 @@
 
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod output;
+pub mod probe;
 pub mod serve;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use acp_ext::output::Style;
-use acp_extension_core::namespace::Namespace;
+use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
 use clap::{Parser, Subcommand};
 
@@ -42,6 +42,30 @@ enum Command {
     Schema {
         /// Kind name; `all` prints one document with every kind; none lists them.
         kind: Option<String>,
+    },
+    /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
+    Probe {
+        /// Print one JSON report.
+        #[arg(long)]
+        json: bool,
+        /// Namespaces of the client's extension advertisement.
+        #[arg(long, default_value = "both", value_parser = parse_namespace_set)]
+        namespace: NamespaceSet,
+        /// Open a session (`session/new` in a temporary directory).
+        #[arg(long)]
+        session: bool,
+        /// Run a prompt in the session (repeatable; implies --session).
+        #[arg(long = "prompt", value_name = "TEXT")]
+        prompts: Vec<String>,
+        /// Timeout of every request, in seconds.
+        #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+        timeout: f64,
+        /// Capture the agent's stderr instead of passing it through.
+        #[arg(long)]
+        quiet: bool,
+        /// The agent command and its arguments.
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        command: Vec<String>,
     },
     /// Usage accounting tools.
     Usage {
@@ -78,6 +102,10 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse::<Kind>().map_err(|e| e.to_string())
 }
 
+fn parse_namespace_set(s: &str) -> Result<NamespaceSet, String> {
+    s.parse::<NamespaceSet>().map_err(|e| e.to_string())
+}
+
 fn parse_namespace(s: &str) -> Result<Namespace, String> {
     s.parse::<Namespace>().map_err(|e| e.to_string())
 }
@@ -111,8 +139,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve { namespace, only } => {
             let mut options = acp_ext::serve::ServeOptions::new().namespace(namespace);
             options.only = only;
-            tokio::runtime::Runtime::new()?.block_on(acp_ext::serve::run_stdio(options))?;
+            runtime()?.block_on(acp_ext::serve::run_stdio(options))?;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Probe {
+            json,
+            namespace,
+            session,
+            prompts,
+            timeout,
+            quiet,
+            command,
+        } => {
+            let mut options = acp_ext::probe::ProbeOptions::default()
+                .namespace(namespace)
+                .session(session)
+                .quiet(quiet)
+                .timeout(std::time::Duration::from_secs_f64(timeout.max(0.001)));
+            for p in prompts {
+                options = options.prompt(p);
+            }
+            let report = runtime()?.block_on(acp_ext::probe::run(command, options))?;
+            let mut out = io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                report.print_human(&mut out, Style::stdout())?;
+            }
+            Ok(if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Usage {
             command:
@@ -123,6 +178,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => usage_fold(scope_id, namespace, file),
     }
+}
+
+fn runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()
 }
 
 fn open(path: &PathBuf) -> anyhow::Result<Box<dyn Read>> {

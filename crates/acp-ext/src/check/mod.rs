@@ -44,6 +44,18 @@ pub struct Finding {
     pub message: String,
 }
 
+impl Finding {
+    /// A finding of `rule` at `path`.
+    pub fn new(rule: &'static str, severity: Severity, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            rule,
+            severity,
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
 /// Checks a stream of messages of one connection.
 #[derive(Debug, Default)]
 #[non_exhaustive]
