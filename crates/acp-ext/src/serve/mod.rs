@@ -198,8 +198,12 @@ pub fn agent(options: ServeOptions) -> anyhow::Result<impl ConnectTo<Client> + '
     Ok(dispatch::builder(state::Shared::new(options)?))
 }
 
-/// Serves one client over `transport` until it closes; all work is
-/// cancelled and drained before this returns.
+/// Serves one client over `transport` until the connection ends; all work
+/// is cancelled and drained before this returns.
+///
+/// The connection ending is the normal way out, whether by EOF or by the
+/// peer going away mid-write (a broken pipe): both return `Ok`. The second
+/// is reported on stderr.
 pub async fn run(
     options: ServeOptions,
     transport: impl ConnectTo<Agent> + 'static,
@@ -212,16 +216,12 @@ pub async fn run(
     // callback: cancel whatever is left; the tasks themselves were dropped
     // with the connection.
     shared.abandon();
-    match result {
-        Ok(()) => Ok(()),
-        Err(e)
-            if agent_client_protocol::is_connection_terminated(&e)
-                || agent_client_protocol::is_incoming_transport_closed(&e) =>
-        {
-            Ok(())
-        }
-        Err(e) => Err(anyhow::anyhow!("serve: {e}")),
+    if let Err(e) = result {
+        // Handlers and tasks never fail the connection, so this is the
+        // transport: the client went away.
+        eprintln!("acp-ext serve: connection ended: {e}");
     }
+    Ok(())
 }
 
 /// Serves one client over standard input and output until EOF.
