@@ -1170,6 +1170,32 @@ async fn cancel_ends_a_slow_turn_with_cancelled() {
 }
 
 #[tokio::test]
+async fn cancel_request_on_the_prompt_ends_the_turn() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        peer.init(full_client_caps()).await;
+        let sid = peer.new_session().await;
+        let sent = peer.cx.send_request(
+            UntypedMessage::new(
+                "session/prompt",
+                json!({"sessionId": sid, "prompt": [{"type": "text", "text": "/slow 30"}]}),
+            )
+            .unwrap(),
+        );
+        peer.wait_for("the slow turn", |m| {
+            m.iter().any(|m| m["params"]["state"] == "running")
+        })
+        .await;
+        sent.cancel().unwrap();
+        let r = tokio::time::timeout(TIMEOUT, sent.block_task())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(r["stopReason"], "cancelled");
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn steer_is_injected_into_a_running_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(full_client_caps()).await;
@@ -1230,6 +1256,11 @@ async fn rate_limits_are_pushed_and_queryable() {
                 );
             }
         }
+        // Requests are read in either namespace.
+        let ua = peer
+            .ok("_ua/rate_limits/get", json!({"modelId": "m"}))
+            .await;
+        assert!(ua["rateLimits"].is_array());
         let sid = peer.new_session().await;
         peer.prompt(&sid, "/limits").await.unwrap();
         let pushed = peer.notes("_lody/rate_limits/update");
