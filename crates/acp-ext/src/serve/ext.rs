@@ -34,20 +34,6 @@ fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(Error::into_internal_error)
 }
 
-/// The capability that serves each extension request.
-fn feature_of(request: &ExtensionRequest) -> Option<Feature> {
-    Some(match request {
-        ExtensionRequest::RateLimitsGet(_) => Feature::RateLimits,
-        ExtensionRequest::SessionSteer(_) => Feature::Steering,
-        ExtensionRequest::SessionGoal(_) => Feature::Goal,
-        ExtensionRequest::SessionHistoryRead(_) => Feature::SessionHistory,
-        ExtensionRequest::SubagentsList(_)
-        | ExtensionRequest::SubagentsCancel(_)
-        | ExtensionRequest::SubagentsOutput(_) => Feature::Subagents,
-        _ => return None,
-    })
-}
-
 /// Whether the contract method `path` is served by an advertised feature
 /// (an unadvertised method is "not found" even with bad params).
 fn served(shared: &Shared, path: &str) -> bool {
@@ -78,9 +64,6 @@ pub(crate) fn request(
         Ok(None) => return Err(method_not_found(method)),
         Err(e) => return Err(e.to_rpc_error()),
     };
-    if !feature_of(&request).is_some_and(|f| shared.has(f)) {
-        return Err(method_not_found(method));
-    }
     match request {
         ExtensionRequest::RateLimitsGet(_) => to_value(rate_limits(&shared.lock())),
         ExtensionRequest::SessionSteer(r) => {
