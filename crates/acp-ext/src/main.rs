@@ -43,6 +43,8 @@ enum Command {
         /// Kind name; `all` prints one document with every kind; none lists them.
         kind: Option<String>,
     },
+    /// Probe the embedded reference agent with every scripted command (the default).
+    Demo,
     /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
     Probe {
         /// Print one JSON report.
@@ -122,11 +124,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        Cli::command().print_help()?;
-        return Ok(ExitCode::SUCCESS);
-    };
+    let command = cli.command.unwrap_or(Command::Demo);
     match command {
         Command::Validate {
             kind,
@@ -136,6 +134,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
         } => validate_files(kind, json, quiet, threads, &files),
         Command::Schema { kind } => schema(kind.as_deref()),
+        Command::Demo => {
+            let agent = acp_ext::demo::serve_command()?;
+            let mut out = io::stdout();
+            let report =
+                runtime()?.block_on(acp_ext::demo::run(agent, &mut out, Style::stdout()))?;
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Serve { namespace, only } => {
             let mut options = acp_ext::serve::ServeOptions::new().namespace(namespace);
             options.only = only;

@@ -23,9 +23,10 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use acp_extension_core::capabilities::{
-    ClientExtensionCapabilities, ElicitationCapability, Feature, VersionOneCapability,
+    ClientExtensionCapabilities, ElicitationCapability, Feature, SteeringTransport,
+    VersionOneCapability,
 };
-use acp_extension_core::namespace::{Namespace, NamespaceSet};
+use acp_extension_core::namespace::{self, Namespace, NamespaceSet};
 use acp_extension_core::negotiation::{Advertisement, Side, negotiate};
 use acp_extension_core::wire::True;
 use agent_client_protocol::{AcpAgent, Client, LineDirection, UntypedMessage};
@@ -340,13 +341,19 @@ async fn drive(
                 return Ok(());
             }
             let dir = tempdir().map_err(agent_client_protocol::Error::into_internal_error)?;
-            let new = request(
-                &cx,
-                "session/new",
-                json!({"cwd": dir.path.to_string_lossy(), "mcpServers": []}),
-                timeout,
-            )
-            .await;
+            let mut new_params = json!({"cwd": dir.path.to_string_lossy(), "mcpServers": []});
+            let mut meta = serde_json::Map::new();
+            if let Some(ns) = negotiated.namespace_of(Feature::WorktreeProject) {
+                let project = json!({"version": 1, "originProjectPath": dir.path.to_string_lossy()});
+                namespace::write_key(&mut meta, ns, "worktreeProject", project);
+            }
+            if let Some(ns) = negotiated.namespace_of(Feature::SessionConfig) {
+                namespace::write_key(&mut meta, ns, "sessionConfig", json!({"version": 1, "configOptionValues": {}}));
+            }
+            if !meta.is_empty() {
+                new_params["_meta"] = Value::Object(meta);
+            }
+            let new = request(&cx, "session/new", new_params, timeout).await;
             let session_id = match new {
                 Ok(v) => v.get("sessionId").and_then(Value::as_str).map(str::to_owned),
                 Err(e) => {
@@ -380,22 +387,58 @@ async fn drive(
             };
             rec(&|o| o.session_id = Some(session_id.clone()));
 
-            for text in &options.prompts {
+            let steer_ns = negotiated.namespace_of(Feature::Steering);
+            let steer_by_request = negotiated
+                .steering()
+                .is_some_and(|st| st.transport == SteeringTransport::Request);
+            let mut last_turn: Option<String> = None;
+            for (i, text) in options.prompts.iter().enumerate() {
                 let started = Instant::now();
-                let r = request(
+                let prompt = request(
                     &cx,
                     "session/prompt",
                     json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
                     timeout,
-                )
-                .await;
+                );
+                // A long turn is the place to exercise steering: send one
+                // steer while it runs, when the agent takes steers by request.
+                let steer = async {
+                    if !(steer_by_request && text.starts_with("/slow")) {
+                        return None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let method = steer_ns.unwrap_or(ns).method("session/steer");
+                    let params = json!({
+                        "sessionId": session_id,
+                        "steerId": format!("probe-steer-{}", i + 1),
+                        "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
+                    });
+                    let r = request(&cx, &method, params, timeout).await;
+                    Some(QueryResult { method, ok: r.is_ok(), error: r.err().map(|e| e.to_string()) })
+                };
+                let (r, steered) = tokio::join!(prompt, steer);
+                if let Some(turn) = r
+                    .as_ref()
+                    .ok()
+                    .and_then(|v| v.get("_meta"))
+                    .and_then(Value::as_object)
+                    .and_then(|m| namespace::read_key(m, "turnId"))
+                    .and_then(|(_, t)| t.as_str())
+                {
+                    last_turn = Some(turn.to_owned());
+                }
                 let result = PromptResult {
                     prompt: text.clone(),
                     stop_reason: r.as_ref().ok().and_then(|v| v.get("stopReason")).and_then(Value::as_str).map(str::to_owned),
                     error: r.as_ref().err().map(ToString::to_string),
                     millis: started.elapsed().as_millis() as u64,
                 };
-                rec(&|o| o.prompts.push(result.clone()));
+                rec(&|o| {
+                    o.prompts.push(result.clone());
+                    if let Some(q) = &steered {
+                        o.queries.push(q.clone());
+                    }
+                });
                 if matches!(r, Err(RequestError::Timeout)) {
                     break;
                 }
@@ -410,6 +453,23 @@ async fn drive(
             }
             if negotiated.is_active(Feature::SessionHistory) {
                 queries.push(("session/history/read", json!({"sessionId": session_id})));
+            }
+            if let (Some(fork_ns), Some(turn)) = (negotiated.namespace_of(Feature::ForkAtTurn), &last_turn) {
+                let mut meta = serde_json::Map::new();
+                namespace::write_key(&mut meta, fork_ns, "forkAtTurn", json!({"version": 1, "turnId": turn}));
+                let params = json!({
+                    "sessionId": session_id,
+                    "cwd": dir.path.to_string_lossy(),
+                    "mcpServers": [],
+                    "_meta": meta,
+                });
+                let r = request(&cx, "session/fork", params, timeout).await;
+                let q = QueryResult {
+                    method: "session/fork".into(),
+                    ok: r.is_ok(),
+                    error: r.err().map(|e| e.to_string()),
+                };
+                rec(&|o| o.queries.push(q.clone()));
             }
             for (path, params) in queries {
                 let method = ns.method(path);

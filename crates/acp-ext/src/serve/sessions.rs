@@ -94,10 +94,10 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
     to_value(
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(capabilities)
-            .agent_info(Implementation::new(
-                "acp-ext-serve",
-                env!("CARGO_PKG_VERSION"),
-            )),
+            .agent_info(
+                Implementation::new("acp-ext-serve", env!("CARGO_PKG_VERSION"))
+                    .title("ACP Extension Core reference agent".to_string()),
+            ),
     )
 }
 
