@@ -7,3 +7,4 @@
 pub mod check;
 pub mod output;
 pub mod probe;
+pub mod serve;

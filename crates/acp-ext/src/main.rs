@@ -72,6 +72,15 @@ enum Command {
         #[command(subcommand)]
         command: UsageCommand,
     },
+    /// Run the reference ACP agent over stdio (see SERVE.md).
+    Serve {
+        /// Namespaces to advertise: ua, lody or both.
+        #[arg(long, default_value = "both")]
+        namespace: acp_ext::serve::ServeNamespace,
+        /// Advertise only these features (comma-separated capability keys).
+        #[arg(long, value_name = "FEATURE,...", value_delimiter = ',', value_parser = acp_ext::serve::parse_feature)]
+        only: Option<Vec<String>>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -127,6 +136,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
         } => validate_files(kind, json, quiet, threads, &files),
         Command::Schema { kind } => schema(kind.as_deref()),
+        Command::Serve { namespace, only } => {
+            let mut options = acp_ext::serve::ServeOptions::new().namespace(namespace);
+            options.only = only;
+            runtime()?.block_on(acp_ext::serve::run_stdio(options))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Probe {
             json,
             namespace,
@@ -152,7 +167,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report.print_human(&mut out, Style::stdout())?;
             }
-            Ok(if report.has_errors() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Usage {
             command:
@@ -166,7 +185,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 fn runtime() -> io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
 }
 
 fn open(path: &PathBuf) -> anyhow::Result<Box<dyn Read>> {

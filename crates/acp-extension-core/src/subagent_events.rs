@@ -410,6 +410,27 @@ crate::wire_union! {
     }
 }
 
+/// `From` conversions into a union whose variants wrap distinct types.
+macro_rules! union_from {
+    ($name:ident { $($var:ident($ty:ty)),* $(,)? }) => {
+        $(
+            impl From<$ty> for $name {
+                fn from(v: $ty) -> Self {
+                    Self::$var(v)
+                }
+            }
+        )*
+    };
+}
+
+union_from!(ContentBlock {
+    Text(TextContent),
+    Image(ImageContent),
+    Audio(AudioContent),
+    ResourceLink(ResourceLink),
+    Resource(EmbeddedResource),
+});
+
 /// The contents of an embedded resource (`resource` of a `resource` block).
 ///
 /// The contract needs a string `text` **or** a string `blob`; one valid
@@ -769,6 +790,12 @@ crate::wire_union! {
         Diff(Diff) = "diff",
     }
 }
+
+union_from!(ToolCallContent {
+    Content(Content),
+    Terminal(Terminal),
+    Diff(Diff),
+});
 
 crate::wire_struct! {
     /// A new tool call (`sessionUpdate: "tool_call"`).

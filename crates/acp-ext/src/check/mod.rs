@@ -46,7 +46,12 @@ pub struct Finding {
 
 impl Finding {
     /// A finding of `rule` at `path`.
-    pub fn new(rule: &'static str, severity: Severity, path: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(
+        rule: &'static str,
+        severity: Severity,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             rule,
             severity,

@@ -22,7 +22,9 @@ mod report;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
-use acp_extension_core::capabilities::{ClientExtensionCapabilities, ElicitationCapability, Feature, VersionOneCapability};
+use acp_extension_core::capabilities::{
+    ClientExtensionCapabilities, ElicitationCapability, Feature, VersionOneCapability,
+};
 use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::negotiation::{Advertisement, Side, negotiate};
 use acp_extension_core::wire::True;
@@ -193,7 +195,12 @@ where
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
     let mut report = Report::build(outcome, findings, &options);
     if let Err(e) = result {
-        report.push_finding(Severity::Error, "probe-connection", "", format!("connection failed: {e}"));
+        report.push_finding(
+            Severity::Error,
+            "probe-connection",
+            "",
+            format!("connection failed: {e}"),
+        );
     }
     let tail = stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     report.stderr_tail = tail.clone();
@@ -201,7 +208,10 @@ where
     Ok(report)
 }
 
-fn check_lines(rx: mpsc::Receiver<(Direction, Duration, String)>, mut observer: Option<Observer>) -> Vec<Finding> {
+fn check_lines(
+    rx: mpsc::Receiver<(Direction, Duration, String)>,
+    mut observer: Option<Observer>,
+) -> Vec<Finding> {
     let mut checker = Checker::new();
     let mut all = Vec::new();
     for (direction, elapsed, raw) in rx {
@@ -236,10 +246,14 @@ async fn request(
     params: Value,
     timeout: Duration,
 ) -> Result<Value, RequestError> {
-    let msg = UntypedMessage::new(method, params).map_err(|e| RequestError::Rpc(e.to_string(), None))?;
+    let msg =
+        UntypedMessage::new(method, params).map_err(|e| RequestError::Rpc(e.to_string(), None))?;
     match tokio::time::timeout(timeout, cx.send_request(msg).block_task()).await {
         Err(_) => Err(RequestError::Timeout),
-        Ok(Err(e)) => Err(RequestError::Rpc(e.message.clone(), Some(i32::from(e.code)))),
+        Ok(Err(e)) => Err(RequestError::Rpc(
+            e.message.clone(),
+            Some(i32::from(e.code)),
+        )),
         Ok(Ok(v)) => Ok(v),
     }
 }
@@ -261,7 +275,11 @@ impl std::fmt::Display for RequestError {
     }
 }
 
-async fn drive(agent: AcpAgent, options: &ProbeOptions, outcome: Arc<Mutex<report::Outcome>>) -> anyhow::Result<()> {
+async fn drive(
+    agent: AcpAgent,
+    options: &ProbeOptions,
+    outcome: Arc<Mutex<report::Outcome>>,
+) -> anyhow::Result<()> {
     let options = options.clone();
     let record = move |f: &dyn Fn(&mut report::Outcome)| {
         let mut o = outcome.lock().unwrap_or_else(|p| p.into_inner());
@@ -318,7 +336,7 @@ async fn drive(agent: AcpAgent, options: &ProbeOptions, outcome: Arc<Mutex<repor
                     o.advertisement = Some(advertisement.clone());
                 });
             }
-            if !(options.session || !options.prompts.is_empty()) {
+            if !options.session && options.prompts.is_empty() {
                 return Ok(());
             }
             let dir = tempdir().map_err(agent_client_protocol::Error::into_internal_error)?;
@@ -418,13 +436,20 @@ fn auto_answer(method: &str, params: &Value) -> Option<Value> {
             let options = params.get("options").and_then(Value::as_array)?;
             let pick = options
                 .iter()
-                .find(|o| o.get("kind").and_then(Value::as_str).is_some_and(|k| k.starts_with("allow")))
+                .find(|o| {
+                    o.get("kind")
+                        .and_then(Value::as_str)
+                        .is_some_and(|k| k.starts_with("allow"))
+                })
                 .or_else(|| options.first())?;
             Some(json!({"outcome": {"outcome": "selected", "optionId": pick.get("optionId")?}}))
         }
         "elicitation/create" => {
             let mut content = serde_json::Map::new();
-            if let Some(props) = params.pointer("/requestedSchema/properties").and_then(Value::as_object) {
+            if let Some(props) = params
+                .pointer("/requestedSchema/properties")
+                .and_then(Value::as_object)
+            {
                 for (key, schema) in props {
                     content.insert(key.clone(), sample_value(schema));
                 }
@@ -436,11 +461,20 @@ fn auto_answer(method: &str, params: &Value) -> Option<Value> {
 }
 
 fn sample_value(schema: &Value) -> Value {
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|a| a.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|a| a.first())
+    {
         return first.clone();
     }
     for key in ["oneOf", "anyOf"] {
-        if let Some(c) = schema.get(key).and_then(Value::as_array).and_then(|a| a.first()).and_then(|o| o.get("const")) {
+        if let Some(c) = schema
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(|o| o.get("const"))
+        {
             return c.clone();
         }
     }
@@ -448,7 +482,10 @@ fn sample_value(schema: &Value) -> Value {
         Some("boolean") => Value::Bool(true),
         Some("number") | Some("integer") => json!(1),
         Some("array") => {
-            let item = schema.get("items").map(sample_value).unwrap_or(json!("probe"));
+            let item = schema
+                .get("items")
+                .map(sample_value)
+                .unwrap_or(json!("probe"));
             json!([item])
         }
         _ => json!("probe answer"),
@@ -461,7 +498,11 @@ struct TempDir {
 }
 
 fn tempdir() -> std::io::Result<TempDir> {
-    let path = std::env::temp_dir().join(format!("acp-ext-probe-{}-{}", std::process::id(), uuid_like()));
+    let path = std::env::temp_dir().join(format!(
+        "acp-ext-probe-{}-{}",
+        std::process::id(),
+        uuid_like()
+    ));
     std::fs::create_dir_all(&path)?;
     Ok(TempDir { path })
 }

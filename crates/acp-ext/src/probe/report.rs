@@ -104,7 +104,11 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn build(outcome: Outcome, wire_findings: Vec<Finding>, _options: &ProbeOptions) -> Self {
+    pub(crate) fn build(
+        outcome: Outcome,
+        wire_findings: Vec<Finding>,
+        _options: &ProbeOptions,
+    ) -> Self {
         let init = outcome.initialize.as_ref();
         let mut standard = init.and_then(|i| i.get("agentCapabilities")).cloned();
         if let Some(Value::Object(m)) = standard.as_mut() {
@@ -140,7 +144,12 @@ impl Report {
                 });
             }
             for p in &ad.problems {
-                report.push_finding(Severity::Warning, "advertisement", &p.pointer, p.message.clone());
+                report.push_finding(
+                    Severity::Warning,
+                    "advertisement",
+                    &p.pointer,
+                    p.message.clone(),
+                );
             }
             for f in &ad.features {
                 for v in f.violations() {
@@ -148,7 +157,11 @@ impl Report {
                         Severity::Error,
                         "advertisement-shape",
                         &v.pointer,
-                        format!("{} is advertised but not supported: {}", f.feature.key(), v.message()),
+                        format!(
+                            "{} is advertised but not supported: {}",
+                            f.feature.key(),
+                            v.message()
+                        ),
                     );
                 }
             }
@@ -161,12 +174,22 @@ impl Report {
         }
         for p in &report.prompts.clone() {
             if let Some(e) = &p.error {
-                report.push_finding(Severity::Error, "probe-prompt", "", format!("prompt {:?} failed: {e}", p.prompt));
+                report.push_finding(
+                    Severity::Error,
+                    "probe-prompt",
+                    "",
+                    format!("prompt {:?} failed: {e}", p.prompt),
+                );
             }
         }
         for q in &report.queries.clone() {
             if let Some(e) = &q.error {
-                report.push_finding(Severity::Error, "probe-query", "", format!("{} failed: {e}", q.method));
+                report.push_finding(
+                    Severity::Error,
+                    "probe-query",
+                    "",
+                    format!("{} failed: {e}", q.method),
+                );
             }
         }
         report.findings.extend(wire_findings);
@@ -174,8 +197,15 @@ impl Report {
     }
 
     /// Adds a finding.
-    pub fn push_finding(&mut self, severity: Severity, rule: &'static str, path: &str, message: String) {
-        self.findings.push(Finding::new(rule, severity, path, message));
+    pub fn push_finding(
+        &mut self,
+        severity: Severity,
+        rule: &'static str,
+        path: &str,
+        message: String,
+    ) {
+        self.findings
+            .push(Finding::new(rule, severity, path, message));
     }
 
     /// Whether any finding is an error.
@@ -186,12 +216,28 @@ impl Report {
     /// Prints the report for people.
     pub fn print_human(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
         let info = self.agent_info.as_ref();
-        let field = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str).unwrap_or("?").to_owned();
-        writeln!(out, "{}", style.bold(&format!("Agent: {} ({}) version {}", field("name"), field("title"), field("version"))))?;
+        let field = |k: &str| {
+            info.and_then(|i| i.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!(
+                "Agent: {} ({}) version {}",
+                field("name"),
+                field("title"),
+                field("version")
+            ))
+        )?;
         writeln!(
             out,
             "Protocol version: {}",
-            self.protocol_version.as_ref().map_or("?".into(), Value::to_string)
+            self.protocol_version
+                .as_ref()
+                .map_or("?".into(), Value::to_string)
         )?;
         if let Some(std) = &self.standard_capabilities {
             writeln!(out, "Standard capabilities: {std}")?;
@@ -206,14 +252,30 @@ impl Report {
         if self.extensions.is_empty() {
             writeln!(out, "  (none advertised)")?;
         } else {
-            let w = self.extensions.iter().map(|r| r.feature.len()).max().unwrap_or(7).max(7);
-            writeln!(out, "  {:<w$}  {:<4}  {:<7}  options", "feature", "ns", "version")?;
+            let w = self
+                .extensions
+                .iter()
+                .map(|r| r.feature.len())
+                .max()
+                .unwrap_or(7)
+                .max(7);
+            writeln!(
+                out,
+                "  {:<w$}  {:<4}  {:<7}  options",
+                "feature", "ns", "version"
+            )?;
             for r in &self.extensions {
                 let opts = match &r.options {
                     Value::Object(m) if m.is_empty() => String::new(),
                     v => v.to_string(),
                 };
-                let line = format!("  {:<w$}  {:<4}  {:<7}  {}", r.feature, r.namespace, r.version.to_string(), opts);
+                let line = format!(
+                    "  {:<w$}  {:<4}  {:<7}  {}",
+                    r.feature,
+                    r.namespace,
+                    r.version.to_string(),
+                    opts
+                );
                 writeln!(out, "{}", if r.valid { line } else { style.bad(&line) })?;
                 for p in &r.problems {
                     writeln!(out, "      {}", style.bad(p))?;
@@ -221,12 +283,19 @@ impl Report {
             }
             let missing: Vec<&str> = Feature::ALL
                 .iter()
-                .filter(|f| f.side().allows(acp_extension_core::negotiation::Side::Agent))
+                .filter(|f| {
+                    f.side()
+                        .allows(acp_extension_core::negotiation::Side::Agent)
+                })
                 .map(|f| f.key())
                 .filter(|k| !self.extensions.iter().any(|r| r.feature == *k))
                 .collect();
             if !missing.is_empty() {
-                writeln!(out, "  {}", style.dim(&format!("not advertised: {}", missing.join(", "))))?;
+                writeln!(
+                    out,
+                    "  {}",
+                    style.dim(&format!("not advertised: {}", missing.join(", ")))
+                )?;
             }
         }
         if let Some(s) = &self.session_id {
@@ -241,7 +310,11 @@ impl Report {
                 writeln!(out, "  prompt {:?} → {how} ({} ms)", p.prompt, p.millis)?;
             }
             for q in &self.queries {
-                let how = if q.ok { style.ok("ok") } else { style.bad(q.error.as_deref().unwrap_or("failed")) };
+                let how = if q.ok {
+                    style.ok("ok")
+                } else {
+                    style.bad(q.error.as_deref().unwrap_or("failed"))
+                };
                 writeln!(out, "  {} → {how}", q.method)?;
             }
         }
@@ -261,7 +334,11 @@ impl Report {
                 Severity::Warning => style.warn("warning"),
                 _ => style.dim("info"),
             };
-            let at = if f.path.is_empty() { String::new() } else { format!(" {}", f.path) };
+            let at = if f.path.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.path)
+            };
             writeln!(out, "  {sev} [{}]{at}: {}", f.rule, f.message)?;
         }
         for l in &self.stderr_tail {
