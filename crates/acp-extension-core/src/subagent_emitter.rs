@@ -8,16 +8,22 @@
 //! [`progress`](SubagentEmitter::progress) and
 //! [`output`](SubagentEmitter::output) while it runs, and
 //! [`disconnect`](SubagentEmitter::disconnect) when observation of the
-//! children is lost. Events go to an [`EventSink`]: [`AcpNotificationSink`]
-//! sends them as `_lody/subagents/event` (or `_ua/…`) notifications over an
-//! ACP connection; [`FnSink`] wraps a closure; a `Vec<SubagentEvent>`
-//! collects them for tests.
+//! children is lost. Each event goes to an [`EventSink`] as an
+//! [`EmittedEvent`] (the event's JSON, in wire key order):
+//! [`AcpNotificationSink`] sends them as `_lody/subagents/event` (or `_ua/…`)
+//! notifications over an ACP connection; [`FnSink`] wraps a closure; a
+//! `Vec<EmittedEvent>` collects them as sent, and a `Vec<SubagentEvent>`
+//! collects them typed (refusing an invalid one with its violations).
 //!
 //! Rules (the contract's emitter, facts §13):
-//! - Only live runs (`pending`, `running`) accept snapshots, progress and
-//!   output; anything for an unknown or finished run is dropped silently.
+//! - Only live runs (`state` is `"pending"` or `"running"`) accept
+//!   snapshots, progress and output; anything for an unknown or finished run
+//!   is dropped silently.
 //! - `start` for a live run does nothing; for an unknown or finished one it
-//!   issues a fresh run id, so native ids map to one run id per execution.
+//!   draws a fresh run id from the generator (once), so native ids map to
+//!   one run id per execution.
+//! - A snapshot patch is a shallow merge: a patch key replaces the old value
+//!   whole (`reason`, `support`), a removed key leaves the snapshot.
 //! - An output update that is not a valid [`SubagentOutput`] is not
 //!   forwarded: the run's snapshot is re-sent with `outputIncomplete: true`.
 //! - The emitter's state changes *before* the sink is awaited; if the sink
@@ -26,23 +32,42 @@
 //!   serializes calls (await each call before the next); the emitter checks
 //!   none of these.
 //!
-//! Unlike the TypeScript reference, inputs are typed: a snapshot is a
-//! [`SubagentSnapshot`], a patch is a validated [`SnapshotPatch`] and the
-//! session id is a [`NonEmptyString`], so every emitted event passes the
-//! event guard. Input that the reference forwards unchecked (a state
-//! `"bogus"`, an empty session id) is rejected where it is built.
+//! # Typed and untyped input
+//!
+//! Every call has a typed form ([`start`](SubagentEmitter::start) with a
+//! [`SubagentSnapshot`], [`snapshot`](SubagentEmitter::snapshot) with a
+//! [`SnapshotPatch`], [`progress`](SubagentEmitter::progress) with a
+//! [`SubagentProgress`], [`output`](SubagentEmitter::output) with a
+//! [`SubagentOutput`]) and an untyped one taking JSON
+//! ([`start_value`](SubagentEmitter::start_value),
+//! [`snapshot_value`](SubagentEmitter::snapshot_value),
+//! [`progress_value`](SubagentEmitter::progress_value),
+//! [`output_value`](SubagentEmitter::output_value)). **Prefer the typed
+//! forms**: with them and a non-empty session id, every event the emitter
+//! sends passes the event guard ([`EmittedEvent::is_valid`]).
+//!
+//! The untyped forms behave exactly like the TypeScript reference, which
+//! validates nothing but output updates: garbage in, garbage out. A start
+//! snapshot, a patch or a progress payload is stored and sent as given, and
+//! the session id may be any string, even empty; the resulting events may
+//! then fail the guard. This is deliberate, for fidelity: the same calls
+//! give the same events as the reference (the conformance vectors in
+//! `subagent-emitter.jsonl` include such input), and an adapter forwarding
+//! its runtime's JSON gets it on the wire unchanged rather than refused.
+//! Liveness follows the stored JSON too: a patch setting `state: "bogus"`
+//! ends the run. Only output updates are checked (see above), and output
+//! ids only ever set `nativeTurnId` and `messageId`.
 //!
 //! # Example: an adapter forwarding native child sessions
 //!
 //! ```
-//! use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch, SubagentEmitter};
+//! use acp_extension_core::subagent_emitter::{EmittedEvent, OutputIds, SnapshotPatch, SubagentEmitter};
 //! use acp_extension_core::subagent_events::*;
-//! use acp_extension_core::wire::NonEmptyString;
 //! use serde_json::json;
 //!
 //! # futures::executor::block_on(async {
 //! // In an agent, the sink is `AcpNotificationSink::new(cx, Namespace::Lody)`.
-//! let mut emitter = SubagentEmitter::new(NonEmptyString::new("root-session")?, Vec::new());
+//! let mut emitter = SubagentEmitter::new("root-session", Vec::<EmittedEvent>::new());
 //!
 //! // The native runtime spawned a child thread "thread-42".
 //! let support = SubagentSupport::new(vec![SubagentStream::Text, SubagentStream::Tool], true, OutputRead::None, false);
@@ -60,8 +85,11 @@
 //!
 //! let events = emitter.into_sink();
 //! assert_eq!(events.len(), 3);
-//! assert!(events.iter().all(|e| is_subagent_event(&serde_json::to_value(e).unwrap())));
-//! # Ok::<_, Box<dyn std::error::Error>>(())
+//! assert!(events.iter().all(EmittedEvent::is_valid));
+//! assert_eq!(events[1].as_value()["nativeTurnId"], "turn-1");
+//! let last = events[2].to_typed().expect("typed input gives valid events");
+//! assert_eq!(last.snapshot().map(|s| s.state), Some(SubagentState::Completed));
+//! # Ok::<_, std::convert::Infallible>(())
 //! # }).unwrap();
 //! ```
 
@@ -72,17 +100,149 @@ use std::future::Future;
 use agent_client_protocol::role::HasPeer;
 use agent_client_protocol::{Client, Role, UntypedMessage};
 use indexmap::IndexMap;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::namespace::Namespace;
 use crate::subagent_events::{
-    OutputRead, SUBAGENT_EVENT_PATH, SubagentEvent, SubagentEventPayload, SubagentOutput,
-    SubagentOutputPayload, SubagentProgress, SubagentReason, SubagentReasonCode, SubagentSnapshot,
-    SubagentState, SubagentSupport,
+    OutputRead, SUBAGENT_EVENT_PATH, SubagentEvent, SubagentEventType, SubagentOutput,
+    SubagentProgress, SubagentReason, SubagentReasonCode, SubagentSnapshot, SubagentState,
+    SubagentSupport, is_subagent_event, is_subagent_output,
 };
 use crate::validate::{Rule, Violation, check, child};
-use crate::wire::{Map, NonEmptyString, NonNegF64};
+use crate::wire::{Map, NonNegF64};
+
+// ---------------------------------------------------------------------------
+// Emitted events
+// ---------------------------------------------------------------------------
+
+/// One event as the emitter sent it: the params of `_<ns>/subagents/event`
+/// as JSON, with its keys in the reference's order (`version`, `sessionId`,
+/// `runId`, `type`, the payload key, then `nativeTurnId` / `messageId`).
+///
+/// The envelope is always there (`version: 1`, string `sessionId` and
+/// `runId`, a known `type`), but the payload is whatever the caller gave
+/// (see [garbage in, garbage out](self#typed-and-untyped-input)), so the
+/// event is JSON first; [`to_typed`](Self::to_typed) parses it into a
+/// [`SubagentEvent`] or lists what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct EmittedEvent(Value);
+
+impl EmittedEvent {
+    /// The event as JSON.
+    pub fn as_value(&self) -> &Value {
+        &self.0
+    }
+
+    /// The event as owned JSON.
+    pub fn into_value(self) -> Value {
+        self.0
+    }
+
+    /// Parses the event, or returns every violation of the event guard with
+    /// its JSON pointer (`/snapshot/state`, `/sessionId`, …).
+    pub fn to_typed(&self) -> Result<SubagentEvent, Vec<Violation>> {
+        SubagentEvent::deserialize(&self.0).map_err(|err| {
+            let violations = check::<SubagentEvent>(&self.0);
+            if violations.is_empty() {
+                // Not expected: the checker and the parser share one declaration.
+                vec![Violation::new(
+                    "",
+                    Rule::Relation {
+                        id: "subagent-event",
+                        message: err.to_string(),
+                    },
+                )]
+            } else {
+                violations
+            }
+        })
+    }
+
+    /// Whether the event passes the event guard ([`is_subagent_event`]).
+    pub fn is_valid(&self) -> bool {
+        is_subagent_event(&self.0)
+    }
+
+    /// The event's `type`.
+    pub fn event_type(&self) -> SubagentEventType {
+        self.0["type"]
+            .as_str()
+            .and_then(SubagentEventType::from_wire)
+            .unwrap_or(SubagentEventType::Snapshot)
+    }
+
+    /// The root session id (`sessionId`; empty if the emitter's was).
+    pub fn session_id(&self) -> &str {
+        self.0["sessionId"].as_str().unwrap_or_default()
+    }
+
+    /// The run id (`runId`).
+    pub fn run_id(&self) -> &str {
+        self.0["runId"].as_str().unwrap_or_default()
+    }
+
+    /// The payload: `snapshot`, `progress` or `update`, by `type`.
+    pub fn payload(&self) -> &Value {
+        let key = match self.event_type() {
+            SubagentEventType::Snapshot => "snapshot",
+            SubagentEventType::Progress => "progress",
+            SubagentEventType::Output => "update",
+        };
+        &self.0[key]
+    }
+
+    /// Builds an event in wire key order.
+    fn build(
+        session_id: &str,
+        run_id: &str,
+        kind: SubagentEventType,
+        payload: impl IntoIterator<Item = (&'static str, Value)>,
+    ) -> Self {
+        let mut m = Map::new();
+        m.insert("version".into(), Value::from(1u64));
+        m.insert("sessionId".into(), Value::from(session_id));
+        m.insert("runId".into(), Value::from(run_id));
+        m.insert("type".into(), Value::from(kind.as_str()));
+        for (k, v) in payload {
+            m.insert(k.into(), v);
+        }
+        Self(Value::Object(m))
+    }
+}
+
+impl fmt::Display for EmittedEvent {
+    /// The event as compact JSON text.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl From<EmittedEvent> for Value {
+    fn from(event: EmittedEvent) -> Self {
+        event.0
+    }
+}
+
+/// A typed event, serialized in wire key order.
+impl From<SubagentEvent> for EmittedEvent {
+    fn from(event: SubagentEvent) -> Self {
+        Self(to_json(&event))
+    }
+}
+
+impl PartialEq<Value> for EmittedEvent {
+    fn eq(&self, other: &Value) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<EmittedEvent> for Value {
+    fn eq(&self, other: &EmittedEvent) -> bool {
+        *self == other.0
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Sinks
@@ -94,21 +254,33 @@ pub trait EventSink: Send {
     type Error;
 
     /// Delivers one event.
-    fn send(
-        &mut self,
-        event: SubagentEvent,
-    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+    fn send(&mut self, event: EmittedEvent)
+    -> impl Future<Output = Result<(), Self::Error>> + Send;
 }
 
 /// Collects events in memory (for tests and replays).
-impl EventSink for Vec<SubagentEvent> {
+impl EventSink for Vec<EmittedEvent> {
     type Error = Infallible;
     fn send(
         &mut self,
-        event: SubagentEvent,
+        event: EmittedEvent,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         self.push(event);
         std::future::ready(Ok(()))
+    }
+}
+
+/// Collects typed events, for callers of the typed API: an event that is
+/// not a valid [`SubagentEvent`] is not pushed, and its violations are
+/// returned to the emitter's caller (the emitter's state change stays).
+impl EventSink for Vec<SubagentEvent> {
+    type Error = Vec<Violation>;
+    fn send(
+        &mut self,
+        event: EmittedEvent,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        let result = event.to_typed().map(|event| self.push(event));
+        std::future::ready(result)
     }
 }
 
@@ -117,14 +289,14 @@ impl<S: EventSink + ?Sized> EventSink for &mut S {
     type Error = S::Error;
     fn send(
         &mut self,
-        event: SubagentEvent,
+        event: EmittedEvent,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         (**self).send(event)
     }
 }
 
 /// A sink from a closure returning a future, such as
-/// `FnSink(|event| async move { tx.send(event).await })`.
+/// `FnSink(|event: EmittedEvent| async move { tx.send(event.into_value()).await })`.
 #[derive(Clone)]
 pub struct FnSink<F>(pub F);
 
@@ -136,20 +308,21 @@ impl<F> fmt::Debug for FnSink<F> {
 
 impl<F, Fut, E> EventSink for FnSink<F>
 where
-    F: FnMut(SubagentEvent) -> Fut + Send,
+    F: FnMut(EmittedEvent) -> Fut + Send,
     Fut: Future<Output = Result<(), E>> + Send,
 {
     type Error = E;
     fn send(
         &mut self,
-        event: SubagentEvent,
+        event: EmittedEvent,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         (self.0)(event)
     }
 }
 
 /// Sends each event as a `_<ns>/subagents/event` notification over an ACP
-/// connection (by default an agent's connection to its client).
+/// connection (by default an agent's connection to its client); the params
+/// are the event's JSON.
 ///
 /// Sending only queues the message on the connection, so it does not wait
 /// for the peer. Build it inside a handler or `connect_with` from the
@@ -158,12 +331,10 @@ where
 /// ```no_run
 /// use acp_extension_core::Namespace;
 /// use acp_extension_core::subagent_emitter::{AcpNotificationSink, SubagentEmitter};
-/// use acp_extension_core::wire::NonEmptyString;
 /// use agent_client_protocol::{Client, v1::ConnectionTo};
 ///
 /// fn emitter_for(cx: ConnectionTo<Client>, root_session: &str) -> SubagentEmitter<AcpNotificationSink> {
-///     let sink = AcpNotificationSink::new(cx, Namespace::Lody);
-///     SubagentEmitter::new(NonEmptyString::new(root_session).expect("session ids are not empty"), sink)
+///     SubagentEmitter::new(root_session, AcpNotificationSink::new(cx, Namespace::Lody))
 /// }
 /// ```
 pub struct AcpNotificationSink<C: Role = Client> {
@@ -199,11 +370,13 @@ impl<C: Role + HasPeer<C>> EventSink for AcpNotificationSink<C> {
     type Error = agent_client_protocol::Error;
     fn send(
         &mut self,
-        event: SubagentEvent,
+        event: EmittedEvent,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send {
-        let result = UntypedMessage::new(&self.method, &event)
-            .and_then(|message| self.cx.send_notification(message));
-        std::future::ready(result)
+        let message = UntypedMessage {
+            method: self.method.clone(),
+            params: event.into_value(),
+        };
+        std::future::ready(self.cx.send_notification(message))
     }
 }
 
@@ -213,15 +386,17 @@ impl<C: Role + HasPeer<C>> EventSink for AcpNotificationSink<C> {
 
 /// A change to a run's snapshot: keys to set and keys to remove, applied
 /// as a shallow merge (a nested object such as `reason` or `support` is
-/// replaced whole).
-///
-/// Every entry is validated when it is added, so applying a patch always
-/// yields a valid [`SubagentSnapshot`]: a contract key must hold a value of
-/// its type (`summary` a string, never `null`; `parentRunId` a string or
-/// `null`; …), and the required keys `state` and `support` cannot be
-/// removed. Keys the contract does not define may hold any value.
-/// Removing a key is the Rust spelling of the reference's
+/// replaced whole). Removing a key is the Rust spelling of the reference's
 /// `{reason: undefined}`.
+///
+/// The typed setters and the checked [`set`](Self::set) and
+/// [`remove`](Self::remove) keep a valid snapshot valid: a contract key must
+/// hold a value of its type (`summary` a string, never `null`;
+/// `parentRunId` a string or `null`; …), and the required keys `state` and
+/// `support` cannot be removed. Keys the contract does not define may hold
+/// any value. The `_unchecked` constructors and methods accept anything,
+/// like the reference (see
+/// [garbage in, garbage out](self#typed-and-untyped-input)).
 ///
 /// ```
 /// use acp_extension_core::subagent_emitter::SnapshotPatch;
@@ -235,6 +410,12 @@ impl<C: Role + HasPeer<C>> EventSink for AcpNotificationSink<C> {
 ///     .set("x-native-exit-code", json!(3))?;
 /// assert!(SnapshotPatch::new().set("summary", json!(null)).is_err());
 /// assert!(SnapshotPatch::new().remove("state").is_err());
+///
+/// // Unchecked, as the reference takes it.
+/// let raw = SnapshotPatch::new().set_unchecked("state", json!("bogus")).remove_unchecked("support");
+/// let mut snapshot = json!({"state": "running", "support": {}, "name": "W"});
+/// raw.apply(snapshot.as_object_mut().unwrap());
+/// assert_eq!(snapshot, json!({"state": "bogus", "name": "W"}));
 /// # Ok::<_, Vec<acp_extension_core::Violation>>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -249,8 +430,9 @@ impl SnapshotPatch {
         Self::default()
     }
 
-    /// Parses a JSON patch object: every key is set to its value. All
-    /// violations are reported, with pointers relative to the patch.
+    /// Parses a JSON patch object: every key is set to its value (`null`
+    /// sets `null`; JSON cannot express a removal). All violations are
+    /// reported, with pointers relative to the patch.
     pub fn from_value(value: Value) -> Result<Self, Vec<Violation>> {
         let Value::Object(map) = value else {
             return Err(vec![Violation::new("", Rule::type_of("an object", &value))]);
@@ -269,21 +451,35 @@ impl SnapshotPatch {
         if out.is_empty() { Ok(patch) } else { Err(out) }
     }
 
+    /// A patch setting every key of `map` to its value, without checks
+    /// (what [`SubagentEmitter::snapshot_value`] applies).
+    pub fn from_map_unchecked(map: Map) -> Self {
+        Self {
+            entries: map.into_iter().map(|(k, v)| (k, Some(v))).collect(),
+        }
+    }
+
     /// Sets `key` to `value`, after checking it against the contract type of
     /// that key.
-    pub fn set(mut self, key: impl Into<String>, value: Value) -> Result<Self, Vec<Violation>> {
+    pub fn set(self, key: impl Into<String>, value: Value) -> Result<Self, Vec<Violation>> {
         let key = key.into();
         let violations = validate_entry(&key, &value);
         if !violations.is_empty() {
             return Err(violations);
         }
-        self.entries.insert(key, Some(value));
-        Ok(self)
+        Ok(self.set_unchecked(key, value))
+    }
+
+    /// Sets `key` to `value`, without checks.
+    #[must_use]
+    pub fn set_unchecked(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.entries.insert(key.into(), Some(value));
+        self
     }
 
     /// Removes `key` from the snapshot; `state` and `support` are required
     /// and cannot be removed.
-    pub fn remove(mut self, key: impl Into<String>) -> Result<Self, Vec<Violation>> {
+    pub fn remove(self, key: impl Into<String>) -> Result<Self, Vec<Violation>> {
         let key = key.into();
         if matches!(key.as_str(), "state" | "support") {
             return Err(vec![Violation::new(
@@ -293,13 +489,19 @@ impl SnapshotPatch {
                 },
             )]);
         }
-        self.entries.insert(key, None);
-        Ok(self)
+        Ok(self.remove_unchecked(key))
     }
 
-    fn with(mut self, key: &str, value: Value) -> Self {
-        self.entries.insert(key.to_owned(), Some(value));
+    /// Removes `key` from the snapshot, whatever it is (the reference's
+    /// `{key: undefined}`; removing `state` ends the run).
+    #[must_use]
+    pub fn remove_unchecked(mut self, key: impl Into<String>) -> Self {
+        self.entries.insert(key.into(), None);
         self
+    }
+
+    fn with(self, key: &str, value: Value) -> Self {
+        self.set_unchecked(key, value)
     }
 
     /// Sets `state`.
@@ -379,29 +581,30 @@ impl SnapshotPatch {
         self.entries.is_empty()
     }
 
-    /// The snapshot `base` with this patch applied (a shallow merge).
-    pub fn apply(&self, base: &SubagentSnapshot) -> SubagentSnapshot {
-        let Value::Object(mut map) = to_json(base) else {
-            return base.clone();
-        };
+    /// The entries in insertion order: key and new value, or `None` for a
+    /// removal.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, Option<&Value>)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v.as_ref()))
+    }
+
+    /// Applies the patch to `snapshot` (a shallow merge): a key already
+    /// there keeps its position, a new key goes last.
+    pub fn apply(&self, snapshot: &mut Map) {
         for (key, entry) in &self.entries {
             match entry {
                 Some(v) => {
-                    map.insert(key.clone(), v.clone());
+                    snapshot.insert(key.clone(), v.clone());
                 }
                 None => {
-                    map.shift_remove(key);
+                    snapshot.shift_remove(key);
                 }
             }
         }
-        // Cannot fail: every entry was checked against its contract type and
-        // the required keys cannot be removed.
-        SubagentSnapshot::deserialize(&Value::Object(map)).unwrap_or_else(|_| base.clone())
     }
 }
 
 /// Serializes one of this crate's wire types, which cannot fail.
-fn to_json<T: serde::Serialize>(v: &T) -> Value {
+fn to_json<T: Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
@@ -420,14 +623,18 @@ fn validate_entry(key: &str, value: &Value) -> Vec<Violation> {
 }
 
 /// Native ids spread into an output event (`nativeTurnId`, `messageId`).
-/// They cannot overwrite envelope fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// They can set only these two keys, never envelope fields.
+///
+/// The contract wants strings (possibly empty); like the reference, the
+/// emitter does not check them, so a value set directly or read with
+/// [`from_value`](Self::from_value) is sent as it is.
+#[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct OutputIds {
-    /// The native turn the update belongs to.
-    pub native_turn_id: Option<String>,
-    /// The message the update belongs to.
-    pub message_id: Option<String>,
+    /// The native turn the update belongs to (`nativeTurnId`).
+    pub native_turn_id: Option<Value>,
+    /// The message the update belongs to (`messageId`).
+    pub message_id: Option<Value>,
 }
 
 impl OutputIds {
@@ -436,17 +643,27 @@ impl OutputIds {
         Self::default()
     }
 
+    /// The ids of a JSON object such as `{"nativeTurnId": "t-1"}`: its
+    /// `nativeTurnId` and `messageId`, as given (even `null`). Other keys,
+    /// and any value that is not an object, give no ids.
+    pub fn from_value(ids: &Value) -> Self {
+        Self {
+            native_turn_id: ids.get("nativeTurnId").cloned(),
+            message_id: ids.get("messageId").cloned(),
+        }
+    }
+
     /// Sets `nativeTurnId`.
     #[must_use]
     pub fn native_turn_id(mut self, id: impl Into<String>) -> Self {
-        self.native_turn_id = Some(id.into());
+        self.native_turn_id = Some(Value::from(id.into()));
         self
     }
 
     /// Sets `messageId`.
     #[must_use]
     pub fn message_id(mut self, id: impl Into<String>) -> Self {
-        self.message_id = Some(id.into());
+        self.message_id = Some(Value::from(id.into()));
         self
     }
 }
@@ -460,37 +677,70 @@ impl OutputIds {
 #[non_exhaustive]
 pub struct SubagentRun {
     /// The opaque run id of the current execution.
-    pub run_id: NonEmptyString,
-    /// The last snapshot sent for it.
-    pub snapshot: SubagentSnapshot,
+    pub run_id: String,
+    /// The last snapshot sent for it, as JSON: the start snapshot with every
+    /// patch since merged in. A JSON object unless an untyped start gave
+    /// something else.
+    pub snapshot: Value,
 }
 
 impl SubagentRun {
-    /// Whether the run is live (`pending` or `running`).
+    /// Whether the run is live: its snapshot's `state` is `"pending"` or
+    /// `"running"`.
     pub fn live(&self) -> bool {
-        self.snapshot.state.is_live()
+        is_live(&self.snapshot)
     }
+
+    /// The snapshot's `state`, if it is one of the contract's states.
+    pub fn state(&self) -> Option<SubagentState> {
+        self.snapshot["state"]
+            .as_str()
+            .and_then(SubagentState::from_wire)
+    }
+
+    /// Parses the snapshot, or returns every violation with its JSON pointer.
+    pub fn to_typed(&self) -> Result<SubagentSnapshot, Vec<Violation>> {
+        SubagentSnapshot::deserialize(&self.snapshot).map_err(|err| {
+            let violations = check::<SubagentSnapshot>(&self.snapshot);
+            if violations.is_empty() {
+                vec![Violation::new(
+                    "",
+                    Rule::Relation {
+                        id: "subagent-snapshot",
+                        message: err.to_string(),
+                    },
+                )]
+            } else {
+                violations
+            }
+        })
+    }
+}
+
+/// Whether a stored snapshot is live (the reference's strict comparison of
+/// `snapshot.state` with the two live states).
+fn is_live(snapshot: &Value) -> bool {
+    matches!(
+        snapshot.get("state").and_then(Value::as_str),
+        Some("pending" | "running")
+    )
 }
 
 type IdGenerator = Box<dyn FnMut() -> String + Send + Sync>;
 
-/// How many generated ids are tried before falling back to a random UUID.
-const MAX_ID_DRAWS: usize = 16;
-
 /// Emits the subagent events of one root ACP session (see the
 /// [module docs](self)).
 ///
-/// Run ids come from a generator, by default a random UUID v4. A generated
-/// id is never used when it is empty, equals a native id this emitter has
-/// seen, or equals a run id it already issued: another id is drawn (after
-/// 16 rejected draws, a random UUID is used). A native id that first
-/// appears *after* an equal run id was issued cannot be caught.
+/// Run ids come from a generator, called once per new run; by default it
+/// returns a random UUID v4, which never equals a native id or an earlier
+/// run id. A custom generator must keep that promise itself: its ids are
+/// used as returned (an empty id makes invalid events), as the reference
+/// does.
 pub struct SubagentEmitter<S: EventSink> {
-    session_id: NonEmptyString,
+    session_id: String,
     sink: S,
     new_id: IdGenerator,
     runs: IndexMap<String, SubagentRun>,
-    issued: std::collections::HashSet<String>,
 }
 
 impl<S: EventSink> fmt::Debug for SubagentEmitter<S> {
@@ -504,13 +754,16 @@ impl<S: EventSink> fmt::Debug for SubagentEmitter<S> {
 
 impl<S: EventSink> SubagentEmitter<S> {
     /// An emitter for root session `session_id`, delivering to `sink`.
-    pub fn new(session_id: NonEmptyString, sink: S) -> Self {
+    ///
+    /// The session id is copied into every event as given; the contract
+    /// needs it non-empty, but like the reference the emitter does not
+    /// check it.
+    pub fn new(session_id: impl AsRef<str>, sink: S) -> Self {
         Self {
-            session_id,
+            session_id: session_id.as_ref().to_owned(),
             sink,
             new_id: Box::new(|| uuid::Uuid::new_v4().to_string()),
             runs: IndexMap::new(),
-            issued: std::collections::HashSet::new(),
         }
     }
 
@@ -526,12 +779,18 @@ impl<S: EventSink> SubagentEmitter<S> {
 
     /// The root session id copied into every event.
     pub fn session_id(&self) -> &str {
-        self.session_id.as_str()
+        &self.session_id
     }
 
     /// The current record of `native_id`, if it was ever started.
     pub fn get(&self, native_id: &str) -> Option<&SubagentRun> {
         self.runs.get(native_id)
+    }
+
+    /// Every record, by native id, in the order native ids were first
+    /// started (the order [`disconnect`](Self::disconnect) uses).
+    pub fn runs(&self) -> impl Iterator<Item = (&str, &SubagentRun)> {
+        self.runs.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// Whether `native_id` has a live run.
@@ -565,11 +824,22 @@ impl<S: EventSink> SubagentEmitter<S> {
         native_id: impl Into<String>,
         snapshot: SubagentSnapshot,
     ) -> Result<(), S::Error> {
+        self.start_value(native_id, to_json(&snapshot)).await
+    }
+
+    /// Like [`start`](Self::start) with an unchecked snapshot, stored and
+    /// sent as given. The run is live only if its `state` is `"pending"` or
+    /// `"running"`.
+    pub async fn start_value(
+        &mut self,
+        native_id: impl Into<String>,
+        snapshot: Value,
+    ) -> Result<(), S::Error> {
         let native_id = native_id.into();
         if self.live(&native_id) {
             return Ok(());
         }
-        let run_id = self.draw_run_id(&native_id);
+        let run_id = (self.new_id)();
         self.runs.insert(
             native_id,
             SubagentRun {
@@ -577,7 +847,12 @@ impl<S: EventSink> SubagentEmitter<S> {
                 snapshot: snapshot.clone(),
             },
         );
-        self.emit(run_id, snapshot.into()).await
+        self.emit(
+            &run_id,
+            SubagentEventType::Snapshot,
+            [("snapshot", snapshot)],
+        )
+        .await
     }
 
     /// Applies `patch` to the live run of `native_id` and sends the full
@@ -590,9 +865,24 @@ impl<S: EventSink> SubagentEmitter<S> {
         let Some(run) = self.runs.get_mut(native_id).filter(|r| r.live()) else {
             return Ok(());
         };
-        run.snapshot = patch.apply(&run.snapshot);
+        if let Value::Object(map) = &mut run.snapshot {
+            patch.apply(map);
+        }
         let (run_id, snapshot) = (run.run_id.clone(), run.snapshot.clone());
-        self.emit(run_id, snapshot.into()).await
+        self.emit(
+            &run_id,
+            SubagentEventType::Snapshot,
+            [("snapshot", snapshot)],
+        )
+        .await
+    }
+
+    /// Like [`snapshot`](Self::snapshot) with an unchecked patch object:
+    /// every key is set to its value (`null` included). For removals, use
+    /// [`SnapshotPatch::remove_unchecked`].
+    pub async fn snapshot_value(&mut self, native_id: &str, patch: Map) -> Result<(), S::Error> {
+        self.snapshot(native_id, SnapshotPatch::from_map_unchecked(patch))
+            .await
     }
 
     /// Sends `progress` for the live run of `native_id`. Ignored when there
@@ -602,10 +892,25 @@ impl<S: EventSink> SubagentEmitter<S> {
         native_id: &str,
         progress: SubagentProgress,
     ) -> Result<(), S::Error> {
+        self.progress_value(native_id, to_json(&progress)).await
+    }
+
+    /// Like [`progress`](Self::progress) with an unchecked payload, sent as
+    /// given.
+    pub async fn progress_value(
+        &mut self,
+        native_id: &str,
+        progress: Value,
+    ) -> Result<(), S::Error> {
         let Some(run_id) = self.live_run_id(native_id) else {
             return Ok(());
         };
-        self.emit(run_id, progress.into()).await
+        self.emit(
+            &run_id,
+            SubagentEventType::Progress,
+            [("progress", progress)],
+        )
+        .await
     }
 
     /// Sends one output `update` for the live run of `native_id`, with the
@@ -617,40 +922,41 @@ impl<S: EventSink> SubagentEmitter<S> {
         update: SubagentOutput,
         ids: OutputIds,
     ) -> Result<(), S::Error> {
-        let Some(run_id) = self.live_run_id(native_id) else {
-            return Ok(());
-        };
-        let payload = SubagentOutputPayload {
-            update,
-            native_turn_id: ids.native_turn_id,
-            message_id: ids.message_id,
-        };
-        self.emit(run_id, payload.into()).await
+        self.output_value(native_id, to_json(&update), ids).await
     }
 
     /// Like [`output`](Self::output) for an untyped update (for example an
     /// ACP `session/update` from the native runtime, or an SDK
     /// `SessionUpdate` through `serde_json::to_value`).
     ///
-    /// An update that is not a valid [`SubagentOutput`] is not forwarded;
-    /// the run's snapshot is re-sent with `outputIncomplete: true` instead,
-    /// every time.
+    /// A valid update is sent as given. One that is not a valid
+    /// [`SubagentOutput`] is not forwarded; the run's snapshot is re-sent
+    /// with `outputIncomplete: true` instead, every time.
     pub async fn output_value(
         &mut self,
         native_id: &str,
         update: Value,
         ids: OutputIds,
     ) -> Result<(), S::Error> {
-        if !self.live(native_id) {
+        let Some(run_id) = self.live_run_id(native_id) else {
             return Ok(());
+        };
+        if !is_subagent_output(&update) {
+            return self
+                .snapshot(native_id, SnapshotPatch::new().output_incomplete())
+                .await;
         }
-        match SubagentOutput::deserialize(update) {
-            Ok(update) => self.output(native_id, update, ids).await,
-            Err(_) => {
-                self.snapshot(native_id, SnapshotPatch::new().output_incomplete())
-                    .await
-            }
-        }
+        let payload = [
+            Some(("update", update)),
+            ids.native_turn_id.map(|id| ("nativeTurnId", id)),
+            ids.message_id.map(|id| ("messageId", id)),
+        ];
+        self.emit(
+            &run_id,
+            SubagentEventType::Output,
+            payload.into_iter().flatten(),
+        )
+        .await
     }
 
     /// Marks every live run as lost: in the order native ids were first
@@ -662,57 +968,31 @@ impl<S: EventSink> SubagentEmitter<S> {
     /// If the sink fails, the error is returned at once and the remaining
     /// runs are left as they were.
     pub async fn disconnect(&mut self) -> Result<(), S::Error> {
-        let live: Vec<String> = self
-            .runs
-            .iter()
-            .filter(|(_, r)| r.live())
-            .map(|(k, _)| k.clone())
-            .collect();
+        let native_ids: Vec<String> = self.runs.keys().cloned().collect();
         let patch = SnapshotPatch::new()
             .state(SubagentState::Unknown)
             .output_incomplete()
             .reason(SubagentReason::new(SubagentReasonCode::Disconnected));
-        for native_id in live {
+        for native_id in native_ids {
             self.snapshot(&native_id, patch.clone()).await?;
         }
         Ok(())
     }
 
-    fn live_run_id(&self, native_id: &str) -> Option<NonEmptyString> {
+    fn live_run_id(&self, native_id: &str) -> Option<String> {
         self.runs
             .get(native_id)
             .filter(|r| r.live())
             .map(|r| r.run_id.clone())
     }
 
-    fn draw_run_id(&mut self, native_id: &str) -> NonEmptyString {
-        let mut draws = 0;
-        loop {
-            let candidate = if draws < MAX_ID_DRAWS {
-                (self.new_id)()
-            } else {
-                uuid::Uuid::new_v4().to_string()
-            };
-            draws += 1;
-            let reused = candidate == native_id
-                || self.runs.contains_key(&candidate)
-                || self.issued.contains(&candidate);
-            if reused {
-                continue;
-            }
-            if let Ok(id) = NonEmptyString::new(candidate) {
-                self.issued.insert(id.as_str().to_owned());
-                return id;
-            }
-        }
-    }
-
     async fn emit(
         &mut self,
-        run_id: NonEmptyString,
-        payload: SubagentEventPayload,
+        run_id: &str,
+        kind: SubagentEventType,
+        payload: impl IntoIterator<Item = (&'static str, Value)>,
     ) -> Result<(), S::Error> {
-        let event = SubagentEvent::new(self.session_id.clone(), run_id, payload);
+        let event = EmittedEvent::build(&self.session_id, run_id, kind, payload);
         self.sink.send(event).await
     }
 }
