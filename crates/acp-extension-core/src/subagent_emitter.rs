@@ -13,7 +13,7 @@
 //! ACP connection; [`FnSink`] wraps a closure; a `Vec<SubagentEvent>`
 //! collects them for tests.
 //!
-//! Rules (the contract's emitter, facts §13):
+//! Rules (the contract's emitter):
 //! - Only live runs (`pending`, `running`) accept snapshots, progress and
 //!   output; anything for an unknown or finished run is dropped silently.
 //! - `start` for a live run does nothing; for an unknown or finished one it
@@ -34,32 +34,74 @@
 //!
 //! # Example: an adapter forwarding native child sessions
 //!
+//! A runtime reports its child threads with its own events; the adapter maps
+//! each one to an emitter call. Inside an ACP agent the sink would be
+//! `AcpNotificationSink::new(cx, Namespace::Lody)`; here a `Vec` collects
+//! the events.
+//!
 //! ```
-//! use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch, SubagentEmitter};
+//! use acp_extension_core::subagent_emitter::{EventSink, OutputIds, SnapshotPatch, SubagentEmitter};
 //! use acp_extension_core::subagent_events::*;
 //! use acp_extension_core::wire::NonEmptyString;
-//! use serde_json::json;
+//! use serde_json::{Value, json};
+//!
+//! /// What the native runtime reports about its child threads.
+//! enum Native {
+//!     Spawned { thread: String, name: String },
+//!     Update { thread: String, turn: String, update: Value },
+//!     Finished { thread: String, ok: bool },
+//!     Lost,
+//! }
+//!
+//! async fn forward<S: EventSink>(emitter: &mut SubagentEmitter<S>, event: Native) -> Result<(), S::Error> {
+//!     match event {
+//!         Native::Spawned { thread, name } => {
+//!             let support = SubagentSupport::new(vec![SubagentStream::Text, SubagentStream::Tool], false, OutputRead::None, false);
+//!             let snapshot = SubagentSnapshot::new(SubagentState::Running, support).name(name);
+//!             emitter.start(thread, snapshot).await
+//!         }
+//!         // Raw ACP `session/update` payloads of the child; an invalid one is
+//!         // not forwarded and marks the run `outputIncomplete` instead.
+//!         Native::Update { thread, turn, update } => {
+//!             emitter.output_value(&thread, update, OutputIds::new().native_turn_id(turn)).await
+//!         }
+//!         Native::Finished { thread, ok } => {
+//!             let mut patch = SnapshotPatch::new().state(if ok { SubagentState::Completed } else { SubagentState::Failed });
+//!             if !ok {
+//!                 patch = patch.reason(SubagentReason::new(SubagentReasonCode::Error).message("exit 1"));
+//!             }
+//!             emitter.snapshot(&thread, patch).await
+//!         }
+//!         Native::Lost => emitter.disconnect().await,
+//!     }
+//! }
 //!
 //! # futures::executor::block_on(async {
-//! // In an agent, the sink is `AcpNotificationSink::new(cx, Namespace::Lody)`.
 //! let mut emitter = SubagentEmitter::new(NonEmptyString::new("root-session")?, Vec::new());
+//! let thread = || "thread-42".to_owned();
+//! for event in [
+//!     Native::Spawned { thread: thread(), name: "Explorer".into() },
+//!     Native::Update {
+//!         thread: thread(),
+//!         turn: "turn-1".into(),
+//!         update: json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Found it."}}),
+//!     },
+//!     Native::Update { thread: thread(), turn: "turn-1".into(), update: json!({"sessionUpdate": "usage_update"}) },
+//!     Native::Finished { thread: thread(), ok: true },
+//!     Native::Update { thread: thread(), turn: "turn-2".into(), update: json!({"late": true}) },
+//!     Native::Lost,
+//! ] {
+//!     forward(&mut emitter, event).await?;
+//! }
 //!
-//! // The native runtime spawned a child thread "thread-42".
-//! let support = SubagentSupport::new(vec![SubagentStream::Text, SubagentStream::Tool], true, OutputRead::None, false);
-//! let snapshot = SubagentSnapshot::new(SubagentState::Running, support).name("Explorer");
-//! emitter.start("thread-42", snapshot).await?;
-//!
-//! // Its messages arrive as raw ACP updates: forward them (invalid ones
-//! // become `outputIncomplete: true` on the snapshot instead).
-//! let chunk = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Found it."}});
-//! emitter.output_value("thread-42", chunk, OutputIds::new().native_turn_id("turn-1")).await?;
-//!
-//! // The child finished.
-//! emitter.snapshot("thread-42", SnapshotPatch::new().state(SubagentState::Completed).summary("Found the bug")).await?;
-//! assert!(!emitter.live("thread-42"));
-//!
+//! let run = emitter.get("thread-42").unwrap().clone();
+//! assert_eq!(run.snapshot.state, SubagentState::Completed);
 //! let events = emitter.into_sink();
-//! assert_eq!(events.len(), 3);
+//! let types: Vec<_> = events.iter().map(|e| e.event_type().as_str()).collect();
+//! // start, the chunk, the incomplete-output snapshot, the final snapshot;
+//! // late output and the disconnect touch only live runs.
+//! assert_eq!(types, ["snapshot", "output", "snapshot", "snapshot"]);
+//! assert!(events.iter().all(|e| e.run_id() == run.run_id.as_str()));
 //! assert!(events.iter().all(|e| is_subagent_event(&serde_json::to_value(e).unwrap())));
 //! # Ok::<_, Box<dyn std::error::Error>>(())
 //! # }).unwrap();
