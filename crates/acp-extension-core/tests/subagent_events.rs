@@ -528,6 +528,11 @@ fn output_edge_cases() {
     let chunk =
         |content: Value| json!({"sessionUpdate": "agent_message_chunk", "content": content});
     ok(text_chunk(""));
+    bad(
+        chunk(json!({"type": "text", "text": 5})),
+        "/update/content/text",
+        "type",
+    );
     ok(json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}}));
     bad(
         json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "x"}}),
