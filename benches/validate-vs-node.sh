@@ -10,7 +10,8 @@ runs=${RUNS:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-cargo build --release -q -p acp-ext -p acp-extension-core --example gen_subagent_events
+cargo build --release -q -p acp-ext --bin acp-ext
+cargo build --release -q -p acp-extension-core --example gen_subagent_events
 bin=target/release/acp-ext
 target/release/examples/gen_subagent_events "$lines" > "$work/events.jsonl"
 size=$(wc -c < "$work/events.jsonl")

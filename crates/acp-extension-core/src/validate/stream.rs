@@ -108,7 +108,7 @@ pub fn validate_stream<R: Read>(
         let cut = if eof {
             buf.len()
         } else {
-            match memrchr(b'\n', &buf) {
+            match memchr::memrchr(b'\n', &buf) {
                 Some(i) => i + 1,
                 None => {
                     // A line longer than the buffer: read on until it ends.
@@ -117,13 +117,16 @@ pub fn validate_stream<R: Read>(
                 }
             }
         };
-        let lines: Vec<(u64, &[u8])> = buf[..cut]
-            .split(|&b| b == b'\n')
-            .enumerate()
-            .map(|(i, l)| (line_no + i as u64 + 1, trim_cr(l)))
-            .filter(|(_, l)| !is_blank(l))
-            .collect();
-        line_no += buf[..cut].iter().filter(|&&b| b == b'\n').count() as u64;
+        let mut lines: Vec<(u64, &[u8])> = Vec::new();
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', &buf[..cut]).chain((cut > 0 && buf[cut - 1] != b'\n').then_some(cut)) {
+            line_no += 1;
+            let l = trim_cr(&buf[start..end]);
+            if !is_blank(l) {
+                lines.push((line_no, l));
+            }
+            start = end + 1;
+        }
         for (line, report) in validate_lines(kind, &lines, options.threads) {
             for report in report {
                 index += 1;
@@ -251,10 +254,6 @@ fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, block: usize) -> io::Result<b
         }
     }
     Ok(false)
-}
-
-fn memrchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().rposition(|&b| b == needle)
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
