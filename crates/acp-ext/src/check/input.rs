@@ -191,13 +191,16 @@ pub enum Item {
 /// Reads `reader` in `format`, calling `sink` for every message and input
 /// problem in order. Only I/O errors end reading early; malformed content
 /// becomes [`Item::Problem`]s.
-pub fn read<R: BufRead>(mut reader: R, format: Format, mut sink: impl FnMut(Item)) -> io::Result<()> {
+pub fn read<R: BufRead>(
+    mut reader: R,
+    format: Format,
+    mut sink: impl FnMut(Item),
+) -> io::Result<()> {
     let format = match format {
         Format::Auto => {
             // Look at the first line without losing it.
             let mut first = Vec::new();
-            let (consumed, too_long) =
-                read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
+            let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
             if too_long {
                 sink(too_large(1));
                 return read_lines(reader, Format::JsonRpc, 1, &mut sink);
@@ -262,7 +265,11 @@ fn is_jsonrpc(o: &Map<String, Value>) -> bool {
 
 /// Appends one line (without its `\n`) to `buf`, keeping at most `max`
 /// bytes; returns the bytes consumed and whether the line was longer.
-fn read_line_bounded<R: BufRead>(r: &mut R, buf: &mut Vec<u8>, max: usize) -> io::Result<(usize, bool)> {
+fn read_line_bounded<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(usize, bool)> {
     let mut consumed = 0;
     let mut too_long = false;
     loop {
@@ -372,7 +379,10 @@ fn tap_line(v: Value, line: u64, sink: &mut dyn FnMut(Item)) {
         sink(not_json(
             line,
             "/raw",
-            format!("the {} bytes on the wire were {shown:?}{more}", dir.as_str()),
+            format!(
+                "the {} bytes on the wire were {shown:?}{more}",
+                dir.as_str()
+            ),
         ));
     }
 }
@@ -387,8 +397,16 @@ fn trace_line(v: Value, line: u64, src: &str, sink: &mut dyn FnMut(Item)) {
     if o.get("protocol").and_then(Value::as_str) == Some("mcp") {
         return;
     }
-    let from = o.get("from").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let to = o.get("to").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let from = o
+        .get("from")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let to = o
+        .get("to")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let touches_agent = from == "Agent" || to == "Agent";
     let via_proxy = from.starts_with("Proxy") || to.starts_with("Proxy");
     if !touches_agent && via_proxy {
@@ -402,7 +420,11 @@ fn trace_line(v: Value, line: u64, src: &str, sink: &mut dyn FnMut(Item)) {
         Direction::Unknown
     };
     let id = o.remove("id");
-    let kind = o.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let kind = o
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let at = |k: &str| format!("{src}/{k}");
     let record = if kind == "response" {
         let payload = o.remove("payload").unwrap_or(Value::Null);
@@ -567,19 +589,16 @@ fn read_loose<R: BufRead>(reader: R, sink: &mut dyn FnMut(Item)) -> io::Result<(
         budget: MAX_VALUE_BYTES,
     };
     let mut errors = 0usize;
-    let mut first = true;
     while let Some(b) = rd.peek_non_ws()? {
         let line = rd.line;
-        if first && b == b'[' {
+        if b == b'[' {
             // A top-level array: stream its elements.
-            first = false;
             rd.consume_byte();
             if read_array(&mut rd, sink, &mut errors)? {
                 continue;
             }
             return Ok(());
         }
-        first = false;
         match parse_one(&mut rd)? {
             Parsed::Value(v) => classify(v, "", line, sink),
             Parsed::Syntax(e) => {
@@ -644,7 +663,10 @@ fn read_array<R: BufRead>(
                 sink(not_json(
                     line,
                     "",
-                    format!("expected `,` or `]` in the array, found {:?}", other as char),
+                    format!(
+                        "expected `,` or `]` in the array, found {:?}",
+                        other as char
+                    ),
                 ));
                 rd.resync()?;
                 return Ok(*errors < MAX_SYNTAX_ERRORS);
@@ -874,7 +896,13 @@ fn kind_message(kind: &str, payload: Value, line: u64, src: String, sink: &mut d
 }
 
 /// A bare payload, classified by its shape.
-fn payload_message(v: Value, line: u64, src: String, hint: Option<&str>, sink: &mut dyn FnMut(Item)) {
+fn payload_message(
+    v: Value,
+    line: u64,
+    src: String,
+    hint: Option<&str>,
+    sink: &mut dyn FnMut(Item),
+) {
     let Value::Object(o) = &v else {
         return classify(v, &src, line, sink);
     };
@@ -928,7 +956,10 @@ mod tests {
             detect(br#"{"type":"request","from":"Client","to":"Agent","id":1}"#),
             Format::Trace
         );
-        assert_eq!(detect(br#"{"jsonrpc":"2.0","method":"x"}"#), Format::JsonRpc);
+        assert_eq!(
+            detect(br#"{"jsonrpc":"2.0","method":"x"}"#),
+            Format::JsonRpc
+        );
         assert_eq!(detect(b"{"), Format::Loose);
         assert_eq!(detect(b"[1]"), Format::Loose);
         assert_eq!(detect(br#"{"kind":"x","payload":{}}"#), Format::Loose);
@@ -944,7 +975,7 @@ mod tests {
                 Item::Problem { line, .. } => line,
             })
             .collect();
-        assert_eq!(lines, [1, 5, 6]);
+        assert_eq!(lines, [1, 5, 7, 8]);
     }
 
     #[test]
@@ -964,7 +995,9 @@ mod tests {
     fn broken_values_resync_at_the_next_top_level_value() {
         let text = "{\"a\": tru}\n  junk\n{\"b\": 1}\n";
         let items = records(text, Format::Loose);
-        assert!(matches!(&items[0], Item::Problem { line: 1, finding } if finding.rule == "not-json"));
+        assert!(
+            matches!(&items[0], Item::Problem { line: 1, finding } if finding.rule == "not-json")
+        );
         assert!(matches!(&items[1], Item::Record(r) if r.line == 3));
         assert_eq!(items.len(), 2);
     }

@@ -52,8 +52,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use rules::RuleInfo;
+use state::{BoundedMap, COUNTERS, Run, ScopeState, Sessions, Totals, id_hash};
 pub use state::{Limits, TrackedState};
-use state::{BoundedMap, COUNTERS, Run, Sessions, Totals, id_hash};
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -260,6 +260,7 @@ pub struct Checker {
     client_traffic: bool,
     pending: BoundedMap<Pending>,
     sessions: Sessions,
+    scopes: BoundedMap<ScopeState>,
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -458,6 +459,8 @@ impl Checker {
     pub fn tracked_state(&self) -> TrackedState {
         let mut t = self.sessions.tracked();
         t.pending_requests = self.pending.len();
+        t.usage_scopes = self.scopes.len();
+        t.usage_models = self.scopes.values().map(|s| s.models.len()).sum();
         t
     }
 
@@ -538,7 +541,9 @@ impl Checker {
             self.on_call(dir, method, params, &mut out);
             self.common(params, "/params", ext, &mut out);
         } else if obj.contains_key("result") || obj.contains_key("error") {
-            let pending = obj.get("id").and_then(|id| self.take_pending(direction, id));
+            let pending = obj
+                .get("id")
+                .and_then(|id| self.take_pending(direction, id));
             let result = obj.get("result");
             let method: Option<String> = match pending {
                 Some(ref p) => Some(p.method.clone()),
@@ -688,6 +693,7 @@ impl Checker {
             "initialize" => {
                 self.agent = None;
                 self.sessions.clear();
+                self.scopes = BoundedMap::default();
                 let (key, caps) = capabilities_of(params, Side::Client);
                 let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Client);
                 advertisement_findings(&adv, &format!("/params/{key}"), out);
@@ -699,9 +705,7 @@ impl Checker {
             }
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
-                    let s = self
-                        .sessions
-                        .get_or_create(&sid, self.limits.sessions);
+                    let s = self.sessions.get_or_create(&sid, self.limits.sessions);
                     *s = Default::default();
                     s.started = true;
                 }
@@ -709,6 +713,7 @@ impl Checker {
             "session/close" | "session/delete" => {
                 if let Some(sid) = sid {
                     self.sessions.remove(&sid);
+                    self.scopes.remove(unscoped_key(&sid));
                 }
             }
             "session/prompt" => {
@@ -748,25 +753,24 @@ impl Checker {
                     self.note_native(sid, id, "/params/update/toolCallId", out);
                 }
             }
-            Some("session_info_update") => {
+            Some("session_info_update")
                 if update.get("title").is_some_and(Value::is_string)
                     && matches!(
                         self.support(Side::Agent, Feature::SessionTitle),
                         Support::Present(_)
-                    )
-                {
-                    let tagged = update
-                        .get("_meta")
-                        .and_then(Value::as_object)
-                        .and_then(|m| namespace::read_key(m, "titleSource"))
-                        .is_some();
-                    if !tagged {
-                        out.push(Finding::new(
-                            &rules::TITLE_WITHOUT_SOURCE,
-                            "/params/update/title",
-                            "a title without `_meta.<ns>.titleSource` from an agent that advertised `sessionTitle`; version 1 requires tagged titles",
-                        ));
-                    }
+                    ) =>
+            {
+                let tagged = update
+                    .get("_meta")
+                    .and_then(Value::as_object)
+                    .and_then(|m| namespace::read_key(m, "titleSource"))
+                    .is_some();
+                if !tagged {
+                    out.push(Finding::new(
+                        &rules::TITLE_WITHOUT_SOURCE,
+                        "/params/update/title",
+                        "a title without `_meta.<ns>.titleSource` from an agent that advertised `sessionTitle`; version 1 requires tagged titles",
+                    ));
                 }
             }
             _ => {}
@@ -930,7 +934,9 @@ impl Checker {
                         out.push(Finding::new(
                             &rules::FLAG_NOT_ADVERTISED,
                             at,
-                            format!("{what} is sent, but the agent's `subagents` lacks `{flag}: true`"),
+                            format!(
+                                "{what} is sent, but the agent's `subagents` lacks `{flag}: true`"
+                            ),
                         ));
                     }
                 }
@@ -949,7 +955,9 @@ impl Checker {
                     out.push(Finding::new(
                         &rules::BACKGROUND_TASK_COUNT,
                         "/params/backgroundTaskCount",
-                        format!("`backgroundTaskCount` is {n}; it counts tasks, a non-negative integer"),
+                        format!(
+                            "`backgroundTaskCount` is {n}; it counts tasks, a non-negative integer"
+                        ),
                     ));
                 }
             }
@@ -1039,8 +1047,7 @@ impl Checker {
                         format!("the first event of run {run:?} is a {kind_name} event; a run starts with a snapshot"),
                     ));
                 }
-                s.runs
-                    .insert(h, Run { terminal }, limits.runs_per_session);
+                s.runs.insert(h, Run { terminal }, limits.runs_per_session);
             }
             Some(r) if r.terminal => {
                 out.push(Finding::new(
@@ -1081,21 +1088,22 @@ impl Checker {
                 ),
             ));
         }
-        let key = scope.map(|(_, s)| id_hash(s));
+        // Scope ids are unique within an ACP session: scopes are per session.
+        let key = match scope {
+            Some((_, id)) => id_hash(&format!("{sid}\0{id}")),
+            None => unscoped_key(sid),
+        };
         let limits = self.limits;
         let session = self.sessions.get_or_create(sid, limits.sessions);
         let started = session.started;
         let u = &mut session.usage;
-        if !u.seen {
-            u.seen = true;
-            u.current = key;
-            u.baseline_zero = started;
-            u.has_previous = false;
-        } else if u.current != key {
-            let mut reentered = false;
-            if let (Some(k), Some((_, id))) = (key, scope)
-                && u.ended.contains(k)
-            {
+        let mut reentered = false;
+        let mut switched = false;
+        if let Some(current) = u.current
+            && current != key
+        {
+            switched = true;
+            if let (true, Some((_, id))) = (u.ended.contains(key), scope) {
                 reentered = true;
                 out.push(Finding::new(
                     &rules::USAGE_SCOPE_REENTERED,
@@ -1103,15 +1111,21 @@ impl Checker {
                     format!("usage scope {id:?} reappears after another scope began; a scope id is never reused"),
                 ));
             }
-            if let Some(c) = u.current {
-                u.ended.insert(c, limits.scopes_per_session);
-            }
-            u.current = key;
-            u.models.clear();
-            u.has_previous = false;
-            // A new scope is a new accounting lifetime, counted from zero.
-            u.baseline_zero = !reentered;
+            u.ended.insert(current, limits.scopes_per_session);
         }
+        u.current = Some(key);
+        if !self.scopes.contains(key) {
+            // A new scope is a new accounting lifetime, counted from zero,
+            // when the session's start or an earlier scope was seen.
+            let state = ScopeState {
+                baseline_zero: !reentered && (started || switched),
+                ..ScopeState::default()
+            };
+            self.scopes.insert(key, state, limits.usage_scopes);
+        }
+        let Some(u) = self.scopes.get_mut(key) else {
+            return;
+        };
         let Some(model_usage) = params.get("modelUsage").and_then(Value::as_object) else {
             return;
         };
@@ -1259,8 +1273,8 @@ impl Checker {
             if ext {
                 continue;
             }
-            epochs_in(section.map, &section.at, out);
             self.meta_fields(&section, sid.as_deref(), out);
+            epochs_in(section.map, &section.at, out);
         }
     }
 
@@ -1322,10 +1336,8 @@ impl Checker {
                 "titleSource" => {
                     self.need(Feature::SessionTitle, &what, &at, out);
                 }
-                "activity" => {
-                    if str_at(value, "kind") == Some("context_compaction") {
-                        self.need(Feature::Compaction, &what, &at, out);
-                    }
+                "activity" if str_at(value, "kind") == Some("context_compaction") => {
+                    self.need(Feature::Compaction, &what, &at, out);
                 }
                 "task" => {
                     self.task(value, &what, &at, out);
@@ -1371,11 +1383,18 @@ impl Checker {
                 out.push(Finding::new(
                     &rules::FLAG_NOT_ADVERTISED,
                     child(at, "kind"),
-                    format!("a {flag} task is reported, but the agent's `tasks` lacks `{flag}: true`"),
+                    format!(
+                        "a {flag} task is reported, but the agent's `tasks` lacks `{flag}: true`"
+                    ),
                 ));
             }
         }
     }
+}
+
+/// The key of a session's unscoped usage updates.
+fn unscoped_key(sid: &str) -> u64 {
+    id_hash(&format!("\0unscoped\0{sid}"))
 }
 
 /// The capabilities object of `side` in an initialize message and its key.

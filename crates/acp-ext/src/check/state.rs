@@ -24,7 +24,9 @@ pub struct Limits {
     pub steer_ids_per_session: usize,
     /// Finished usage scopes remembered per session.
     pub scopes_per_session: usize,
-    /// Models tracked in the current usage scope.
+    /// Usage scopes whose totals are tracked, over all sessions.
+    pub usage_scopes: usize,
+    /// Models tracked per usage scope.
     pub models_per_scope: usize,
     /// Requests awaiting a response.
     pub pending_requests: usize,
@@ -38,6 +40,7 @@ impl Default for Limits {
             native_ids_per_session: 4096,
             steer_ids_per_session: 256,
             scopes_per_session: 1024,
+            usage_scopes: 256,
             models_per_scope: 256,
             pending_requests: 1024,
         }
@@ -130,6 +133,10 @@ impl<V> BoundedMap<V> {
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.map.values()
+    }
 }
 
 /// The six usage counters, in contract order.
@@ -150,22 +157,24 @@ pub(crate) struct Totals {
     pub(crate) cost: Option<f64>,
 }
 
-/// Usage accounting state of one session: the current scope only, plus the
-/// hashes of the scopes that ended.
+/// Which usage scope a session is in, and the scopes that ended in it.
 #[derive(Debug, Default)]
 pub(crate) struct UsageState {
-    /// Whether any update was seen; then `current` is meaningful.
-    pub(crate) seen: bool,
-    /// The current scope's hash (`None`: unscoped updates).
+    /// The current scope's key (unscoped updates have a per-session key).
     pub(crate) current: Option<u64>,
-    /// Per-model totals of the current scope.
-    pub(crate) models: HashMap<String, Totals>,
-    /// Whether the current scope's first update is measured from zero.
-    pub(crate) baseline_zero: bool,
-    /// Whether an update of the current scope was seen.
-    pub(crate) has_previous: bool,
     /// Scopes that ended in this session.
     pub(crate) ended: BoundedSet,
+}
+
+/// The totals of one usage scope as last reported.
+#[derive(Debug, Default)]
+pub(crate) struct ScopeState {
+    /// Per-model cumulative totals.
+    pub(crate) models: HashMap<String, Totals>,
+    /// Whether the scope's first update is measured from zero.
+    pub(crate) baseline_zero: bool,
+    /// Whether an update of the scope was seen.
+    pub(crate) has_previous: bool,
 }
 
 /// One subagent run.
@@ -202,7 +211,9 @@ pub struct TrackedState {
     pub steer_ids: usize,
     /// Ended usage scopes, over all sessions.
     pub ended_scopes: usize,
-    /// Models of current usage scopes, over all sessions.
+    /// Usage scopes with totals.
+    pub usage_scopes: usize,
+    /// Models with totals, over all usage scopes.
     pub usage_models: usize,
     /// Requests awaiting a response.
     pub pending_requests: usize,
@@ -216,6 +227,7 @@ impl TrackedState {
             + self.native_ids
             + self.steer_ids
             + self.ended_scopes
+            + self.usage_scopes
             + self.usage_models
             + self.pending_requests
     }
@@ -272,7 +284,6 @@ impl Sessions {
             t.native_ids += s.native_ids.len();
             t.steer_ids += s.steer_ids.len();
             t.ended_scopes += s.usage.ended.len();
-            t.usage_models += s.usage.models.len();
         }
         t
     }
