@@ -1332,6 +1332,95 @@ fn claude_setup_negotiates_from_its_initialize_line() {
     assert_eq!(found[1].1.path, "/payload/update/_meta/lody/mcpApp");
 }
 
+#[test]
+fn adapter_deviations_listed_in_the_corpus_readme() {
+    // pi (older): usage without advertising it, cumulative totals in `usage`
+    // and no `modelUsage`; omp: advertises nothing, emits usage anyway.
+    let cumulative = |n: u64| {
+        note(
+            "_lody/session/usage_update",
+            json!({"sessionId": "s", "usage": row(n)}),
+        )
+    };
+    let findings = run(&with(
+        init(json!({}), json!({})),
+        vec![(A2C, cumulative(10)), (A2C, cumulative(25))],
+    ));
+    assert_eq!(rule_ids(&findings), ["not-advertised", "not-advertised"]);
+
+    // kimi, grok: extra `_meta.lody` keys outside the contract.
+    let extra = session_update(
+        "s",
+        json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Task",
+            "_meta": {"lody": {"turnOrigin": "user", "turnEnded": false, "subagentRunId": "r",
+                "subagentToolCallId": "t"}}}),
+    );
+    let findings = run(&[
+        (A2C, extra),
+        (
+            A2C,
+            ok(
+                0,
+                json!({"protocolVersion": 1, "agentCapabilities": {"_meta": {"lody": {"modelReasoningEfforts": {}}}}}),
+            ),
+        ),
+    ]);
+    let paths: Vec<&str> = of(&findings, &rules::UNKNOWN_META_KEY)
+        .iter()
+        .map(|f| f.path.clone().leak() as &str)
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/params/update/_meta/lody/turnOrigin",
+            "/params/update/_meta/lody/turnEnded",
+            "/params/update/_meta/lody/subagentRunId",
+            "/params/update/_meta/lody/subagentToolCallId",
+            "/result/agentCapabilities/_meta/lody/modelReasoningEfforts",
+        ]
+    );
+    assert_eq!(findings.len(), 5);
+
+    // devin: `elicitation` in the agent's capabilities.
+    let findings = run(&init(json!({"elicitation": {"version": 1}}), json!({})));
+    assert_eq!(rule_ids(&findings), ["wrong-side-capability"]);
+
+    // dsh, pi, kimi: fractional epoch seconds in goal, task and subagent timestamps.
+    let task = session_update(
+        "s",
+        json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Task",
+            "_meta": {"lody": {"task": {"version": 1, "taskId": "k", "kind": "subagent", "status": "in_progress",
+                "startedAtEpochSeconds": 1710000000.25}}}}),
+    );
+    let goal = goal_info(
+        json!({"objective": "o", "status": "active", "updatedAtEpochSeconds": 1710000000.5}),
+    );
+    let findings = run(&[(A2C, task), (A2C, goal)]);
+    assert_eq!(
+        rule_ids(&findings),
+        ["epoch-fractional", "epoch-fractional"]
+    );
+
+    // claude: integral rate-limit percentages are fine; codex: the legacy
+    // `_meta.codex.usageTurnId` is another vendor's namespace.
+    let rounded = note(
+        "_lody/rate_limits/update",
+        json!({"rateLimits": [{"limitId": "l", "scope": {"providerId": "anthropic"},
+            "windows": [{"usedPercent": 42, "windowDurationSeconds": 18000, "resetsAtEpochSeconds": 1710000000}]}]}),
+    );
+    let codex_usage = note(
+        "_lody/session/usage_update",
+        json!({"sessionId": "s", "usage": row(1), "_meta": {"codex": {"usageTurnId": "t1"}, "lody": {"usageScopeId": "t1"}}}),
+    );
+    assert_clean(&[(A2C, rounded), (A2C, codex_usage)]);
+}
+
+#[test]
+fn checkers_can_move_between_threads() {
+    fn send<T: Send + 'static>() {}
+    send::<Checker>();
+}
+
 // ---------------------------------------------------------------------------
 // Bounded state
 

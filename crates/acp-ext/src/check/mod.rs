@@ -705,9 +705,9 @@ impl Checker {
             }
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
-                    let s = self.sessions.get_or_create(&sid, self.limits.sessions);
-                    *s = Default::default();
-                    s.started = true;
+                    self.sessions
+                        .get_or_create(&sid, self.limits.sessions)
+                        .restart();
                 }
             }
             "session/close" | "session/delete" => {
@@ -975,9 +975,9 @@ impl Checker {
             }
             Some("session/new" | "session/fork") => {
                 if let Some(sid) = str_at(result, "sessionId") {
-                    let s = self.sessions.get_or_create(sid, self.limits.sessions);
-                    *s = Default::default();
-                    s.started = true;
+                    self.sessions
+                        .get_or_create(sid, self.limits.sessions)
+                        .restart();
                 }
             }
             Some(m) => match split_method(m).map(|(_, p)| p) {
@@ -1044,7 +1044,7 @@ impl Checker {
                     out.push(Finding::new(
                         &rules::SUBAGENT_FIRST_NOT_SNAPSHOT,
                         "/params/type",
-                        format!("the first event of run {run:?} is a {kind_name} event; a run starts with a snapshot"),
+                        format!("the first event of run {run:?} has type `{kind_name}`; a run starts with a snapshot"),
                     ));
                 }
                 s.runs.insert(h, Run { terminal }, limits.runs_per_session);
@@ -1053,7 +1053,7 @@ impl Checker {
                 out.push(Finding::new(
                     &rules::SUBAGENT_AFTER_TERMINAL,
                     "/params/type",
-                    format!("a {kind_name} event for run {run:?} after its terminal snapshot; a new execution needs a new run id"),
+                    format!("`{kind_name}` event for run {run:?} after its terminal snapshot; a new execution needs a new run id"),
                 ));
             }
             Some(r) => {

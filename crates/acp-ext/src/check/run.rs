@@ -116,11 +116,23 @@ pub fn check_reader<R: BufRead>(
     reader: R,
     format: Format,
     options: &Options,
+    on: impl FnMut(u64, Finding),
+) -> io::Result<()> {
+    check_ticking(reader, format, options, || {}, on)
+}
+
+/// [`check_reader`], calling `tick` before each message.
+fn check_ticking<R: BufRead>(
+    reader: R,
+    format: Format,
+    options: &Options,
+    mut tick: impl FnMut(),
     mut on: impl FnMut(u64, Finding),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
     input::read(reader, format, |item| match item {
         Item::Record(r) => {
+            tick();
             for mut f in
                 checker.message_with_method(r.direction, &r.message, r.request_method.as_deref())
             {
@@ -186,12 +198,12 @@ pub fn check_files(
             size,
             options.progress && size >= PROGRESS_MIN_BYTES,
         );
-        let result = check_reader(
+        let result = check_ticking(
             BufReader::with_capacity(1 << 16, tracked),
             options.format,
             options,
+            || progress.update(read.get()),
             |line, finding| {
-                progress.update(read.get());
                 if finding.severity < options.min_severity {
                     return;
                 }

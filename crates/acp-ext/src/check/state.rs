@@ -196,6 +196,19 @@ pub(crate) struct SessionState {
     pub(crate) last_used: u64,
 }
 
+impl SessionState {
+    /// Forgets everything about the session except its recency, and marks
+    /// its start as seen (`session/new`, `load`, `resume`, `fork`).
+    pub(crate) fn restart(&mut self) {
+        let last_used = self.last_used;
+        *self = SessionState {
+            started: true,
+            last_used,
+            ..SessionState::default()
+        };
+    }
+}
+
 /// Counts of what the checker currently remembers, to show that its state
 /// stays bounded on long streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
