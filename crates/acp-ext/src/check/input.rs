@@ -304,14 +304,14 @@ fn read_line_bounded<R: BufRead>(
 fn not_json(line: u64, path: &str, detail: impl fmt::Display) -> Item {
     Item::Problem {
         line,
-        finding: Finding::new(&rules::NOT_JSON, path, format!("not JSON: {detail}")),
+        finding: Finding::of(&rules::NOT_JSON, path, format!("not JSON: {detail}")),
     }
 }
 
 fn too_large(line: u64) -> Item {
     Item::Problem {
         line,
-        finding: Finding::new(
+        finding: Finding::of(
             &rules::INPUT_TOO_LARGE,
             "",
             format!(

@@ -363,19 +363,19 @@ fn epochs_in(obj: &Map<String, Value>, at: &str, out: &mut Vec<Finding>) {
                     && let Some(n) = x.as_f64()
                 {
                     if n > 1e11 {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::EPOCH_MILLISECONDS,
                             &here,
                             format!("`{k}` is {x}, which looks like milliseconds; the contract sends Unix epoch seconds"),
                         ));
                     } else if n.fract() != 0.0 {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::EPOCH_FRACTIONAL,
                             &here,
                             format!("`{k}` is {x}, a fractional number of seconds"),
                         ));
                     } else if n == 0.0 {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::EPOCH_ZERO,
                             &here,
                             format!("`{k}` is 0 (1970-01-01), a placeholder rather than a time"),
@@ -400,7 +400,7 @@ fn percents(snapshot: &Value, at: &str, out: &mut Vec<Finding>) {
             if let Some(p) = w.get("usedPercent").and_then(Value::as_f64)
                 && !(0.0..=100.0).contains(&p)
             {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::USED_PERCENT_RANGE,
                     format!("{at}/rateLimits/{i}/windows/{j}/usedPercent"),
                     format!("`usedPercent` is {p}; it must lie within 0..100"),
@@ -499,7 +499,7 @@ impl Checker {
     fn one(&mut self, direction: Direction, msg: &Value, hint: Option<&str>) -> Vec<Finding> {
         let mut out = Vec::new();
         let Some(obj) = msg.as_object() else {
-            out.push(Finding::new(
+            out.push(Finding::of(
                 &rules::NOT_A_MESSAGE,
                 "",
                 format!(
@@ -511,7 +511,7 @@ impl Checker {
         };
         if let Some(m) = obj.get("method") {
             let Some(method) = m.as_str() else {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::NOT_A_MESSAGE,
                     "/method",
                     "`method` must be a string",
@@ -569,7 +569,7 @@ impl Checker {
                 && let Err(e) = ExtensionResponse::parse(m, r)
             {
                 for v in e.violations {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::SHAPE,
                         format!("/result{}", v.pointer),
                         format!("{} ({})", v.message(), v.rule.id()),
@@ -581,7 +581,7 @@ impl Checker {
                 self.common(r, "/result", ext, &mut out);
             }
         } else {
-            out.push(Finding::new(
+            out.push(Finding::of(
                 &rules::NOT_A_MESSAGE,
                 "",
                 "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message",
@@ -621,7 +621,7 @@ impl Checker {
             } else {
                 v.message()
             };
-            out.push(Finding::new(rule, v.pointer, message));
+            out.push(Finding::of(rule, v.pointer, message));
         }
     }
 
@@ -669,7 +669,7 @@ impl Checker {
                     } else {
                         ""
                     };
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         rule,
                         at,
                         format!(
@@ -766,7 +766,7 @@ impl Checker {
                     .and_then(|m| namespace::read_key(m, "titleSource"))
                     .is_some();
                 if !tagged {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::TITLE_WITHOUT_SOURCE,
                         "/params/update/title",
                         "a title without `_meta.<ns>.titleSource` from an agent that advertised `sessionTitle`; version 1 requires tagged titles",
@@ -807,7 +807,7 @@ impl Checker {
                 } else {
                     "`elicitation: {version: 1, answerNotes: true}`"
                 };
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::ANSWER_NOTES_NOT_ADVERTISED,
                     format!(
                         "{}/_meta/{}/elicitation/noteFor",
@@ -850,7 +850,7 @@ impl Checker {
                     self.need(Feature::RateLimits, &what, at, out)
                     && c.query.is_none()
                 {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::FLAG_NOT_ADVERTISED,
                         at,
                         format!("{what} is sent, but the agent's `rateLimits` lacks `query: true`"),
@@ -862,7 +862,7 @@ impl Checker {
                     self.need(Feature::Steering, &what, at, out)
                     && c.transport != SteeringTransport::Request
                 {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::FLAG_NOT_ADVERTISED,
                         at,
                         format!(
@@ -889,7 +889,7 @@ impl Checker {
                         .get_mut(sid)
                         .is_some_and(|s| s.steer_ids.contains(id_hash(id)));
                     if !known {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::STEER_UNKNOWN_ID,
                             "/params/steerId",
                             format!(
@@ -908,7 +908,7 @@ impl Checker {
                         .as_ref()
                         .is_some_and(|a| a.iter().any(|x| x.as_str() == action));
                     if !listed {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::GOAL_ACTION_NOT_ADVERTISED,
                             "/params/action",
                             format!(
@@ -931,7 +931,7 @@ impl Checker {
                         _ => ("output", c.output.is_some()),
                     };
                     if !set {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::FLAG_NOT_ADVERTISED,
                             at,
                             format!(
@@ -952,7 +952,7 @@ impl Checker {
                 if let Some(n) = params.get("backgroundTaskCount").and_then(Value::as_f64)
                     && !(n >= 0.0 && n.fract() == 0.0)
                 {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::BACKGROUND_TASK_COUNT,
                         "/params/backgroundTaskCount",
                         format!(
@@ -997,7 +997,7 @@ impl Checker {
         let s = self.sessions.get_or_create(sid, self.limits.sessions);
         let h = id_hash(id);
         if s.runs.contains(h) && !s.native_ids.contains(h) {
-            out.push(Finding::new(
+            out.push(Finding::of(
                 &rules::SUBAGENT_RUN_ID_NATIVE,
                 at,
                 format!("native id {id:?} equals the run id of a subagent run in this session; run ids never reuse native ids"),
@@ -1029,7 +1029,7 @@ impl Checker {
         }
         let h = id_hash(run);
         if s.native_ids.contains(h) {
-            out.push(Finding::new(
+            out.push(Finding::of(
                 &rules::SUBAGENT_RUN_ID_NATIVE,
                 "/params/runId",
                 format!("run id {run:?} equals a native id seen in session {sid:?}; run ids are opaque and never reuse native ids"),
@@ -1041,7 +1041,7 @@ impl Checker {
         match s.runs.get_mut(h) {
             None => {
                 if kind != Some("snapshot") {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::SUBAGENT_FIRST_NOT_SNAPSHOT,
                         "/params/type",
                         format!("the first event of run {run:?} has type `{kind_name}`; a run starts with a snapshot"),
@@ -1050,7 +1050,7 @@ impl Checker {
                 s.runs.insert(h, Run { terminal }, limits.runs_per_session);
             }
             Some(r) if r.terminal => {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::SUBAGENT_AFTER_TERMINAL,
                     "/params/type",
                     format!("`{kind_name}` event for run {run:?} after its terminal snapshot; a new execution needs a new run id"),
@@ -1079,7 +1079,7 @@ impl Checker {
         if let Some((_, id)) = scope
             && utf16_len(id) > acp_extension_core::usage::MAX_USAGE_SCOPE_ID_LENGTH
         {
-            out.push(Finding::new(
+            out.push(Finding::of(
                 &rules::USAGE_SCOPE_ID_TOO_LONG,
                 &scope_at,
                 format!(
@@ -1105,7 +1105,7 @@ impl Checker {
             switched = true;
             if let (true, Some((_, id))) = (u.ended.contains(key), scope) {
                 reentered = true;
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::USAGE_SCOPE_REENTERED,
                     &scope_at,
                     format!("usage scope {id:?} reappears after another scope began; a scope id is never reused"),
@@ -1136,7 +1136,7 @@ impl Checker {
             };
             let at = child("/params/modelUsage", model);
             if let Some(i) = (0..COUNTERS.len()).find(|&i| cur.counters[i] < prev.counters[i]) {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::USAGE_TOTAL_DECREASED,
                     child(&at, COUNTERS[i]),
                     format!(
@@ -1148,7 +1148,7 @@ impl Checker {
                 && c < p
                 && cost_differs(c, p)
             {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::USAGE_TOTAL_DECREASED,
                     child(&at, "costUSD"),
                     format!("cumulative `costUSD` of {model:?} fell from {p} to {c} within one usage scope"),
@@ -1182,7 +1182,7 @@ impl Checker {
                     } else {
                         "/params/delta/modelUsage".to_owned()
                     };
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::USAGE_DELTA_MISMATCH,
                         path,
                         format!(
@@ -1209,7 +1209,7 @@ impl Checker {
                         _ => None,
                     };
                     if let Some(message) = problem {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::USAGE_DELTA_MISMATCH,
                             child(&at, "costUSD"),
                             message,
@@ -1224,7 +1224,7 @@ impl Checker {
                 if let Some(d) = totals_of(row)
                     && let Some(i) = (0..COUNTERS.len()).find(|&i| d.counters[i] != 0.0)
                 {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::USAGE_DELTA_MISMATCH,
                         child(&child("/params/delta/modelUsage", model), COUNTERS[i]),
                         format!(
@@ -1260,7 +1260,7 @@ impl Checker {
             }
             for key in section.map.keys() {
                 if !KNOWN_META_KEYS.contains(&key.as_str()) {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::UNKNOWN_META_KEY,
                         child(&section.at, key),
                         format!(
@@ -1291,7 +1291,7 @@ impl Checker {
                         self.need(Feature::Steering, &what, &at, out)
                         && c.transport != SteeringTransport::Prompt
                     {
-                        out.push(Finding::new(
+                        out.push(Finding::of(
                             &rules::FLAG_NOT_ADVERTISED,
                             &at,
                             format!(
@@ -1313,7 +1313,7 @@ impl Checker {
                             .as_ref()
                             .is_some_and(|a| a.iter().any(|x| x.as_str() == action));
                         if !listed {
-                            out.push(Finding::new(
+                            out.push(Finding::of(
                                 &rules::GOAL_ACTION_NOT_ADVERTISED,
                                 child(&at, "action"),
                                 format!("goal action `{action}` is sent in prompt metadata, but the agent's `goal.promptActions` does not list it"),
@@ -1364,7 +1364,7 @@ impl Checker {
                 let tasks = self.support(Side::Agent, Feature::Tasks);
                 let subagents = self.support(Side::Agent, Feature::Subagents);
                 if matches!(tasks, Support::Missing) && matches!(subagents, Support::Missing) {
-                    out.push(Finding::new(
+                    out.push(Finding::of(
                         &rules::NOT_ADVERTISED,
                         at,
                         format!("{what} is used, but the agent advertised neither `tasks` nor `subagents` in initialize"),
@@ -1380,7 +1380,7 @@ impl Checker {
                 c.scheduled.is_some()
             };
             if !set {
-                out.push(Finding::new(
+                out.push(Finding::of(
                     &rules::FLAG_NOT_ADVERTISED,
                     child(at, "kind"),
                     format!(
@@ -1414,7 +1414,7 @@ fn advertisement_findings(adv: &Advertisement, prefix: &str, out: &mut Vec<Findi
             // Reported by `shape` already.
             _ => continue,
         };
-        out.push(Finding::new(
+        out.push(Finding::of(
             rule,
             format!("{prefix}{}", p.pointer),
             p.message.clone(),

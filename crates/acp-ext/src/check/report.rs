@@ -6,7 +6,7 @@
 //! use acp_ext::check::{rules, Finding};
 //! use acp_ext::output::Style;
 //!
-//! let found = Located::new("t.jsonl", 3, Finding::new(&rules::EPOCH_ZERO, "/params/x", "zero"));
+//! let found = Located::new("t.jsonl", 3, Finding::of(&rules::EPOCH_ZERO, "/params/x", "zero"));
 //! let mut json = Vec::new();
 //! write_json(&mut json, &found)?;
 //! assert_eq!(
