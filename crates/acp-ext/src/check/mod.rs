@@ -215,14 +215,24 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding of `rule` (its id and severity) at `path`.
-    pub fn new(rule: &RuleInfo, path: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A finding of `rule` at `path`.
+    pub fn new(
+        rule: &'static str,
+        severity: Severity,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
-            rule: rule.id,
-            severity: rule.severity,
+            rule,
+            severity,
             path: path.into(),
             message: message.into(),
         }
+    }
+
+    /// A finding of a rule of the table (its id and severity) at `path`.
+    pub fn of(rule: &RuleInfo, path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::new(rule.id, rule.severity, path, message)
     }
 }
 
