@@ -5,4 +5,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod demo;
 pub mod output;
+pub mod probe;
+pub mod serve;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use acp_ext::check::{self, Severity, input::Format};
 use acp_ext::output::Style;
-use acp_extension_core::namespace::Namespace;
+use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
 use clap::{Parser, Subcommand};
 
@@ -63,10 +63,45 @@ enum Command {
         /// Files to read; `-` or none reads standard input.
         files: Vec<PathBuf>,
     },
+    /// Probe the embedded reference agent with every scripted command (the default).
+    Demo,
+    /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
+    Probe {
+        /// Print one JSON report.
+        #[arg(long)]
+        json: bool,
+        /// Namespaces of the client's extension advertisement.
+        #[arg(long, default_value = "both", value_parser = parse_namespace_set)]
+        namespace: NamespaceSet,
+        /// Open a session (`session/new` in a temporary directory).
+        #[arg(long)]
+        session: bool,
+        /// Run a prompt in the session (repeatable; implies --session).
+        #[arg(long = "prompt", value_name = "TEXT")]
+        prompts: Vec<String>,
+        /// Timeout of every request, in seconds.
+        #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+        timeout: f64,
+        /// Capture the agent's stderr instead of passing it through.
+        #[arg(long)]
+        quiet: bool,
+        /// The agent command and its arguments.
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        command: Vec<String>,
+    },
     /// Usage accounting tools.
     Usage {
         #[command(subcommand)]
         command: UsageCommand,
+    },
+    /// Run the reference ACP agent over stdio (see SERVE.md).
+    Serve {
+        /// Namespaces to advertise: ua, lody or both.
+        #[arg(long, default_value = "both")]
+        namespace: acp_ext::serve::ServeNamespace,
+        /// Advertise only these features (comma-separated capability keys).
+        #[arg(long, value_name = "FEATURE,...", value_delimiter = ',', value_parser = acp_ext::serve::parse_feature)]
+        only: Option<Vec<String>>,
     },
 }
 
@@ -97,6 +132,10 @@ fn parse_severity(s: &str) -> Result<Severity, String> {
     s.parse::<Severity>().map_err(|e| e.to_string())
 }
 
+fn parse_namespace_set(s: &str) -> Result<NamespaceSet, String> {
+    s.parse::<NamespaceSet>().map_err(|e| e.to_string())
+}
+
 fn parse_namespace(s: &str) -> Result<Namespace, String> {
     s.parse::<Namespace>().map_err(|e| e.to_string())
 }
@@ -113,11 +152,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        Cli::command().print_help()?;
-        return Ok(ExitCode::SUCCESS);
-    };
+    let command = cli.command.unwrap_or(Command::Demo);
     match command {
         Command::Validate {
             kind,
@@ -145,6 +180,54 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )?;
             Ok(ExitCode::from(summary.exit_code()))
         }
+        Command::Demo => {
+            let agent = acp_ext::demo::serve_command()?;
+            let mut out = io::stdout();
+            let report =
+                runtime()?.block_on(acp_ext::demo::run(agent, &mut out, Style::stdout()))?;
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Serve { namespace, only } => {
+            let mut options = acp_ext::serve::ServeOptions::new().namespace(namespace);
+            options.only = only;
+            runtime()?.block_on(acp_ext::serve::run_stdio(options))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Probe {
+            json,
+            namespace,
+            session,
+            prompts,
+            timeout,
+            quiet,
+            command,
+        } => {
+            let mut options = acp_ext::probe::ProbeOptions::default()
+                .namespace(namespace)
+                .session(session)
+                .quiet(quiet)
+                .timeout(std::time::Duration::from_secs_f64(timeout.max(0.001)));
+            for p in prompts {
+                options = options.prompt(p);
+            }
+            let report = runtime()?.block_on(acp_ext::probe::run(command, options))?;
+            let mut out = io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                report.print_human(&mut out, Style::stdout())?;
+            }
+            Ok(if report.has_errors() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Command::Usage {
             command:
                 UsageCommand::Fold {
@@ -154,6 +237,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => usage_fold(scope_id, namespace, file),
     }
+}
+
+fn runtime() -> io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
 }
 
 fn open(path: &PathBuf) -> anyhow::Result<Box<dyn Read>> {

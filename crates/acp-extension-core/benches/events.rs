@@ -15,7 +15,7 @@ fn mix(i: usize) -> u64 {
 pub fn event_line(i: usize) -> String {
     let r = mix(i);
     let run = format!("run-{}", r % 64);
-    let invalid = r % 10 == 0;
+    let invalid = r.is_multiple_of(10);
     let env = format!(r#""version":1,"sessionId":"sess-7f3a9c","runId":"{run}""#);
     match (r >> 8) % 20 {
         0..=9 => {

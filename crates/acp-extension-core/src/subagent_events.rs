@@ -410,6 +410,27 @@ crate::wire_union! {
     }
 }
 
+/// `From` conversions into a union whose variants wrap distinct types.
+macro_rules! union_from {
+    ($name:ident { $($var:ident($ty:ty)),* $(,)? }) => {
+        $(
+            impl From<$ty> for $name {
+                fn from(v: $ty) -> Self {
+                    Self::$var(v)
+                }
+            }
+        )*
+    };
+}
+
+union_from!(ContentBlock {
+    Text(TextContent),
+    Image(ImageContent),
+    Audio(AudioContent),
+    ResourceLink(ResourceLink),
+    Resource(EmbeddedResource),
+});
+
 /// The contents of an embedded resource (`resource` of a `resource` block).
 ///
 /// The contract needs a string `text` **or** a string `blob`; one valid
@@ -759,6 +780,7 @@ crate::wire_struct! {
 
 crate::wire_union! {
     /// Content produced by a tool call (ACP `ToolCallContent`), by `type`.
+    #[allow(clippy::large_enum_variant)] // like the SDK's type: content blocks are large
     pub enum ToolCallContent tag "type" {
         /// A content block.
         Content(Content) = "content",
@@ -768,6 +790,12 @@ crate::wire_union! {
         Diff(Diff) = "diff",
     }
 }
+
+union_from!(ToolCallContent {
+    Content(Content),
+    Terminal(Terminal),
+    Diff(Diff),
+});
 
 crate::wire_struct! {
     /// A new tool call (`sessionUpdate: "tool_call"`).
@@ -1009,13 +1037,16 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
     }
 }
 
+/// Entries of an object read before its tag key.
+type Buffered = Vec<(String, Value)>;
+
 /// Reads entries of `map` until `tag_key`, buffering the ones before it;
 /// returns the tag value, the buffered entries and the rest of the map.
 fn read_until_tag<'de, A: MapAccess<'de>>(
     mut map: A,
     tag_key: &'static str,
-) -> Result<(Key<'de>, Vec<(String, Value)>, A), A::Error> {
-    let mut buffered: Vec<(String, Value)> = Vec::new();
+) -> Result<(Key<'de>, Buffered, A), A::Error> {
+    let mut buffered = Buffered::new();
     loop {
         match map.next_key::<Key<'de>>()? {
             Some(k) if k.0 == tag_key => {
@@ -1033,7 +1064,7 @@ fn read_until_tag<'de, A: MapAccess<'de>>(
 
 /// Deserializes `T` from the entries buffered so far plus the rest of `map`.
 fn finish_variant<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    buffered: Vec<(String, Value)>,
+    buffered: Buffered,
     rest: A,
 ) -> Result<T, A::Error> {
     T::deserialize(de::value::MapAccessDeserializer::new(Replay {
@@ -1213,6 +1244,7 @@ impl SubagentOutputPayload {
 /// What a subagent event carries, selected by its `type`.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[allow(clippy::large_enum_variant)] // parsed in place; boxing costs an allocation per event
 pub enum SubagentEventPayload {
     /// `type: "snapshot"`.
     Snapshot(SubagentSnapshot),

@@ -38,7 +38,9 @@ pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// Serializes a finite `f64`, writing integral values without a fraction
 /// (`100`, not `100.0`) as JavaScript does.
 pub(crate) fn serialize_js_number<S: Serializer>(n: f64, s: S) -> Result<S::Ok, S::Error> {
-    if n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER {
+    // JavaScript prints every integral number below 1e21 without a fraction;
+    // those that fit 64 bits are written as integers here too.
+    if n.fract() == 0.0 && n.abs() < 9.0e18 {
         if n < 0.0 {
             s.serialize_i64(n as i64)
         } else {

@@ -1,0 +1,349 @@
+//! The probe's report: for people (tables) and machines (`--json`).
+
+use std::io::{self, Write};
+
+use acp_extension_core::capabilities::Feature;
+use acp_extension_core::negotiation::Advertisement;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::ProbeOptions;
+use crate::check::{Finding, Severity};
+use crate::output::Style;
+
+/// What the driver collected, turned into a [`Report`] at the end.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub initialize: Option<Value>,
+    pub advertisement: Option<Advertisement>,
+    pub session_id: Option<String>,
+    pub prompts: Vec<PromptResult>,
+    pub queries: Vec<QueryResult>,
+    pub errors: Vec<String>,
+    pub auth_required: Option<String>,
+}
+
+/// One row of the extension table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ExtensionRow {
+    /// The feature key, such as `usage`.
+    pub feature: String,
+    /// Namespace it was found under (`ua` or `lody`).
+    pub namespace: String,
+    /// The advertised `version`, as sent.
+    pub version: Value,
+    /// The other keys of the advertisement (its options).
+    pub options: Value,
+    /// Whether it is a valid version-1 advertisement.
+    pub valid: bool,
+    /// What is wrong with it.
+    pub problems: Vec<String>,
+}
+
+/// The outcome of one prompt.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PromptResult {
+    /// The prompt text.
+    pub prompt: String,
+    /// The turn's stop reason, when it ended normally.
+    pub stop_reason: Option<String>,
+    /// The error, when it did not.
+    pub error: Option<String>,
+    /// How long the turn took.
+    pub millis: u64,
+}
+
+/// The outcome of one query method the agent advertised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct QueryResult {
+    /// The method called.
+    pub method: String,
+    /// Whether it answered successfully.
+    pub ok: bool,
+    /// The error, if any.
+    pub error: Option<String>,
+}
+
+/// A finding with its severity, as reported.
+pub type ReportFinding = Finding;
+
+/// Everything the probe learned.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Report {
+    /// The agent command.
+    pub command: Vec<String>,
+    /// `agentInfo` from the initialize response.
+    pub agent_info: Option<Value>,
+    /// The negotiated protocol version.
+    pub protocol_version: Option<Value>,
+    /// The standard capabilities (without `_meta`).
+    pub standard_capabilities: Option<Value>,
+    /// Auth methods the agent offers.
+    pub auth_methods: Option<Value>,
+    /// The extension table.
+    pub extensions: Vec<ExtensionRow>,
+    /// The session opened, if any.
+    pub session_id: Option<String>,
+    /// Per-prompt results.
+    pub prompts: Vec<PromptResult>,
+    /// Query methods exercised.
+    pub queries: Vec<QueryResult>,
+    /// Every finding, from the advertisement and from the wire.
+    pub findings: Vec<Finding>,
+    /// The last lines of the agent's stderr (with `--quiet`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr_tail: Vec<String>,
+}
+
+impl Report {
+    pub(crate) fn build(
+        outcome: Outcome,
+        wire_findings: Vec<Finding>,
+        _options: &ProbeOptions,
+    ) -> Self {
+        let init = outcome.initialize.as_ref();
+        let mut standard = init.and_then(|i| i.get("agentCapabilities")).cloned();
+        if let Some(Value::Object(m)) = standard.as_mut() {
+            m.shift_remove("_meta");
+        }
+        let mut report = Report {
+            command: Vec::new(),
+            agent_info: init.and_then(|i| i.get("agentInfo")).cloned(),
+            protocol_version: init.and_then(|i| i.get("protocolVersion")).cloned(),
+            standard_capabilities: standard,
+            auth_methods: init.and_then(|i| i.get("authMethods")).cloned(),
+            extensions: Vec::new(),
+            session_id: outcome.session_id,
+            prompts: outcome.prompts,
+            queries: outcome.queries,
+            findings: Vec::new(),
+            stderr_tail: Vec::new(),
+        };
+        if let Some(ad) = &outcome.advertisement {
+            for f in &ad.features {
+                let mut options = f.raw.clone();
+                let version = options
+                    .as_object_mut()
+                    .and_then(|m| m.shift_remove("version"))
+                    .unwrap_or(Value::Null);
+                report.extensions.push(ExtensionRow {
+                    feature: f.feature.key().to_owned(),
+                    namespace: f.namespace.key().to_owned(),
+                    version,
+                    options,
+                    valid: f.is_valid(),
+                    problems: f.violations().iter().map(ToString::to_string).collect(),
+                });
+            }
+            for p in &ad.problems {
+                report.push_finding(
+                    Severity::Warning,
+                    "advertisement",
+                    &p.pointer,
+                    p.message.clone(),
+                );
+            }
+            for f in &ad.features {
+                for v in f.violations() {
+                    report.push_finding(
+                        Severity::Error,
+                        "advertisement-shape",
+                        &v.pointer,
+                        format!(
+                            "{} is advertised but not supported: {}",
+                            f.feature.key(),
+                            v.message()
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(msg) = outcome.auth_required {
+            report.push_finding(Severity::Warning, "auth-required", "", msg);
+        }
+        for e in outcome.errors {
+            report.push_finding(Severity::Error, "probe", "", e);
+        }
+        for p in &report.prompts.clone() {
+            if let Some(e) = &p.error {
+                report.push_finding(
+                    Severity::Error,
+                    "probe-prompt",
+                    "",
+                    format!("prompt {:?} failed: {e}", p.prompt),
+                );
+            }
+        }
+        for q in &report.queries.clone() {
+            if let Some(e) = &q.error {
+                report.push_finding(
+                    Severity::Error,
+                    "probe-query",
+                    "",
+                    format!("{} failed: {e}", q.method),
+                );
+            }
+        }
+        report.findings.extend(wire_findings);
+        report
+    }
+
+    /// Adds a finding.
+    pub fn push_finding(
+        &mut self,
+        severity: Severity,
+        rule: &'static str,
+        path: &str,
+        message: String,
+    ) {
+        self.findings
+            .push(Finding::new(rule, severity, path, message));
+    }
+
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.findings.iter().any(|f| f.severity == Severity::Error)
+    }
+
+    /// Prints the report for people.
+    pub fn print_human(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
+        let info = self.agent_info.as_ref();
+        let field = |k: &str| {
+            info.and_then(|i| i.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        writeln!(
+            out,
+            "{}",
+            style.bold(&format!(
+                "Agent: {} ({}) version {}",
+                field("name"),
+                field("title"),
+                field("version")
+            ))
+        )?;
+        writeln!(
+            out,
+            "Protocol version: {}",
+            self.protocol_version
+                .as_ref()
+                .map_or("?".into(), Value::to_string)
+        )?;
+        if let Some(std) = &self.standard_capabilities {
+            writeln!(out, "Standard capabilities: {std}")?;
+        }
+        if let Some(auth) = &self.auth_methods
+            && auth.as_array().is_some_and(|a| !a.is_empty())
+        {
+            writeln!(out, "Auth methods: {auth}")?;
+        }
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("Extensions"))?;
+        if self.extensions.is_empty() {
+            writeln!(out, "  (none advertised)")?;
+        } else {
+            let w = self
+                .extensions
+                .iter()
+                .map(|r| r.feature.len())
+                .max()
+                .unwrap_or(7)
+                .max(7);
+            writeln!(
+                out,
+                "  {:<w$}  {:<4}  {:<7}  options",
+                "feature", "ns", "version"
+            )?;
+            for r in &self.extensions {
+                let opts = match &r.options {
+                    Value::Object(m) if m.is_empty() => String::new(),
+                    v => v.to_string(),
+                };
+                let line = format!(
+                    "  {:<w$}  {:<4}  {:<7}  {}",
+                    r.feature,
+                    r.namespace,
+                    r.version.to_string(),
+                    opts
+                );
+                writeln!(out, "{}", if r.valid { line } else { style.bad(&line) })?;
+                for p in &r.problems {
+                    writeln!(out, "      {}", style.bad(p))?;
+                }
+            }
+            let missing: Vec<&str> = Feature::ALL
+                .iter()
+                .filter(|f| {
+                    f.side()
+                        .allows(acp_extension_core::negotiation::Side::Agent)
+                })
+                .map(|f| f.key())
+                .filter(|k| !self.extensions.iter().any(|r| r.feature == *k))
+                .collect();
+            if !missing.is_empty() {
+                writeln!(
+                    out,
+                    "  {}",
+                    style.dim(&format!("not advertised: {}", missing.join(", ")))
+                )?;
+            }
+        }
+        if let Some(s) = &self.session_id {
+            writeln!(out)?;
+            writeln!(out, "{} {s}", style.bold("Session:"))?;
+            for p in &self.prompts {
+                let how = match (&p.stop_reason, &p.error) {
+                    (Some(r), _) => style.ok(r),
+                    (None, Some(e)) => style.bad(e),
+                    _ => "?".into(),
+                };
+                writeln!(out, "  prompt {:?} → {how} ({} ms)", p.prompt, p.millis)?;
+            }
+            for q in &self.queries {
+                let how = if q.ok {
+                    style.ok("ok")
+                } else {
+                    style.bad(q.error.as_deref().unwrap_or("failed"))
+                };
+                writeln!(out, "  {} → {how}", q.method)?;
+            }
+        }
+        writeln!(out)?;
+        let count = |s: Severity| self.findings.iter().filter(|f| f.severity == s).count();
+        writeln!(
+            out,
+            "{}: {} errors, {} warnings, {} info",
+            style.bold("Findings"),
+            count(Severity::Error),
+            count(Severity::Warning),
+            count(Severity::Info)
+        )?;
+        for f in &self.findings {
+            let sev = match f.severity {
+                Severity::Error => style.bad("error"),
+                Severity::Warning => style.warn("warning"),
+                _ => style.dim("info"),
+            };
+            let at = if f.path.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", f.path)
+            };
+            writeln!(out, "  {sev} [{}]{at}: {}", f.rule, f.message)?;
+        }
+        for l in &self.stderr_tail {
+            writeln!(out, "  {}", style.dim(&format!("stderr: {l}")))?;
+        }
+        Ok(())
+    }
+}

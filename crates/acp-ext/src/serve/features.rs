@@ -1,0 +1,150 @@
+//! The extension features `serve` implements and their advertisement.
+
+use acp_extension_core::capabilities::{
+    ConfigPolicy, ExtensionCapabilities, Feature, GoalAction, GoalCapability, RateLimitsCapability,
+    SteeringCapability, SteeringTransport, SubagentCapability, TaskCapability, UpstreamTurn,
+    VersionOneCapability,
+};
+use acp_extension_core::wire::True;
+
+/// Every agent capability key `serve` implements, in advertisement order.
+/// `mcpApps` is not implemented and never advertised.
+pub const FEATURES: &[&str] = &[
+    "subagentEvents",
+    "sessionTitle",
+    "usage",
+    "rateLimits",
+    "forkAtTurn",
+    "steering",
+    "tasks",
+    "subagents",
+    "goal",
+    "compaction",
+    "sessionHistory",
+    "worktreeProject",
+    "sessionActivity",
+    "sessionConfig",
+];
+
+/// A `--only` entry that is not one of [`FEATURES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFeature(pub String);
+
+impl std::fmt::Display for UnknownFeature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "unknown or unimplemented feature {:?}; serve implements: {}",
+            self.0,
+            FEATURES.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFeature {}
+
+/// Parses one `--only` entry: a capability key of [`FEATURES`].
+pub fn parse_feature(key: &str) -> Result<String, UnknownFeature> {
+    let key = key.trim();
+    FEATURES
+        .iter()
+        .find(|f| **f == key)
+        .map(|f| (*f).to_owned())
+        .ok_or_else(|| UnknownFeature(key.to_owned()))
+}
+
+/// Parses a `--only` list (`usage,steering`; spaces and empty items ignored).
+pub fn parse_features(list: &str) -> Result<Vec<String>, UnknownFeature> {
+    let mut out = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let Some(known) = FEATURES.iter().find(|f| **f == item) else {
+            return Err(UnknownFeature(item.to_owned()));
+        };
+        if !out.iter().any(|f: &String| f == known) {
+            out.push((*known).to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// The set of features this agent advertises.
+#[derive(Debug, Clone)]
+pub(crate) struct Advertised(Vec<Feature>);
+
+impl Advertised {
+    pub(crate) fn new(only: Option<&[String]>) -> Result<Self, UnknownFeature> {
+        let implemented = || FEATURES.iter().filter_map(|k| Feature::from_key(k));
+        match only {
+            None => Ok(Self(implemented().collect())),
+            Some(list) => {
+                for item in list {
+                    if !FEATURES.contains(&item.as_str()) {
+                        return Err(UnknownFeature(item.clone()));
+                    }
+                }
+                // Keep the advertisement order stable.
+                Ok(Self(
+                    implemented()
+                        .filter(|f| list.iter().any(|k| k == f.key()))
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    /// Whether `feature` is advertised.
+    pub(crate) fn has(&self, feature: Feature) -> bool {
+        self.0.contains(&feature)
+    }
+
+    /// The extension capability object (the value of `_meta.<ns>`).
+    pub(crate) fn capabilities(&self) -> ExtensionCapabilities {
+        let mut caps = ExtensionCapabilities::new();
+        let v1 = VersionOneCapability::new;
+        for f in &self.0 {
+            caps = match f {
+                Feature::SubagentEvents => caps.subagent_events(v1()),
+                Feature::SessionTitle => caps.session_title(v1()),
+                Feature::Usage => caps.usage(v1()),
+                Feature::RateLimits => caps.rate_limits(RateLimitsCapability::new().query(True)),
+                Feature::ForkAtTurn => caps.fork_at_turn(v1()),
+                Feature::Steering => caps.steering(SteeringCapability::new(
+                    SteeringTransport::Request,
+                    UpstreamTurn::Same,
+                    ConfigPolicy::Active,
+                )),
+                Feature::Tasks => {
+                    caps.tasks(TaskCapability::new().background(True).scheduled(True))
+                }
+                Feature::Subagents => caps.subagents(
+                    SubagentCapability::new(True)
+                        .list(True)
+                        .cancel(True)
+                        .output(True),
+                ),
+                Feature::Goal => caps.goal(
+                    GoalCapability::new(vec![
+                        GoalAction::Set,
+                        GoalAction::Pause,
+                        GoalAction::Resume,
+                        GoalAction::Clear,
+                    ])
+                    .control_actions(vec![GoalAction::Pause, GoalAction::Clear])
+                    .prompt_actions(vec![
+                        GoalAction::Set,
+                        GoalAction::Pause,
+                        GoalAction::Resume,
+                        GoalAction::Clear,
+                    ]),
+                ),
+                Feature::Compaction => caps.compaction(v1()),
+                Feature::SessionHistory => caps.session_history(v1()),
+                Feature::WorktreeProject => caps.worktree_project(v1()),
+                Feature::SessionActivity => caps.session_activity(v1()),
+                Feature::SessionConfig => caps.session_config(v1()),
+                _ => caps,
+            };
+        }
+        caps
+    }
+}

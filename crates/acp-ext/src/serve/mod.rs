@@ -1,0 +1,230 @@
+//! `acp-ext serve`: the reference ACP agent (protocol v1) with every
+//! extension of the contract.
+//!
+//! The agent is modelled on an automation-only ACP server: one connection
+//! owns many sessions, each with its own prompt slot, cancel path, usage
+//! ledger and background work. It does not call a model; `session/prompt`
+//! follows a small script chosen by the prompt text (see `SERVE.md` for the
+//! table), deterministic for the same input sequence.
+//!
+//! Entry points:
+//! - [`run_stdio`]: serve one client over standard input/output until EOF.
+//! - [`run`]: serve one client over any SDK transport.
+//! - [`agent`]: the agent as an SDK component, to pass as a client's
+//!   transport in tests (`Client.v1().connect_with(serve::agent(opts), …)`).
+//!
+//! Namespaces: capabilities are advertised under the namespaces chosen with
+//! [`ServeOptions::namespace`] (both by default). Extension messages the
+//! agent sends use one namespace per connection: `ua` when the options say
+//! `ua`, `lody` when they say `lody`; with both, `ua` only if the client
+//! advertised its extensions under `_meta.ua` and not under `_meta.lody`,
+//! otherwise `lody` (what deployed clients read). Incoming extension
+//! methods are accepted in either spelling.
+//!
+//! Ids are counters per connection (`sess-1`, `turn-1`, `call-1`,
+//! `task-1`, `run-1`), so the same input sequence produces the same ids.
+//! The one exception is the usage scope id (`_meta.<ns>.usageScopeId`),
+//! which the contract requires never to be reused by a later accounting
+//! lifetime: it is a fresh UUID v4 per session lifetime. Timestamps are
+//! real epoch seconds.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use acp_ext::serve::{self, ServeOptions};
+//! serve::run_stdio(ServeOptions::new()).await
+//! # }
+//! ```
+
+mod cancel;
+mod dispatch;
+mod ext;
+mod features;
+mod ledger;
+mod params;
+mod script;
+mod sessions;
+mod state;
+mod time;
+mod wire;
+
+use std::sync::Arc;
+
+use acp_extension_core::namespace::NamespaceSet;
+use agent_client_protocol::{Agent, Client, ConnectTo};
+use tokio::sync::watch;
+
+pub use features::{FEATURES, UnknownFeature, parse_feature, parse_features};
+
+/// How to run the agent.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ServeOptions {
+    /// Namespaces the capabilities are advertised under (default: both).
+    pub namespace: ServeNamespace,
+    /// Advertise only these features (capability keys such as `usage`);
+    /// `None` advertises every feature the agent implements.
+    pub only: Option<Vec<String>>,
+    /// Counts the agent's running tasks (turns, background work); tests use
+    /// it to check that nothing outlives the connection.
+    pub task_monitor: TaskMonitor,
+}
+
+impl ServeOptions {
+    /// Every feature under both namespaces.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the advertised namespaces.
+    pub fn namespace(mut self, namespace: impl Into<ServeNamespace>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Advertises only `features` (capability keys; see [`FEATURES`]).
+    pub fn only<I, S>(mut self, features: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.only = Some(features.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Uses `monitor` to count the agent's tasks.
+    pub fn task_monitor(mut self, monitor: TaskMonitor) -> Self {
+        self.task_monitor = monitor;
+        self
+    }
+}
+
+/// The `--namespace` choice: `ua`, `lody` or `both` (default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ServeNamespace {
+    /// Advertise and send under `ua` only.
+    Ua,
+    /// Advertise and send under `lody` only.
+    Lody,
+    /// Advertise under both; send in the client's namespace (see the module docs).
+    #[default]
+    Both,
+}
+
+impl ServeNamespace {
+    /// The advertised namespaces.
+    pub fn set(self) -> NamespaceSet {
+        match self {
+            ServeNamespace::Ua => NamespaceSet::Ua,
+            ServeNamespace::Lody => NamespaceSet::Lody,
+            ServeNamespace::Both => NamespaceSet::Both,
+        }
+    }
+}
+
+impl std::str::FromStr for ServeNamespace {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ua" => Ok(ServeNamespace::Ua),
+            "lody" => Ok(ServeNamespace::Lody),
+            "both" => Ok(ServeNamespace::Both),
+            other => Err(format!(
+                "unknown namespace {other:?}: expected ua, lody or both"
+            )),
+        }
+    }
+}
+
+impl From<NamespaceSet> for ServeNamespace {
+    fn from(set: NamespaceSet) -> Self {
+        match set {
+            NamespaceSet::Ua => ServeNamespace::Ua,
+            NamespaceSet::Lody => ServeNamespace::Lody,
+            _ => ServeNamespace::Both,
+        }
+    }
+}
+
+/// Counts live agent tasks. Cloning shares the count.
+#[derive(Debug, Clone)]
+pub struct TaskMonitor(Arc<watch::Sender<usize>>);
+
+impl Default for TaskMonitor {
+    fn default() -> Self {
+        Self(Arc::new(watch::channel(0).0))
+    }
+}
+
+impl TaskMonitor {
+    /// A monitor with no tasks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many tasks are running now.
+    pub fn live(&self) -> usize {
+        *self.0.borrow()
+    }
+
+    /// Counts one task until the guard is dropped.
+    pub(crate) fn guard(&self) -> TaskGuard {
+        self.0.send_modify(|n| *n += 1);
+        TaskGuard(self.0.clone())
+    }
+
+    /// Waits until no task is running.
+    pub(crate) async fn idle(&self) {
+        let mut rx = self.0.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+}
+
+/// Decrements its [`TaskMonitor`] when dropped.
+#[derive(Debug)]
+pub(crate) struct TaskGuard(Arc<watch::Sender<usize>>);
+
+impl Drop for TaskGuard {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The agent as an SDK component: pass it as a client's transport, or call
+/// `connect_to` on it. Each call builds a fresh agent with its own state.
+///
+/// Fails when `options.only` names an unknown feature.
+pub fn agent(options: ServeOptions) -> anyhow::Result<impl ConnectTo<Client> + 'static> {
+    Ok(dispatch::builder(state::Shared::new(options)?))
+}
+
+/// Serves one client over `transport` until the connection ends; all work
+/// is cancelled and drained before this returns.
+///
+/// The connection ending is the normal way out, whether by EOF or by the
+/// peer going away mid-write (a broken pipe): both return `Ok`. The second
+/// is reported on stderr.
+pub async fn run(
+    options: ServeOptions,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> anyhow::Result<()> {
+    let shared = state::Shared::new(options)?;
+    let result = dispatch::builder(shared.clone())
+        .connect_to(transport)
+        .await;
+    // A transport that broke (rather than reaching EOF) skips the close
+    // callback: cancel whatever is left; the tasks themselves were dropped
+    // with the connection.
+    shared.abandon();
+    if let Err(e) = result {
+        // Handlers and tasks never fail the connection, so this is the
+        // transport: the client went away.
+        eprintln!("acp-ext serve: connection ended: {e}");
+    }
+    Ok(())
+}
+
+/// Serves one client over standard input and output until EOF.
+pub async fn run_stdio(options: ServeOptions) -> anyhow::Result<()> {
+    run(options, agent_client_protocol::Stdio::new()).await
+}

@@ -1,0 +1,355 @@
+//! Connection and session state.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use acp_extension_core::capabilities::Feature;
+use acp_extension_core::namespace::Namespace;
+use acp_extension_core::session::{
+    GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
+};
+use acp_extension_core::usage::SessionUsageAccumulator;
+use tokio::sync::mpsc;
+
+use super::cancel::Cancel;
+use super::features::Advertised;
+use super::ledger::Runs;
+use super::wire::{self, Cx, nn};
+use super::{ServeNamespace, ServeOptions, TaskGuard, TaskMonitor};
+
+/// The default model id of a session (overridable through `sessionConfig.modelId`).
+pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";
+
+/// The context window reported in `usage_update.size`.
+pub(crate) const CONTEXT_WINDOW: u64 = 200_000;
+
+/// State shared by the handlers and tasks of one connection.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) advertised: Advertised,
+    pub(crate) namespaces: ServeNamespace,
+    /// The caller's task count (may be shared between connections).
+    monitor: TaskMonitor,
+    /// This connection's own task count, drained on EOF.
+    tasks: TaskMonitor,
+    inner: Mutex<Inner>,
+}
+
+/// The mutable part, behind one lock. Never held across an await.
+#[derive(Debug, Default)]
+pub(crate) struct Inner {
+    pub(crate) initialized: bool,
+    pub(crate) closing: bool,
+    pub(crate) client: ClientSide,
+    pub(crate) counters: Counters,
+    pub(crate) sessions: HashMap<String, Session>,
+}
+
+/// What the client advertised, reduced to what the agent acts on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientSide {
+    /// The namespace of every extension message the agent sends.
+    pub(crate) ns: Namespace,
+    /// `subagentEvents` negotiated (both sides advertised it).
+    pub(crate) subagent_events: bool,
+    /// The client advertised `elicitation: {version: 1, answerNotes: true}`.
+    pub(crate) answer_notes: bool,
+    /// The client supports standard ACP form elicitation.
+    pub(crate) elicitation_form: bool,
+    /// The client supports boolean session config options.
+    pub(crate) boolean_config: bool,
+}
+
+impl Default for ClientSide {
+    fn default() -> Self {
+        Self {
+            ns: Namespace::Lody,
+            subagent_events: false,
+            answer_notes: false,
+            elicitation_form: false,
+            boolean_config: false,
+        }
+    }
+}
+
+/// Per-connection id counters: ids are deterministic for the same input.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    session: u64,
+    turn: u64,
+    call: u64,
+    task: u64,
+    /// Subagent run ids, shared with every session's emitter.
+    pub(crate) run_ids: Arc<AtomicU64>,
+    generation: u64,
+    /// Prompts accepted on this connection (drives the synthetic rate limits).
+    pub(crate) prompts: u64,
+}
+
+impl Counters {
+    pub(crate) fn session(&mut self) -> (u64, String) {
+        self.session += 1;
+        (self.session, format!("sess-{}", self.session))
+    }
+    pub(crate) fn turn(&mut self) -> String {
+        self.turn += 1;
+        format!("turn-{}", self.turn)
+    }
+    pub(crate) fn call(&mut self) -> String {
+        self.call += 1;
+        format!("call-{}", self.call)
+    }
+    pub(crate) fn task(&mut self) -> String {
+        self.task += 1;
+        format!("task-{}", self.task)
+    }
+    pub(crate) fn generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+}
+
+/// One completed turn, kept for `session/load`, history reads and forks.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnRecord {
+    pub(crate) turn_id: String,
+    pub(crate) user_text: String,
+    pub(crate) answer: String,
+}
+
+/// A goal (`/goal`, `goalControl`, `_<ns>/session/goal`).
+#[derive(Debug, Clone)]
+pub(crate) struct Goal {
+    pub(crate) objective: String,
+    pub(crate) status: GoalStatus,
+    pub(crate) iterations: u64,
+    pub(crate) last_reason: Option<String>,
+    pub(crate) created: u64,
+    pub(crate) updated: u64,
+    pub(crate) tokens_used: u64,
+}
+
+impl Goal {
+    /// The contract's GoalSnapshot.
+    pub(crate) fn snapshot(&self) -> GoalSnapshot {
+        let mut g = GoalSnapshot::new(self.objective.clone(), self.status)
+            .iterations(nn(self.iterations as f64))
+            .created_at_epoch_seconds(nn(self.created as f64))
+            .updated_at_epoch_seconds(nn(self.updated as f64))
+            .tokens_used(nn(self.tokens_used as f64));
+        if let Some(reason) = &self.last_reason {
+            g = g.last_reason(Some(reason.clone()));
+        }
+        g
+    }
+}
+
+/// One session known to this connection, open or closed.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) seq: u64,
+    pub(crate) cwd: PathBuf,
+    pub(crate) additional_directories: Vec<PathBuf>,
+    pub(crate) title: Option<String>,
+    pub(crate) updated_at: u64,
+    pub(crate) project: Option<PathBuf>,
+    pub(crate) model_id: String,
+    pub(crate) plan_mode: bool,
+    pub(crate) goal: Option<Goal>,
+    pub(crate) history: Vec<TurnRecord>,
+    /// Tokens in the (synthetic) context window.
+    pub(crate) context_used: u64,
+    /// The open lifetime; `None` once closed.
+    pub(crate) live: Option<Live>,
+}
+
+impl Session {
+    pub(crate) fn new(id: String, seq: u64, cwd: PathBuf) -> Self {
+        Self {
+            id,
+            seq,
+            cwd,
+            additional_directories: Vec::new(),
+            title: None,
+            updated_at: super::time::now(),
+            project: None,
+            model_id: DEFAULT_MODEL.to_owned(),
+            plan_mode: false,
+            goal: None,
+            history: Vec::new(),
+            context_used: 0,
+            live: None,
+        }
+    }
+}
+
+/// A steer waiting to be applied by the running turn.
+#[derive(Debug, Clone)]
+pub(crate) struct Steer {
+    pub(crate) steer_id: String,
+    pub(crate) text: String,
+}
+
+/// The prompt slot: at most one turn per session.
+#[derive(Debug)]
+pub(crate) struct TurnSlot {
+    pub(crate) turn_id: String,
+    pub(crate) cancel: Cancel,
+    pub(crate) steer: mpsc::UnboundedSender<Steer>,
+}
+
+/// Work that outlives the turn that started it (`/background`, `/schedule`).
+#[derive(Debug)]
+pub(crate) struct Background {
+    pub(crate) task_id: String,
+    pub(crate) tool_call_id: String,
+    pub(crate) kind: TaskKind,
+    pub(crate) description: String,
+    pub(crate) started: u64,
+    pub(crate) cancel: Cancel,
+}
+
+/// One open lifetime of a session: its accounting, runs and work.
+#[derive(Debug)]
+pub(crate) struct Live {
+    pub(crate) generation: u64,
+    /// One usage accumulator per lifetime (a fresh usage scope id each).
+    pub(crate) ledger: SessionUsageAccumulator,
+    /// The lifetime's total cost after the last usage update, if known.
+    pub(crate) total_cost: Option<f64>,
+    pub(crate) runs: Runs,
+    pub(crate) turn: Option<TurnSlot>,
+    pub(crate) background: BTreeMap<String, Background>,
+    /// Requests to the client the turn is waiting on (permission, elicitation).
+    pub(crate) waiting: usize,
+    /// The last activity level sent (`idle`/0 is assumed before any update).
+    pub(crate) activity: (SessionActivityState, usize),
+}
+
+impl Live {
+    pub(crate) fn new(
+        generation: u64,
+        session_id: &str,
+        ns: Namespace,
+        run_ids: Arc<AtomicU64>,
+    ) -> Self {
+        Self {
+            generation,
+            ledger: SessionUsageAccumulator::new().with_namespace(ns),
+            total_cost: None,
+            runs: Runs::new(session_id, run_ids),
+            turn: None,
+            background: BTreeMap::new(),
+            waiting: 0,
+            activity: (SessionActivityState::Idle, 0),
+        }
+    }
+
+    /// The current activity level.
+    pub(crate) fn level(&self) -> (SessionActivityState, usize) {
+        let state = match (&self.turn, self.waiting) {
+            (None, _) => SessionActivityState::Idle,
+            (Some(_), 0) => SessionActivityState::Running,
+            (Some(_), _) => SessionActivityState::RequiresAction,
+        };
+        (state, self.background.len())
+    }
+
+    /// Cancels the turn and every background task.
+    pub(crate) fn cancel_all(&mut self) {
+        if let Some(turn) = &self.turn {
+            turn.cancel.cancel();
+        }
+        for task in self.background.values() {
+            task.cancel.cancel();
+        }
+    }
+}
+
+impl Shared {
+    pub(crate) fn new(options: ServeOptions) -> anyhow::Result<Arc<Self>> {
+        let advertised = Advertised::new(options.only.as_deref())?;
+        Ok(Arc::new(Self {
+            advertised,
+            namespaces: options.namespace,
+            monitor: options.task_monitor,
+            tasks: TaskMonitor::new(),
+            inner: Mutex::new(Inner::default()),
+        }))
+    }
+
+    /// Locks the state (a poisoned lock is still usable: every update is
+    /// small and leaves the state consistent).
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one running task (turn or background job) until dropped.
+    pub(crate) fn task_guard(&self) -> (TaskGuard, TaskGuard) {
+        (self.tasks.guard(), self.monitor.guard())
+    }
+
+    /// Whether `feature` is advertised.
+    pub(crate) fn has(&self, feature: Feature) -> bool {
+        self.advertised.has(feature)
+    }
+
+    /// Sends `_<ns>/session/activity_update` if the session's level changed.
+    pub(crate) fn sync_activity(&self, cx: &Cx, ns: Namespace, session_id: &str, live: &mut Live) {
+        let level = live.level();
+        if level == live.activity {
+            return;
+        }
+        live.activity = level;
+        if self.has(Feature::SessionActivity) {
+            wire::notify(
+                cx,
+                ns,
+                SessionActivityUpdate::new(session_id, level.0, nn(level.1 as f64)),
+            );
+        }
+    }
+
+    /// EOF: refuse new work, mark live subagent runs disconnected, cancel
+    /// every turn and background task, and wait for them to settle.
+    pub(crate) async fn shutdown(&self, cx: &Cx) {
+        {
+            let mut inner = self.lock();
+            inner.closing = true;
+            let ns = inner.client.ns;
+            let events = inner.client.subagent_events;
+            let mut sessions: Vec<&mut Session> = inner.sessions.values_mut().collect();
+            sessions.sort_by_key(|s| s.seq);
+            for session in sessions {
+                if let Some(live) = &mut session.live {
+                    for event in live.runs.disconnect() {
+                        if events {
+                            wire::notify(cx, ns, event);
+                        }
+                    }
+                    live.cancel_all();
+                }
+            }
+        }
+        // Cancelled turns answer their prompts with `cancelled`; give them a
+        // bounded time to do so before the connection is dropped.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tasks.idle()).await;
+    }
+
+    /// The transport broke without EOF: cancel everything (the tasks are
+    /// dropped with the connection; nothing can be sent any more).
+    pub(crate) fn abandon(&self) {
+        let mut inner = self.lock();
+        inner.closing = true;
+        for session in inner.sessions.values_mut() {
+            if let Some(live) = &mut session.live {
+                live.runs.disconnect();
+                live.cancel_all();
+            }
+        }
+    }
+}
