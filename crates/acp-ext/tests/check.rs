@@ -701,6 +701,31 @@ fn subagent_run_id_native() {
     assert_eq!(rule_ids(&findings), ["subagent-run-id-native"]);
     assert_eq!(findings[0].path, "/params/update/_meta/lody/task/taskId");
 
+    // Task ids listed by `subagents/list` belong to the requested session.
+    let findings = run(&with(
+        init(
+            json!({"subagentEvents": {"version": 1}, "subagents": {"version": 1, "lifecycle": true, "list": true}}),
+            json!({"subagentEvents": {"version": 1}}),
+        ),
+        vec![
+            (A2C, snapshot("s", "task-3", "running")),
+            (
+                C2A,
+                req(12, "_lody/subagents/list", json!({"sessionId": "s"})),
+            ),
+            (
+                A2C,
+                ok(
+                    12,
+                    json!({"tasks": [{"taskId": "task-3", "description": "d", "status": "running",
+                    "startedAtEpochSeconds": 1710000000, "endedAtEpochSeconds": null}]}),
+                ),
+            ),
+        ],
+    ));
+    assert_eq!(rule_ids(&findings), ["subagent-run-id-native"]);
+    assert_eq!(findings[0].path, "/result/tasks/0/taskId");
+
     // A run id equal to its own parent tool call id.
     let mut own = snapshot("s", "toolu_2", "running");
     own["params"]["snapshot"]["parentToolCallId"] = json!("toolu_2");

@@ -243,6 +243,8 @@ const NULL: Value = Value::Null;
 struct Pending {
     direction: Direction,
     method: String,
+    /// The request's `sessionId`, to attribute its result.
+    session: Option<String>,
 }
 
 fn pending_key(direction: Direction, id: &Value) -> u64 {
@@ -543,6 +545,7 @@ impl Checker {
                     Pending {
                         direction: dir,
                         method: method.to_owned(),
+                        session: str_at(params, "sessionId").map(str::to_owned),
                     },
                     self.limits.pending_requests,
                 );
@@ -587,7 +590,8 @@ impl Checker {
                 }
             }
             if let Some(r) = result {
-                self.on_result(method.as_deref(), r, &mut out);
+                let sid = pending.as_ref().and_then(|p| p.session.as_deref());
+                self.on_result(method.as_deref(), sid, r, &mut out);
                 self.common(r, "/result", ext, &mut out);
             }
         } else {
@@ -975,7 +979,13 @@ impl Checker {
         }
     }
 
-    fn on_result(&mut self, method: Option<&str>, result: &Value, out: &mut Vec<Finding>) {
+    fn on_result(
+        &mut self,
+        method: Option<&str>,
+        sid: Option<&str>,
+        result: &Value,
+        out: &mut Vec<Finding>,
+    ) {
         match method {
             Some("initialize") => {
                 let (key, caps) = capabilities_of(result, Side::Agent);
@@ -993,8 +1003,20 @@ impl Checker {
             Some(m) => match split_method(m).map(|(_, p)| p) {
                 Some("rate_limits/get") => percents(result, "/result", out),
                 Some("subagents/list") => {
-                    // Task ids are native ids; the list is not session-tagged
-                    // in the result, so it cannot be attributed here.
+                    // Task ids are native ids of the requested session.
+                    let tasks = result.get("tasks").and_then(Value::as_array);
+                    if let (Some(sid), Some(tasks)) = (sid, tasks) {
+                        for (i, task) in tasks.iter().enumerate() {
+                            if let Some(id) = str_at(task, "taskId") {
+                                self.note_native(
+                                    sid,
+                                    id,
+                                    &format!("/result/tasks/{i}/taskId"),
+                                    out,
+                                );
+                            }
+                        }
+                    }
                 }
                 _ => {}
             },
