@@ -6,6 +6,7 @@ use std::io::{self, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use acp_ext::check::{self, Severity, input::Format};
 use acp_ext::output::Style;
 use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
@@ -46,6 +47,25 @@ enum Command {
     Schema {
         /// Kind name; `all` prints one document with every kind; none lists them.
         kind: Option<String>,
+    },
+    /// Lint transcripts and fixtures against the contract: shapes, negotiation,
+    /// subagent runs, usage accounting, timestamps (rules: see CHECK.md).
+    ///
+    /// Reads JSON-RPC lines, `tap --record` transcripts, SDK conductor traces
+    /// and loose fixtures (detected per file). Exit 0: no errors; 1: errors;
+    /// 2: a file could not be read.
+    Check {
+        /// One finding per line: {"file","line","rule","severity","path","message"}.
+        #[arg(long)]
+        json: bool,
+        /// Input format: auto, jsonrpc, tap, trace or loose.
+        #[arg(long, value_name = "F", default_value = "auto", value_parser = parse_format)]
+        format: Format,
+        /// Report only findings at least this severe: info, warning or error.
+        #[arg(long, value_name = "S", default_value = "info", value_parser = parse_severity)]
+        min_severity: Severity,
+        /// Files to read; `-` or none reads standard input.
+        files: Vec<PathBuf>,
     },
     /// Probe the embedded reference agent with every scripted command (the default).
     Demo,
@@ -108,6 +128,14 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse::<Kind>().map_err(|e| e.to_string())
 }
 
+fn parse_format(s: &str) -> Result<Format, String> {
+    s.parse::<Format>().map_err(|e| e.to_string())
+}
+
+fn parse_severity(s: &str) -> Result<Severity, String> {
+    s.parse::<Severity>().map_err(|e| e.to_string())
+}
+
 fn parse_namespace_set(s: &str) -> Result<NamespaceSet, String> {
     s.parse::<NamespaceSet>().map_err(|e| e.to_string())
 }
@@ -138,6 +166,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
         } => validate_files(kind, json, quiet, threads, &files),
         Command::Schema { kind } => schema(kind.as_deref()),
+        Command::Check {
+            json,
+            format,
+            min_severity,
+            files,
+        } => {
+            let options = check::run::Options::for_terminal()
+                .format(format)
+                .json(json)
+                .min_severity(min_severity);
+            let summary = check::run::check_files(
+                &files,
+                &options,
+                &mut io::stdout().lock(),
+                &mut io::stderr().lock(),
+            )?;
+            Ok(ExitCode::from(summary.exit_code()))
+        }
         Command::Demo => {
             let agent = acp_ext::demo::serve_command()?;
             let mut out = io::stdout();

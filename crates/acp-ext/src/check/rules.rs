@@ -1,0 +1,237 @@
+//! The rule table: every finding's id, severity and meaning.
+//!
+//! Ids are stable kebab-case strings (they appear in `--json` output and in
+//! the README's rule table); [`ALL`] lists every rule in table order.
+
+use super::Severity;
+
+/// One rule of the linter: its stable id, its severity and what it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct RuleInfo {
+    /// Stable kebab-case id, such as `usage-delta-mismatch`.
+    pub id: &'static str,
+    /// How bad a finding of this rule is.
+    pub severity: Severity,
+    /// What the rule checks, in one sentence (the README table's text).
+    pub summary: &'static str,
+}
+
+impl RuleInfo {
+    const fn new(id: &'static str, severity: Severity, summary: &'static str) -> Self {
+        Self {
+            id,
+            severity,
+            summary,
+        }
+    }
+
+    /// The rule with this id.
+    pub fn by_id(id: &str) -> Option<&'static RuleInfo> {
+        ALL.iter().find(|r| r.id == id)
+    }
+}
+
+use Severity::{Error, Info, Warning};
+
+/// Input: a line (or value) is not JSON at all (tap's `raw` records, broken
+/// lines, truncated files).
+pub const NOT_JSON: RuleInfo = RuleInfo::new(
+    "not-json",
+    Error,
+    "A line of the transcript (or bytes a peer wrote on the wire) is not JSON; ACP's stdio framing carries one JSON-RPC message per line.",
+);
+/// Input: a line longer than the reader accepts.
+pub const INPUT_TOO_LARGE: RuleInfo = RuleInfo::new(
+    "input-too-large",
+    Error,
+    "A single line or value is larger than the checker's limit (16 MiB); it is skipped so that memory stays bounded.",
+);
+/// A JSON value that is not a JSON-RPC request, notification or response.
+pub const NOT_A_MESSAGE: RuleInfo = RuleInfo::new(
+    "not-a-message",
+    Error,
+    "A value where a JSON-RPC message was expected is not an object with `method`, or with `id` and `result`/`error`.",
+);
+/// Shape: an extension payload or `_meta.<ns>` field breaks its type.
+pub const SHAPE: RuleInfo = RuleInfo::new(
+    "shape",
+    Error,
+    "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule).",
+);
+/// A `_ua/…` / `_lody/…` method that the contract does not define.
+pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(
+    "unknown-method",
+    Warning,
+    "A method in the contract's namespace (`_lody/…`, `_ua/…`) that the contract does not define: a typo or a newer contract version.",
+);
+/// Unknown keys under `_meta.<ns>` or in a capability advertisement.
+pub const UNKNOWN_META_KEY: RuleInfo = RuleInfo::new(
+    "unknown-meta-key",
+    Info,
+    "A key under `_meta.lody` / `_meta.ua` (on a message or in capabilities) that the contract does not define: contract drift or a private extension in the shared namespace.",
+);
+/// Negotiation: a feature used that the agent did not advertise.
+pub const NOT_ADVERTISED: RuleInfo = RuleInfo::new(
+    "not-advertised",
+    Error,
+    "An extension method or `_meta.<ns>` field is used although the peer that must advertise its capability did not (for example `_lody/session/usage_update` without `usage`). Judged only once the initialize exchange was seen.",
+);
+/// Negotiation: the feature is advertised, but not the option this use needs.
+pub const FLAG_NOT_ADVERTISED: RuleInfo = RuleInfo::new(
+    "flag-not-advertised",
+    Error,
+    "The capability is advertised but not the option this use needs: `rate_limits/get` without `rateLimits.query`, `subagents/list|cancel|output` without the matching flag, steering on a transport the agent did not advertise, background/scheduled tasks without the flag.",
+);
+/// Negotiation: a goal action on a transport that does not list it.
+pub const GOAL_ACTION_NOT_ADVERTISED: RuleInfo = RuleInfo::new(
+    "goal-action-not-advertised",
+    Error,
+    "A goal action sent on the `session/goal` request that is not in `goal.controlActions`, or in prompt `_meta.<ns>.goalControl` that is not in `goal.promptActions`.",
+);
+/// Negotiation: subagent events without both peers advertising them.
+pub const SUBAGENT_EVENTS_NOT_NEGOTIATED: RuleInfo = RuleInfo::new(
+    "subagent-events-not-negotiated",
+    Error,
+    "`subagents/event` sent although the agent or the client did not advertise `subagentEvents` (both must).",
+);
+/// Negotiation: answer notes sent to a client that cannot keep them.
+pub const ANSWER_NOTES_NOT_ADVERTISED: RuleInfo = RuleInfo::new(
+    "answer-notes-not-advertised",
+    Error,
+    "`elicitation/create` carries a `noteFor` property although the client did not advertise `elicitation: {version: 1, answerNotes: true}` and form elicitation.",
+);
+/// Negotiation: a capability advertised by the wrong peer.
+pub const WRONG_SIDE_CAPABILITY: RuleInfo = RuleInfo::new(
+    "wrong-side-capability",
+    Warning,
+    "A peer advertises a capability that belongs to the other side (for example `elicitation`, a client capability, in `agentCapabilities`); it is ignored.",
+);
+/// Subagent runs: the first event of a run must be a snapshot.
+pub const SUBAGENT_FIRST_NOT_SNAPSHOT: RuleInfo = RuleInfo::new(
+    "subagent-first-not-snapshot",
+    Error,
+    "The first event of a subagent run is a progress or output event; a run starts with a snapshot.",
+);
+/// Subagent runs: nothing after a terminal snapshot.
+pub const SUBAGENT_AFTER_TERMINAL: RuleInfo = RuleInfo::new(
+    "subagent-after-terminal",
+    Error,
+    "A subagent event for a run whose snapshot was already terminal (completed, failed, cancelled, unknown); a new execution needs a new run id.",
+);
+/// Subagent runs: run ids never reuse native ids.
+pub const SUBAGENT_RUN_ID_NATIVE: RuleInfo = RuleInfo::new(
+    "subagent-run-id-native",
+    Error,
+    "A subagent run id equals a native id seen in the same session (tool call, task, turn or parent tool call id); run ids are opaque and never reuse native ids.",
+);
+/// Usage: cumulative totals never decrease within a scope.
+pub const USAGE_TOTAL_DECREASED: RuleInfo = RuleInfo::new(
+    "usage-total-decreased",
+    Error,
+    "Within one `usageScopeId` (or an unscoped session), a model's cumulative `modelUsage` counter or known cost is lower than in the previous update.",
+);
+/// Usage: delta equals the change of the cumulative totals.
+pub const USAGE_DELTA_MISMATCH: RuleInfo = RuleInfo::new(
+    "usage-delta-mismatch",
+    Error,
+    "`delta.modelUsage` differs from the change of `modelUsage` since the previous update of the same scope (the first update of a scope is measured from zero), or carries a cost the total does not know.",
+);
+/// Usage: a finished scope is never re-entered.
+pub const USAGE_SCOPE_REENTERED: RuleInfo = RuleInfo::new(
+    "usage-scope-reentered",
+    Error,
+    "A `usageScopeId` reappears after another scope began in the same session; scope ids are never reused by a later accounting lifetime.",
+);
+/// Usage: scope ids are at most 256 characters.
+pub const USAGE_SCOPE_ID_TOO_LONG: RuleInfo = RuleInfo::new(
+    "usage-scope-id-too-long",
+    Error,
+    "A `usageScopeId` longer than 256 characters (UTF-16 code units).",
+);
+/// Time: epoch seconds that look like milliseconds.
+pub const EPOCH_MILLISECONDS: RuleInfo = RuleInfo::new(
+    "epoch-milliseconds",
+    Error,
+    "An `…EpochSeconds` value over 10^11 (year 5138): almost certainly milliseconds.",
+);
+/// Time: fractional epoch seconds.
+pub const EPOCH_FRACTIONAL: RuleInfo = RuleInfo::new(
+    "epoch-fractional",
+    Warning,
+    "An `…EpochSeconds` value with a fraction (typically milliseconds divided by 1000 without rounding); legal, but consumers may expect whole seconds.",
+);
+/// Time: epoch zero used as a placeholder.
+pub const EPOCH_ZERO: RuleInfo = RuleInfo::new(
+    "epoch-zero",
+    Warning,
+    "An `…EpochSeconds` value of 0 (1970-01-01): a placeholder rather than a time; omit the optional field instead.",
+);
+/// Rate limits: percentages within 0..100.
+pub const USED_PERCENT_RANGE: RuleInfo = RuleInfo::new(
+    "used-percent-range",
+    Error,
+    "A rate-limit window's `usedPercent` outside 0..100 (the contract normalizes it to an inclusive percentage).",
+);
+/// Titles: tagged titles when `sessionTitle` is advertised.
+pub const TITLE_WITHOUT_SOURCE: RuleInfo = RuleInfo::new(
+    "title-without-source",
+    Error,
+    "A `session_info_update` with a `title` but no `_meta.<ns>.titleSource` from an agent that advertised `sessionTitle` (version 1 requires tagged titles).",
+);
+/// Steering: applied steers were requested.
+pub const STEER_UNKNOWN_ID: RuleInfo = RuleInfo::new(
+    "steer-unknown-id",
+    Error,
+    "`session/steer_applied` names a steer id the client never sent (on `session/steer` or in prompt `_meta.<ns>.steer`). Judged only when the transcript has client traffic.",
+);
+/// Activity: background task counts are non-negative integers.
+pub const BACKGROUND_TASK_COUNT: RuleInfo = RuleInfo::new(
+    "background-task-count",
+    Error,
+    "`session/activity_update` `backgroundTaskCount` is not a non-negative integer.",
+);
+
+/// Every rule, in the order of the README's table.
+pub const ALL: &[RuleInfo] = &[
+    NOT_JSON,
+    INPUT_TOO_LARGE,
+    NOT_A_MESSAGE,
+    SHAPE,
+    UNKNOWN_METHOD,
+    UNKNOWN_META_KEY,
+    NOT_ADVERTISED,
+    FLAG_NOT_ADVERTISED,
+    GOAL_ACTION_NOT_ADVERTISED,
+    SUBAGENT_EVENTS_NOT_NEGOTIATED,
+    ANSWER_NOTES_NOT_ADVERTISED,
+    WRONG_SIDE_CAPABILITY,
+    SUBAGENT_FIRST_NOT_SNAPSHOT,
+    SUBAGENT_AFTER_TERMINAL,
+    SUBAGENT_RUN_ID_NATIVE,
+    USAGE_TOTAL_DECREASED,
+    USAGE_DELTA_MISMATCH,
+    USAGE_SCOPE_REENTERED,
+    USAGE_SCOPE_ID_TOO_LONG,
+    EPOCH_MILLISECONDS,
+    EPOCH_FRACTIONAL,
+    EPOCH_ZERO,
+    USED_PERCENT_RANGE,
+    TITLE_WITHOUT_SOURCE,
+    STEER_UNKNOWN_ID,
+    BACKGROUND_TASK_COUNT,
+];
+
+/// The rule table as Markdown (`| rule | severity | meaning |`), for the README.
+pub fn markdown_table() -> String {
+    let mut s = String::from("| rule | severity | meaning |\n|---|---|---|\n");
+    for r in ALL {
+        s.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            r.id,
+            r.severity.as_str(),
+            r.summary.replace('|', "\\|")
+        ));
+    }
+    s
+}
