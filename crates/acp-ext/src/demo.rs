@@ -238,7 +238,6 @@ pub async fn run(
     writeln!(out, "{}", style.dim(&format!("agent: {}", agent.join(" "))))?;
     writeln!(out)?;
     let printer = {
-        let style = style;
         std::thread::spawn(move || {
             let mut lines = Vec::new();
             let mut exercised = Exercised::default();

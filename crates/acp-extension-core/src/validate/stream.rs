@@ -119,7 +119,9 @@ pub fn validate_stream<R: Read>(
         };
         let mut lines: Vec<(u64, &[u8])> = Vec::new();
         let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', &buf[..cut]).chain((cut > 0 && buf[cut - 1] != b'\n').then_some(cut)) {
+        for end in memchr::memchr_iter(b'\n', &buf[..cut])
+            .chain((cut > 0 && buf[cut - 1] != b'\n').then_some(cut))
+        {
             line_no += 1;
             let l = trim_cr(&buf[start..end]);
             if !is_blank(l) {
