@@ -129,8 +129,8 @@ pub fn validate_stream<R: Read>(
             }
             start = end + 1;
         }
-        for (line, report) in validate_lines(kind, &lines, options.threads) {
-            for report in report {
+        for (line, reports) in validate_lines(kind, &lines, options.threads) {
+            for report in reports {
                 index += 1;
                 emit(StreamItem {
                     index,
@@ -150,7 +150,7 @@ pub fn validate_stream<R: Read>(
 
 /// Validates lines on up to `threads` threads; one or more reports per line
 /// (a line may hold several values one after another).
-fn validate_lines(kind: Kind, lines: &[(u64, &[u8])], threads: usize) -> Vec<(u64, Vec<Report>)> {
+fn validate_lines(kind: Kind, lines: &[(u64, &[u8])], threads: usize) -> Vec<(u64, LineReports)> {
     let one = |(line, bytes): &(u64, &[u8])| (*line, validate_line(kind, bytes));
     if threads <= 1 || lines.len() < 256 {
         return lines.iter().map(one).collect();
@@ -168,12 +168,28 @@ fn validate_lines(kind: Kind, lines: &[(u64, &[u8])], threads: usize) -> Vec<(u6
     })
 }
 
-fn validate_line(kind: Kind, bytes: &[u8]) -> Vec<Report> {
+/// The reports of one line: almost always one value, without allocating.
+enum LineReports {
+    One(std::iter::Once<Report>),
+    Many(std::vec::IntoIter<Report>),
+}
+
+impl Iterator for LineReports {
+    type Item = Report;
+    fn next(&mut self) -> Option<Report> {
+        match self {
+            LineReports::One(r) => r.next(),
+            LineReports::Many(r) => r.next(),
+        }
+    }
+}
+
+fn validate_line(kind: Kind, bytes: &[u8]) -> LineReports {
     let report = validate_slice(kind, bytes);
     let trailing = matches!(report.violations.as_slice(),
         [Violation { rule: Rule::Syntax(msg), .. }] if msg.starts_with("trailing characters"));
     if !trailing {
-        return vec![report];
+        return LineReports::One(std::iter::once(report));
     }
     // Several values on one line: report each.
     let mut out = Vec::new();
@@ -190,7 +206,7 @@ fn validate_line(kind: Kind, bytes: &[u8]) -> Vec<Report> {
             }
         }
     }
-    out
+    LineReports::Many(out.into_iter())
 }
 
 fn concatenated(kind: Kind, buf: &[u8], emit: &mut impl FnMut(StreamItem)) {
@@ -237,25 +253,11 @@ fn starts_multiline_value(buf: &[u8], eof: bool) -> bool {
     }
 }
 
+/// Appends up to `block` bytes; `true` at end of input. (`read_to_end`
+/// through `take` appends without zeroing the buffer first.)
 fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, block: usize) -> io::Result<bool> {
-    let start = buf.len();
-    buf.resize(start + block, 0);
-    let mut filled = start;
-    while filled < buf.len() {
-        match input.read(&mut buf[filled..]) {
-            Ok(0) => {
-                buf.truncate(filled);
-                return Ok(true);
-            }
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                buf.truncate(filled);
-                return Err(e);
-            }
-        }
-    }
-    Ok(false)
+    let n = input.by_ref().take(block as u64).read_to_end(buf)?;
+    Ok(n < block)
 }
 
 fn trim_cr(l: &[u8]) -> &[u8] {
