@@ -2,11 +2,13 @@
 //!
 //! A thin shell over library calls: argument parsing and printing only.
 
+use std::ffi::OsString;
 use std::io::{self, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use acp_ext::output::Style;
+use acp_ext::tap::{RecordFormat, TapOptions};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::validate::{self, Kind, StreamOptions};
 use clap::{Parser, Subcommand};
@@ -43,6 +45,31 @@ enum Command {
         /// Kind name; `all` prints one document with every kind; none lists them.
         kind: Option<String>,
     },
+    /// Sit between an ACP client and its agent: forward both ways byte for byte, record and
+    /// validate off the forwarding path. Configure the client to run
+    /// `acp-ext tap [OPTIONS] -- AGENT_COMMAND [ARGS…]` instead of the agent.
+    Tap {
+        /// Write the transcript (secrets redacted) to FILE.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+        /// Record format: `jsonl` ({"dir","t","msg"|"raw"} per line) or `conductor` (the ACP
+        /// SDK conductor's trace format, for its trace viewer).
+        #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = parse_format)]
+        format: RecordFormat,
+        /// Write findings to FILE as JSON lines instead of stderr.
+        #[arg(long, value_name = "FILE", conflicts_with = "no_validate")]
+        findings: Option<PathBuf>,
+        /// Do not validate.
+        #[arg(long)]
+        no_validate: bool,
+        /// At exit, print the counters (bytes, messages, validated, skipped…) as one JSON line
+        /// on stderr.
+        #[arg(long)]
+        stats: bool,
+        /// The agent command and its arguments (after `--`).
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        command: Vec<OsString>,
+    },
     /// Usage accounting tools.
     Usage {
         #[command(subcommand)]
@@ -67,6 +94,10 @@ enum UsageCommand {
 
 fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse::<Kind>().map_err(|e| e.to_string())
+}
+
+fn parse_format(s: &str) -> Result<RecordFormat, String> {
+    s.parse::<RecordFormat>().map_err(|e| e.to_string())
 }
 
 fn parse_namespace(s: &str) -> Result<Namespace, String> {
@@ -99,6 +130,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
         } => validate_files(kind, json, quiet, threads, &files),
         Command::Schema { kind } => schema(kind.as_deref()),
+        Command::Tap {
+            record,
+            format,
+            findings,
+            no_validate,
+            stats,
+            command,
+        } => Ok(tap(record, format, findings, no_validate, stats, command)),
         Command::Usage {
             command:
                 UsageCommand::Fold {
@@ -190,6 +229,58 @@ fn validate_files(
     } else {
         ExitCode::from(1)
     })
+}
+
+fn tap(
+    record: Option<PathBuf>,
+    format: RecordFormat,
+    findings: Option<PathBuf>,
+    no_validate: bool,
+    stats: bool,
+    command: Vec<OsString>,
+) -> ExitCode {
+    let mut options = TapOptions::new().validate(!no_validate);
+    if let Some(path) = record {
+        options = options.record(path, format);
+    }
+    if let Some(path) = findings {
+        options = options.findings(path);
+    }
+    let (program, args) = command.split_first().expect("clap requires the command");
+    let outcome = match acp_ext::tap::run(program, args, options) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("acp-ext tap: {e}");
+            // What a shell answers for a command it cannot find or run.
+            return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    if let Some(e) = &outcome.record_error {
+        eprintln!("acp-ext tap: recording stopped: {e}");
+    }
+    let s = &outcome.stats;
+    if s.dropped_anything() {
+        eprintln!(
+            "acp-ext tap: dropped off the forwarding path (forwarding was not affected): \
+             {} messages not validated, {} lines ({} bytes) neither recorded nor validated, \
+             {} oversized lines",
+            s.validation_skipped,
+            s.client_to_agent.unmonitored_lines + s.agent_to_client.unmonitored_lines,
+            s.client_to_agent.unmonitored_bytes + s.agent_to_client.unmonitored_bytes,
+            s.oversize_lines,
+        );
+    }
+    if stats {
+        eprintln!(
+            "acp-ext tap: stats {}",
+            serde_json::to_string(s).unwrap_or_default()
+        );
+    }
+    ExitCode::from((outcome.exit_code & 0xff) as u8)
 }
 
 fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {
