@@ -36,6 +36,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod forward;
 mod monitor;
 mod process;
 mod record;
@@ -44,7 +45,7 @@ mod redact;
 use std::ffi::OsStr;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc;
@@ -61,14 +62,13 @@ pub use redact::{REDACTED, Redactor};
 
 use crate::check::{Checker, Direction, Finding};
 use crate::output::Style;
+use forward::{PumpEnd, forward};
 use monitor::{ChunkSender, Limits, Monitor, Shared, ToMonitor};
 
 /// Checks one message; the default is [`Checker::message`] of a fresh
 /// [`Checker`] for the connection.
 pub type Validator = Box<dyn FnMut(Direction, &Value) -> Vec<Finding> + Send>;
 
-/// Read buffer of each forwarding thread.
-const BUF_SIZE: usize = 256 * 1024;
 /// How long the agent's remaining output is awaited after it exited (a
 /// grandchild may hold its stdout open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
@@ -387,6 +387,7 @@ where
         limits: options.limits,
         start,
         monitor_queued: Default::default(),
+        pool: Default::default(),
         validator_queued: Default::default(),
         validator_queued_bytes: Default::default(),
         recording: record.is_some(),
@@ -447,7 +448,7 @@ where
         thread::Builder::new()
             .name("tap-c2a".into())
             .spawn(move || {
-                let end = pump(client_in, agent_in, tap, &counters.bytes[0]);
+                let end = forward(client_in, agent_in, tap, &counters.bytes[0]);
                 if matches!(end, PumpEnd::WriteFailed) {
                     process::close_stdin();
                 }
@@ -462,7 +463,7 @@ where
         thread::Builder::new()
             .name("tap-a2c".into())
             .spawn(move || {
-                pump(agent_out, client_out, tap, &counters.bytes[1]);
+                forward(agent_out, client_out, tap, &counters.bytes[1]);
                 let _ = drained_tx.send(());
             })?;
     }
@@ -493,39 +494,4 @@ where
 
 fn create(path: &Path) -> io::Result<File> {
     File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
-}
-
-/// How a pump stopped.
-#[derive(Debug)]
-pub(crate) enum PumpEnd {
-    /// End of input (or a read error, treated the same).
-    Eof,
-    /// The output is closed.
-    WriteFailed,
-}
-
-/// Copies `from` to `to` as data arrives, offering each chunk to the monitor
-/// before writing it (so a request is queued before its answer can be).
-pub(crate) fn pump(
-    mut from: impl Read,
-    mut to: impl Write,
-    mut tap: Option<ChunkSender>,
-    bytes: &AtomicU64,
-) -> PumpEnd {
-    let mut buf = vec![0u8; BUF_SIZE];
-    loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => return PumpEnd::Eof,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return PumpEnd::Eof,
-        };
-        if let Some(tap) = &mut tap {
-            tap.offer(&buf[..n]);
-        }
-        if to.write_all(&buf[..n]).and_then(|()| to.flush()).is_err() {
-            return PumpEnd::WriteFailed;
-        }
-        bytes.fetch_add(n as u64, Relaxed);
-    }
 }

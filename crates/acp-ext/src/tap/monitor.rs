@@ -83,6 +83,9 @@ pub(crate) struct Shared {
     pub start: Instant,
     /// Bytes queued for the monitor.
     pub monitor_queued: AtomicUsize,
+    /// Chunk buffers the monitor is done with, for the pumps to reuse (fewer
+    /// page faults than fresh allocations freed on another thread).
+    pub pool: Mutex<Vec<Vec<u8>>>,
     /// Messages and bytes queued for the validator.
     pub validator_queued: AtomicUsize,
     pub validator_queued_bytes: AtomicUsize,
@@ -92,6 +95,30 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// An empty buffer with room for at least `n` bytes.
+    pub fn buffer(&self, n: usize) -> Vec<u8> {
+        let reused = self.pool.lock().ok().and_then(|mut p| p.pop());
+        match reused {
+            Some(mut b) => {
+                b.reserve(n);
+                b
+            }
+            None => Vec::with_capacity(n.max(64 * 1024)),
+        }
+    }
+
+    fn recycle(&self, mut b: Vec<u8>) {
+        if b.capacity() > (1 << 20) {
+            return;
+        }
+        b.clear();
+        if let Ok(mut p) = self.pool.lock()
+            && p.len() < 64
+        {
+            p.push(b);
+        }
+    }
+
     fn validator_busy(&self) -> bool {
         self.validator_queued.load(Relaxed) >= self.limits.validator_messages
             || self.validator_queued_bytes.load(Relaxed) >= self.limits.validator_bytes
@@ -119,39 +146,94 @@ impl ChunkSender {
     /// Hands a copy of forwarded bytes to the monitor, or drops it (and
     /// counts it) when the monitor is behind. Never blocks.
     pub fn offer(&mut self, bytes: &[u8]) {
-        let n = bytes.len();
+        match self.reserve(bytes.len()) {
+            Ok(()) => {
+                let mut data = self.shared.buffer(bytes.len());
+                data.extend_from_slice(bytes);
+                self.send(data)
+            }
+            Err(why) => self.skip(bytes, why),
+        }
+    }
+
+    /// Whether the monitor will take `n` more bytes; if so they are counted
+    /// in its budget and [`send`](Self::send) must follow, else
+    /// [`skip`](Self::skip).
+    pub fn reserve(&mut self, n: usize) -> Result<(), Skip> {
         let shared = &*self.shared;
-        let over_budget =
-            shared.monitor_queued.fetch_add(n, Relaxed) + n > shared.limits.monitor_bytes;
         // Without a recorder, lines only matter to the validator: when it is
         // busy, skip the copy altogether.
-        let useless = !shared.recording && shared.validator_busy();
-        if over_budget || useless {
-            shared.monitor_queued.fetch_sub(n, Relaxed);
-            let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
-            let c = &shared.counters;
-            if over_budget {
-                c.unmonitored_bytes[self.slot].fetch_add(n as u64, Relaxed);
-                c.unmonitored_lines[self.slot].fetch_add(lines, Relaxed);
-            } else {
-                c.validation_skipped.fetch_add(lines, Relaxed);
-            }
-            self.gap = Some(if bytes.last() == Some(&b'\n') {
-                Gap::AtLineStart
-            } else {
-                Gap::MidLine
-            });
-            return;
+        if !shared.recording && shared.validator_busy() {
+            return Err(Skip::ValidatorBusy);
         }
+        if shared.monitor_queued.fetch_add(n, Relaxed) + n > shared.limits.monitor_bytes {
+            shared.monitor_queued.fetch_sub(n, Relaxed);
+            return Err(Skip::OverBudget);
+        }
+        Ok(())
+    }
+
+    /// A buffer to read `n` reserved bytes into before sending them.
+    pub fn buffer(&self, n: usize) -> Vec<u8> {
+        self.shared.buffer(n)
+    }
+
+    /// Sends reserved bytes.
+    pub fn send(&mut self, data: Vec<u8>) {
+        let n = data.len();
         let chunk = ToMonitor::Chunk {
             slot: self.slot,
-            t: shared.start.elapsed().as_secs_f64(),
-            data: bytes.to_vec(),
+            t: self.shared.start.elapsed().as_secs_f64(),
+            data,
             gap: self.gap.take(),
         };
         if self.tx.send(chunk).is_err() {
             // The monitor is gone (its output failed): nothing to do.
-            shared.monitor_queued.fetch_sub(n, Relaxed);
+            self.shared.monitor_queued.fetch_sub(n, Relaxed);
+        }
+    }
+
+    /// Counts bytes the monitor did not take.
+    pub fn skip(&mut self, bytes: &[u8], why: Skip) {
+        let lines = memchr::memchr_iter(b'\n', bytes).count() as u64;
+        let c = &self.shared.counters;
+        match why {
+            Skip::OverBudget => {
+                c.unmonitored_bytes[self.slot].fetch_add(bytes.len() as u64, Relaxed);
+                c.unmonitored_lines[self.slot].fetch_add(lines, Relaxed);
+            }
+            Skip::ValidatorBusy => {
+                c.validation_skipped.fetch_add(lines, Relaxed);
+            }
+        }
+        self.gap = Some(if bytes.last() == Some(&b'\n') {
+            Gap::AtLineStart
+        } else {
+            Gap::MidLine
+        });
+    }
+}
+
+/// Why the monitor did not take a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// Its queue is full: the bytes are neither recorded nor validated.
+    OverBudget,
+    /// Only validating, and the validator's queue is full.
+    ValidatorBusy,
+}
+
+impl Drop for ChunkSender {
+    /// Tells the monitor about chunks dropped at the very end of the stream,
+    /// so it does not take the broken line before them for a whole one.
+    fn drop(&mut self) {
+        if let Some(gap) = self.gap.take() {
+            let _ = self.tx.send(ToMonitor::Chunk {
+                slot: self.slot,
+                t: self.shared.start.elapsed().as_secs_f64(),
+                data: Vec::new(),
+                gap: Some(gap),
+            });
         }
     }
 }
@@ -226,17 +308,7 @@ pub(crate) struct ToValidate {
     slot: usize,
     t: f64,
     index: u64,
-    payload: Payload,
-    bytes: usize,
-}
-
-enum Payload {
-    /// Not parsed yet (no recorder parsed it).
-    Bytes(Vec<u8>),
-    /// Parsed by the recorder.
-    Parsed(Value),
-    /// Not JSON: the recorder already knows.
-    NotJson,
+    line: Vec<u8>,
 }
 
 /// The monitor thread: frames lines, records them, queues them for the
@@ -274,6 +346,7 @@ impl Monitor {
                     framers[slot].push(&data, gap, &counters.oversize, |line| {
                         self.line(slot, t, line)
                     });
+                    self.shared.recycle(data);
                 }
                 ToMonitor::Finish => break,
             }
@@ -307,27 +380,15 @@ impl Monitor {
         let counters = Arc::clone(&self.shared.counters);
         let index = counters.lines[slot].fetch_add(1, Relaxed) + 1;
         let direction = direction_of(slot);
-        let payload = match &mut self.record {
-            Some(record) => {
-                let parsed = serde_json::from_slice::<Value>(line);
-                let written = match &parsed {
-                    Ok(message) => record.message(direction, t, message),
-                    Err(_) => record.raw(direction, t, line),
-                };
-                match written {
-                    Ok(()) => {
-                        counters.recorded.store(record.written(), Relaxed);
-                        counters.record_left_out.store(record.left_out(), Relaxed);
-                    }
-                    Err(e) => self.record_failed(e),
+        if let Some(record) = &mut self.record {
+            match record.line(direction, t, line) {
+                Ok(()) => {
+                    counters.recorded.store(record.written(), Relaxed);
+                    counters.record_left_out.store(record.left_out(), Relaxed);
                 }
-                match parsed {
-                    Ok(v) => Some(Payload::Parsed(v)),
-                    Err(_) => Some(Payload::NotJson),
-                }
+                Err(e) => self.record_failed(e),
             }
-            None => None,
-        };
+        }
         let Some(tx) = &self.validator_tx else {
             return;
         };
@@ -335,7 +396,6 @@ impl Monitor {
             counters.validation_skipped.fetch_add(1, Relaxed);
             return;
         }
-        let payload = payload.unwrap_or_else(|| Payload::Bytes(line.to_vec()));
         let bytes = line.len();
         self.shared.validator_queued.fetch_add(1, Relaxed);
         self.shared.validator_queued_bytes.fetch_add(bytes, Relaxed);
@@ -343,8 +403,7 @@ impl Monitor {
             slot,
             t,
             index,
-            payload,
-            bytes,
+            line: line.to_vec(),
         };
         if tx.send(item).is_err() {
             self.validator_tx = None;
@@ -362,13 +421,11 @@ pub(crate) fn validate_loop(
     let counters = &shared.counters;
     for item in rx {
         shared.validator_queued.fetch_sub(1, Relaxed);
-        shared.validator_queued_bytes.fetch_sub(item.bytes, Relaxed);
+        shared
+            .validator_queued_bytes
+            .fetch_sub(item.line.len(), Relaxed);
         let direction = direction_of(item.slot);
-        let message = match item.payload {
-            Payload::Parsed(v) => Some(v),
-            Payload::Bytes(b) => serde_json::from_slice::<Value>(&b).ok(),
-            Payload::NotJson => None,
-        };
+        let message = serde_json::from_slice::<Value>(&item.line).ok();
         let findings = match &message {
             Some(m) => validator(direction, m),
             None => vec![not_json()],

@@ -2,7 +2,7 @@
 //! this process's own stdin and stdout as unbuffered files.
 
 use std::ffi::OsStr;
-use std::io::{self, Read, Write};
+use std::io;
 use std::process::{Child, Command, ExitStatus, Stdio};
 
 /// Spawns the agent with piped stdin and stdout and inherited stderr.
@@ -40,7 +40,13 @@ where
         .into_iter()
         .flatten()
         {
-            let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
+            let size = std::env::var("TAPX_PIPE")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(PIPE_SIZE);
+            if size > 0 {
+                let _ = rustix::pipe::fcntl_setpipe_size(fd, size);
+            }
         }
     }
     Ok(child)
@@ -64,20 +70,20 @@ pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     1
 }
 
-/// This process's stdin and stdout, unbuffered.
-pub(crate) fn client_stdio() -> io::Result<(Box<dyn Read + Send>, Box<dyn Write + Send>)> {
-    #[cfg(unix)]
-    {
-        use std::fs::File;
-        use std::os::fd::AsFd;
-        let stdin = File::from(io::stdin().as_fd().try_clone_to_owned()?);
-        let stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
-        Ok((Box::new(stdin), Box::new(stdout)))
-    }
-    #[cfg(not(unix))]
-    {
-        Ok((Box::new(io::stdin()), Box::new(io::stdout())))
-    }
+/// This process's stdin and stdout, unbuffered (duplicated descriptors).
+#[cfg(unix)]
+pub(crate) fn client_stdio() -> io::Result<(std::fs::File, std::fs::File)> {
+    use std::fs::File;
+    use std::os::fd::AsFd;
+    let stdin = File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let stdout = File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    Ok((stdin, stdout))
+}
+
+/// This process's stdin and stdout.
+#[cfg(not(unix))]
+pub(crate) fn client_stdio() -> io::Result<(io::Stdin, io::Stdout)> {
+    Ok((io::stdin(), io::stdout()))
 }
 
 /// Closes this process's stdin (by putting `/dev/null` in its place), so the

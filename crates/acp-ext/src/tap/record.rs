@@ -5,8 +5,11 @@ use std::fmt;
 use std::io::{self, Write};
 use std::str::FromStr;
 
-use serde::Serialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::redact::Redactor;
 use crate::check::Direction;
@@ -122,12 +125,71 @@ impl<W: Write> RecordWriter<W> {
 
     /// Records one line (without its line feed; a trailing carriage return
     /// is ignored) that travelled `direction`, `t` seconds after the start.
+    ///
+    /// A JSON-RPC object that cannot hold a secret is copied into the record
+    /// as it is (after a full syntax check), without building a tree; the
+    /// others go through [`message`](Self::message).
     pub fn line(&mut self, direction: Direction, t: f64, line: &[u8]) -> io::Result<()> {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(done) = self.fast_line(direction, t, line) {
+            return done;
+        }
         match serde_json::from_slice::<Value>(line) {
             Ok(message) => self.message(direction, t, &message),
             Err(_) => self.raw(direction, t, line),
         }
+    }
+
+    /// The fast path of [`line`](Self::line); `None` when it does not apply.
+    fn fast_line(&mut self, direction: Direction, t: f64, line: &[u8]) -> Option<io::Result<()>> {
+        // Ignored string values are not checked for UTF-8 by the parser.
+        let text = std::str::from_utf8(line).ok()?;
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let env: Envelope<'_> = serde_json::from_str(text).ok()?;
+        let result = env.result.map(RawValue::get);
+        if self.redactor.may_redact(env.method.as_deref(), result) {
+            return None;
+        }
+        let t = round_micros(t);
+        Some(match self.format {
+            RecordFormat::Jsonl => (|| {
+                write!(
+                    self.out,
+                    r#"{{"dir":"{}","t":{},"msg":"#,
+                    dir_name(direction),
+                    Ts(t)
+                )?;
+                self.out.write_all(text.as_bytes())?;
+                self.out.write_all(b"}\n")?;
+                self.written += 1;
+                Ok(())
+            })(),
+            RecordFormat::Conductor => {
+                let session = env.params.and_then(|p| {
+                    serde_json::from_str::<SessionPeek<'_>>(p.get())
+                        .ok()
+                        .and_then(|s| s.session_id)
+                });
+                let null = RawValue::NULL;
+                let parts = Parts {
+                    id: env.id,
+                    method: env.method.as_deref(),
+                    params: env.params,
+                    result: env.result,
+                    error: env.error,
+                    session: session.as_deref(),
+                };
+                match conductor_event(direction, t, parts, null) {
+                    Some(event) => self.emit(&event),
+                    None => {
+                        self.left_out += 1;
+                        Ok(())
+                    }
+                }
+            }
+        })
     }
 
     /// Records one parsed message.
@@ -150,7 +212,7 @@ impl<W: Write> RecordWriter<W> {
                 };
                 self.emit(&entry)
             }
-            RecordFormat::Conductor => match conductor_event(direction, t, message) {
+            RecordFormat::Conductor => match value_event(direction, t, message) {
                 Some(event) => self.emit(&event),
                 None => {
                     self.left_out += 1;
@@ -229,30 +291,75 @@ fn round_micros(t: f64) -> f64 {
     (t * 1e6).round() / 1e6
 }
 
-static NULL: Value = Value::Null;
+/// `t` printed as JSON (a finite number; never `NaN`).
+struct Ts(f64);
+
+impl fmt::Display for Ts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = Value::from(self.0);
+        write!(f, "{v}")
+    }
+}
+
+/// The top-level members of a JSON-RPC message, unparsed.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A present member, `null` included (`Option` alone would take `null` for
+/// absent).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct SessionPeek<'a> {
+    #[serde(default, borrow, rename = "sessionId")]
+    session_id: Option<Cow<'a, str>>,
+}
+
+/// What the conductor format needs of a message.
+struct Parts<'a, V: ?Sized> {
+    id: Option<&'a V>,
+    method: Option<&'a str>,
+    params: Option<&'a V>,
+    result: Option<&'a V>,
+    error: Option<&'a V>,
+    session: Option<&'a str>,
+}
 
 /// One event of the conductor trace format.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
-enum ConductorEvent<'a> {
+enum ConductorEvent<'a, V: ?Sized + Serialize> {
     Request {
         ts: f64,
         protocol: &'static str,
         from: &'static str,
         to: &'static str,
-        id: &'a Value,
+        id: &'a V,
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<&'a str>,
-        params: &'a Value,
+        params: &'a V,
     },
     Response {
         ts: f64,
         from: &'static str,
         to: &'static str,
-        id: &'a Value,
+        id: &'a V,
         is_error: bool,
-        payload: &'a Value,
+        payload: &'a V,
     },
     Notification {
         ts: f64,
@@ -262,41 +369,71 @@ enum ConductorEvent<'a> {
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         session: Option<&'a str>,
-        params: &'a Value,
+        params: &'a V,
     },
 }
 
-fn conductor_event(direction: Direction, ts: f64, message: &Value) -> Option<ConductorEvent<'_>> {
+static NULL: Value = Value::Null;
+
+fn value_event(
+    direction: Direction,
+    ts: f64,
+    message: &Value,
+) -> Option<ConductorEvent<'_, Value>> {
     let obj = message.as_object()?;
+    let params = obj.get("params");
+    let method = match obj.get("method") {
+        Some(Value::String(m)) => Some(m.as_str()),
+        Some(_) => return None,
+        None => None,
+    };
+    let parts = Parts {
+        id: obj.get("id"),
+        method,
+        params,
+        result: obj.get("result"),
+        error: obj.get("error"),
+        session: params
+            .and_then(|p| p.get("sessionId"))
+            .and_then(Value::as_str),
+    };
+    conductor_event(direction, ts, parts, &NULL)
+}
+
+fn conductor_event<'a, V: ?Sized + Serialize>(
+    direction: Direction,
+    ts: f64,
+    m: Parts<'a, V>,
+    null: &'a V,
+) -> Option<ConductorEvent<'a, V>> {
     let (from, to) = match direction {
         Direction::ClientToAgent => ("Client", "Agent"),
         Direction::AgentToClient => ("Agent", "Client"),
         _ => return None,
     };
-    let params = obj.get("params").unwrap_or(&NULL);
-    let session = params.get("sessionId").and_then(Value::as_str);
-    match (obj.get("method"), obj.get("id")) {
-        (Some(Value::String(method)), Some(id)) => Some(ConductorEvent::Request {
+    let params = m.params.unwrap_or(null);
+    match (m.method, m.id) {
+        (Some(method), Some(id)) => Some(ConductorEvent::Request {
             ts,
             protocol: "acp",
             from,
             to,
             id,
             method,
-            session,
+            session: m.session,
             params,
         }),
-        (Some(Value::String(method)), None) => Some(ConductorEvent::Notification {
+        (Some(method), None) => Some(ConductorEvent::Notification {
             ts,
             protocol: "acp",
             from,
             to,
             method,
-            session,
+            session: m.session,
             params,
         }),
         (None, id) => {
-            let (is_error, payload) = match (obj.get("result"), obj.get("error")) {
+            let (is_error, payload) = match (m.result, m.error) {
                 (_, Some(error)) => (true, error),
                 (Some(result), None) => (false, result),
                 (None, None) => return None,
@@ -305,11 +442,10 @@ fn conductor_event(direction: Direction, ts: f64, message: &Value) -> Option<Con
                 ts,
                 from,
                 to,
-                id: id.unwrap_or(&NULL),
+                id: id.unwrap_or(null),
                 is_error,
                 payload,
             })
         }
-        _ => None,
     }
 }

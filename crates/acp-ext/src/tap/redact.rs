@@ -50,9 +50,9 @@ const MAX_PENDING: usize = 4096;
 /// ```
 #[derive(Debug, Default)]
 pub struct Redactor {
-    /// Elicitation requests of the agent awaiting the client's answer, by
-    /// JSON-encoded request id: the keys to hide in the answer.
-    pending: HashMap<String, SecretKeys>,
+    /// Elicitation requests awaiting their answer, by the direction they
+    /// travelled and JSON-encoded id: the keys to hide in the answer.
+    pending: HashMap<(u8, String), SecretKeys>,
 }
 
 /// The property keys of one elicitation whose values are secret.
@@ -91,22 +91,34 @@ impl Redactor {
     /// elicitation properties) and returns the copy to record when something
     /// must be hidden; `None` means the message can be recorded as it is.
     pub fn redact(&mut self, direction: Direction, message: &Value) -> Option<Value> {
+        if let Value::Array(batch) = message {
+            // A JSON-RPC batch: each member on its own.
+            let copies: Vec<_> = batch.iter().map(|m| self.redact(direction, m)).collect();
+            if copies.iter().all(Option::is_none) {
+                return None;
+            }
+            return Some(Value::Array(
+                copies
+                    .into_iter()
+                    .zip(batch)
+                    .map(|(copy, original)| copy.unwrap_or_else(|| original.clone()))
+                    .collect(),
+            ));
+        }
         let obj = message.as_object()?;
         let method = obj.get("method").and_then(Value::as_str);
-        match (direction, method) {
-            (Direction::AgentToClient | Direction::Unknown, Some("elicitation/create")) => {
-                self.elicitation_request(obj)
-            }
-            (Direction::ClientToAgent | Direction::Unknown, Some("authenticate")) => {
+        // Secrets are hidden whichever way they travel (an agent that echoes
+        // is still a leak); only the pairing of an elicitation with its
+        // answer depends on the direction.
+        match method {
+            Some("elicitation/create") => self.elicitation_request(direction, obj),
+            Some("authenticate") => {
                 let params = obj.get("params")?;
                 let mut copy = obj.clone();
                 copy.insert("params".into(), hide_all(params));
                 Some(Value::Object(copy))
             }
-            (
-                Direction::ClientToAgent | Direction::Unknown,
-                Some("session/new" | "session/load" | "session/resume" | "session/fork"),
-            ) => {
+            Some("session/new" | "session/load" | "session/resume" | "session/fork") => {
                 let servers = obj.get("params")?.get("mcpServers")?.as_array()?;
                 if !servers.iter().any(server_has_secrets) {
                     return None;
@@ -119,19 +131,42 @@ impl Redactor {
                 }
                 Some(Value::Object(copy))
             }
-            (Direction::ClientToAgent | Direction::Unknown, None) => self.answer(obj),
-            _ => None,
+            Some(_) => None,
+            None => self.answer(direction, obj),
         }
     }
 
-    fn elicitation_request(&mut self, obj: &Map<String, Value>) -> Option<Value> {
+    /// Whether [`redact`](Self::redact) could change a message, or its
+    /// state, from its `method` and `result` text alone: when `false`, the
+    /// message can be recorded as it is without parsing it. Errs on the side
+    /// of `true`.
+    pub fn may_redact(&self, method: Option<&str>, result: Option<&str>) -> bool {
+        match method {
+            Some(
+                "elicitation/create" | "authenticate" | "session/new" | "session/load"
+                | "session/resume" | "session/fork",
+            ) => true,
+            Some(_) => false,
+            None => {
+                !self.pending.is_empty()
+                    || result.is_some_and(|r| r.contains("action") || r.contains("\\u"))
+            }
+        }
+    }
+
+    fn elicitation_request(
+        &mut self,
+        direction: Direction,
+        obj: &Map<String, Value>,
+    ) -> Option<Value> {
         let params = obj.get("params")?;
         let secrets = secret_keys(params);
         if let Some(id) = obj.get("id") {
             if self.pending.len() >= MAX_PENDING {
                 self.pending.clear();
             }
-            self.pending.insert(id_key(id), secrets.clone());
+            self.pending
+                .insert(pending_key(direction, id), secrets.clone());
         }
         if secrets.is_empty() {
             return None;
@@ -161,9 +196,17 @@ impl Redactor {
         Some(Value::Object(copy))
     }
 
-    fn answer(&mut self, obj: &Map<String, Value>) -> Option<Value> {
+    fn answer(&mut self, direction: Direction, obj: &Map<String, Value>) -> Option<Value> {
         let result = obj.get("result")?.as_object()?;
-        let secrets = match obj.get("id").map(|id| self.pending.remove(&id_key(id))) {
+        let asked_by = match direction {
+            Direction::ClientToAgent => Direction::AgentToClient,
+            Direction::AgentToClient => Direction::ClientToAgent,
+            other => other,
+        };
+        let secrets = match obj
+            .get("id")
+            .map(|id| self.pending.remove(&pending_key(asked_by, id)))
+        {
             Some(Some(secrets)) => secrets,
             // Never saw the request: hide every answer of anything shaped
             // like an elicitation answer.
@@ -184,9 +227,15 @@ impl Redactor {
     }
 }
 
-/// JSON-RPC ids compared by their JSON text (`1` and `"1"` differ).
-fn id_key(id: &Value) -> String {
-    id.to_string()
+/// A request by the direction it travelled and its id, compared by JSON
+/// text (`1` and `"1"` differ).
+fn pending_key(direction: Direction, id: &Value) -> (u8, String) {
+    let d = match direction {
+        Direction::ClientToAgent => 0,
+        Direction::AgentToClient => 1,
+        _ => 2,
+    };
+    (d, id.to_string())
 }
 
 fn looks_like_elicitation_answer(result: &Map<String, Value>) -> bool {
