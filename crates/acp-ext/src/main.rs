@@ -264,14 +264,20 @@ fn tap(
     }
     let s = &outcome.stats;
     if s.dropped_anything() {
+        let mut parts = vec![format!("{} messages not validated", s.validation_skipped)];
+        if s.unmonitored_bytes() > 0 {
+            parts.push(format!(
+                "{} bytes (about {} lines) forwarded unseen, neither recorded nor validated",
+                s.unmonitored_bytes(),
+                s.unmonitored_lines_estimate()
+            ));
+        }
+        if s.oversize_lines > 0 {
+            parts.push(format!("{} oversized lines", s.oversize_lines));
+        }
         eprintln!(
-            "acp-ext tap: dropped off the forwarding path (forwarding was not affected): \
-             {} messages not validated, {} lines ({} bytes) neither recorded nor validated, \
-             {} oversized lines",
-            s.validation_skipped,
-            s.client_to_agent.unmonitored_lines + s.agent_to_client.unmonitored_lines,
-            s.client_to_agent.unmonitored_bytes + s.agent_to_client.unmonitored_bytes,
-            s.oversize_lines,
+            "acp-ext tap: off the forwarding path (forwarding was not affected): {}",
+            parts.join(", ")
         );
     }
     if stats {

@@ -180,11 +180,11 @@ pub struct StreamStats {
     /// Non-blank lines the monitor framed (recorded and/or offered for
     /// validation).
     pub messages: u64,
-    /// Bytes dropped from monitoring because the monitor was behind: missing
-    /// from the record and from validation.
+    /// Bytes the monitor never looked at: neither recorded nor validated.
+    /// When the monitor falls behind, or when only validating while the
+    /// validator is busy (a flood), chunks are moved from input to output
+    /// unseen: looking at them would cost as much as forwarding them.
     pub unmonitored_bytes: u64,
-    /// Line feeds in those bytes (about the number of lines lost).
-    pub unmonitored_lines: u64,
 }
 
 /// What happened off the forwarding path.
@@ -197,9 +197,10 @@ pub struct TapStats {
     pub agent_to_client: StreamStats,
     /// Messages checked by the validator.
     pub validated: u64,
-    /// Messages not validated because the validator was behind (including
-    /// ones still queued when the connection ended and the validator's grace
-    /// time ran out).
+    /// Lines the monitor saw but the validator did not check because it was
+    /// behind (including ones still queued when the connection ended and
+    /// the validator's grace time ran out). Lines in
+    /// [`StreamStats::unmonitored_bytes`] come on top.
     pub validation_skipped: u64,
     /// Findings reported.
     pub findings: u64,
@@ -216,10 +217,24 @@ pub struct TapStats {
 impl TapStats {
     /// Whether anything was dropped from the record or from validation.
     pub fn dropped_anything(&self) -> bool {
-        self.validation_skipped > 0
-            || self.client_to_agent.unmonitored_bytes > 0
-            || self.agent_to_client.unmonitored_bytes > 0
-            || self.oversize_lines > 0
+        self.validation_skipped > 0 || self.unmonitored_bytes() > 0 || self.oversize_lines > 0
+    }
+
+    /// Bytes the monitor never looked at, both ways.
+    pub fn unmonitored_bytes(&self) -> u64 {
+        self.client_to_agent.unmonitored_bytes + self.agent_to_client.unmonitored_bytes
+    }
+
+    /// About how many lines [`unmonitored_bytes`](Self::unmonitored_bytes)
+    /// held, at the mean length of the lines the monitor did see.
+    pub fn unmonitored_lines_estimate(&self) -> u64 {
+        let seen = |s: &StreamStats| s.bytes.saturating_sub(s.unmonitored_bytes);
+        let bytes = seen(&self.client_to_agent) + seen(&self.agent_to_client);
+        let lines = self.client_to_agent.messages + self.agent_to_client.messages;
+        if bytes == 0 || lines == 0 {
+            return 0;
+        }
+        (self.unmonitored_bytes() as f64 * lines as f64 / bytes as f64).round() as u64
     }
 }
 
@@ -229,7 +244,6 @@ pub(crate) struct Counters {
     pub bytes: [AtomicU64; 2],
     pub lines: [AtomicU64; 2],
     pub unmonitored_bytes: [AtomicU64; 2],
-    pub unmonitored_lines: [AtomicU64; 2],
     pub oversize: AtomicU64,
     pub validated: AtomicU64,
     pub validation_skipped: AtomicU64,
@@ -244,7 +258,6 @@ impl Counters {
             bytes: self.bytes[i].load(Relaxed),
             messages: self.lines[i].load(Relaxed),
             unmonitored_bytes: self.unmonitored_bytes[i].load(Relaxed),
-            unmonitored_lines: self.unmonitored_lines[i].load(Relaxed),
         };
         TapStats {
             client_to_agent: stream(0),
@@ -387,6 +400,7 @@ where
         limits: options.limits,
         start,
         monitor_queued: Default::default(),
+        next_seq: Default::default(),
         pool: Default::default(),
         validator_queued: Default::default(),
         validator_queued_bytes: Default::default(),
@@ -406,7 +420,7 @@ where
         thread::Builder::new()
             .name("tap-validator".into())
             .spawn(move || {
-                process::lower_priority(19);
+                process::set_priority(process::Priority::Idle);
                 let validator = custom.unwrap_or_else(|| {
                     let mut checker = Checker::new();
                     Box::new(move |d, m: &Value| checker.message(d, m))
@@ -415,8 +429,20 @@ where
                 let _ = done_tx.send(());
             })?;
     }
+    let recording = record.is_some();
+    let mut pipe_r = [None, None];
+    let mut pipe_w = [None, None];
+    if monitoring {
+        for slot in 0..2 {
+            if let Some((r, w)) = forward::private_pipe() {
+                pipe_r[slot] = Some(r);
+                pipe_w[slot] = Some(w);
+            }
+        }
+    }
     let monitor_thread = if monitoring {
         let monitor = Monitor {
+            pipes: pipe_r,
             shared: Arc::clone(&shared),
             rx: monitor_rx,
             record,
@@ -427,7 +453,13 @@ where
             thread::Builder::new()
                 .name("tap-monitor".into())
                 .spawn(move || {
-                    process::lower_priority(10);
+                    // The recorder wants every line: a fair share of the CPU.
+                    // Framing for the validator alone can wait.
+                    process::set_priority(if recording {
+                        process::Priority::Normal
+                    } else {
+                        process::Priority::Low
+                    });
                     monitor.run()
                 })?,
         )
@@ -438,6 +470,7 @@ where
     let sender = |direction| {
         monitoring.then(|| ChunkSender::new(direction, monitor_tx.clone(), Arc::clone(&shared)))
     };
+    let [c2a_pipe, a2c_pipe] = pipe_w;
 
     // Client → agent. On the client's EOF, close the agent's stdin. If the
     // agent stops reading, stop reading too, so the client sees a closed
@@ -448,7 +481,7 @@ where
         thread::Builder::new()
             .name("tap-c2a".into())
             .spawn(move || {
-                let end = forward(client_in, agent_in, tap, &counters.bytes[0]);
+                let end = forward(client_in, agent_in, tap, c2a_pipe, &counters.bytes[0]);
                 if matches!(end, PumpEnd::WriteFailed) {
                     process::close_stdin();
                 }
@@ -463,7 +496,7 @@ where
         thread::Builder::new()
             .name("tap-a2c".into())
             .spawn(move || {
-                forward(agent_out, client_out, tap, &counters.bytes[1]);
+                forward(agent_out, client_out, tap, a2c_pipe, &counters.bytes[1]);
                 let _ = drained_tx.send(());
             })?;
     }

@@ -40,13 +40,7 @@ where
         .into_iter()
         .flatten()
         {
-            let size = std::env::var("TAPX_PIPE")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(PIPE_SIZE);
-            if size > 0 {
-                let _ = rustix::pipe::fcntl_setpipe_size(fd, size);
-            }
+            let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
         }
     }
     Ok(child)
@@ -96,15 +90,42 @@ pub(crate) fn close_stdin() {
     }
 }
 
-/// Lowers the calling thread's scheduling priority (Linux; elsewhere a
-/// no-op), so threads off the forwarding path yield to the forwarding ones.
-pub(crate) fn lower_priority(nice: i32) {
+/// How much CPU a thread off the forwarding path may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Priority {
+    /// The usual share.
+    Normal,
+    /// Less than the forwarding threads (nice 10).
+    Low,
+    /// Only CPU nobody else wants (Linux `SCHED_IDLE`; elsewhere nice 19).
+    Idle,
+}
+
+/// Sets the calling thread's scheduling priority (best effort; Linux only),
+/// so threads off the forwarding path yield to the forwarding ones.
+pub(crate) fn set_priority(priority: Priority) {
     #[cfg(target_os = "linux")]
     {
+        let nice = match priority {
+            Priority::Normal => return,
+            Priority::Low => 10,
+            Priority::Idle => 19,
+        };
         let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice);
+        if priority == Priority::Idle {
+            use thread_priority::{
+                NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+                set_thread_priority_and_policy, thread_native_id,
+            };
+            let _ = set_thread_priority_and_policy(
+                thread_native_id(),
+                ThreadPriority::Min,
+                ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle),
+            );
+        }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = nice;
+    let _ = priority;
 }
 
 #[cfg(unix)]
