@@ -115,7 +115,7 @@ fn forwards_writes_split_at_random_points() {
             )
             .as_bytes(),
         );
-        if i % 50 == 0 {
+        if i.is_multiple_of(50) {
             input.extend_from_slice(b"noise \xff\n");
         }
     }
@@ -139,7 +139,7 @@ fn forwards_writes_split_at_random_points() {
         stdin.write_all(&input[at..at + n]).unwrap();
         stdin.flush().unwrap();
         at += n;
-        if seed % 7 == 0 {
+        if seed.is_multiple_of(7) {
             thread::sleep(Duration::from_micros(300));
         }
     }
@@ -597,4 +597,119 @@ fn no_validate_validates_nothing() {
 fn findings_file_and_no_validate_conflict() {
     let out = run_tap(&["--no-validate", "--findings", "/dev/null"], &["cat"], b"");
     assert_eq!(out.status.code(), Some(2));
+}
+
+mod redactor {
+    use acp_ext::check::Direction;
+    use acp_ext::tap::{REDACTED, Redactor};
+    use serde_json::{Value, json};
+
+    fn elicit(id: u64, meta: Value, props: Value) -> Value {
+        json!({"jsonrpc":"2.0","id":id,"method":"elicitation/create","params":{
+            "sessionId":"s","mode":"form","message":"?",
+            "requestedSchema":{"type":"object","properties":props},
+            "_meta":meta}})
+    }
+
+    fn answer(id: u64, content: Value) -> Value {
+        json!({"jsonrpc":"2.0","id":id,"result":{"action":"accept","content":content}})
+    }
+
+    #[test]
+    fn a_secret_question_without_id_hides_every_answer() {
+        let mut r = Redactor::new();
+        let q = elicit(
+            1,
+            json!({"lody":{"elicitation":{"version":1,"questions":[
+                {"question":"?","header":"h","options":[],"multiSelect":false,"isSecret":true}]}}}),
+            json!({"a":{"type":"string"},"b":{"type":"string"}}),
+        );
+        assert!(r.redact(Direction::AgentToClient, &q).is_none());
+        let copy = r
+            .redact(
+                Direction::ClientToAgent,
+                &answer(1, json!({"a":"x","b":"y"})),
+            )
+            .unwrap();
+        assert_eq!(
+            copy["result"]["content"],
+            json!({"a":REDACTED,"b":REDACTED})
+        );
+    }
+
+    #[test]
+    fn only_secret_keys_are_hidden_and_only_in_the_matching_answer() {
+        let mut r = Redactor::new();
+        let q = elicit(
+            7,
+            json!({}),
+            json!({"pin":{"type":"string","_meta":{"ua":{"elicitation":{"version":1,"secret":true}}}},
+                   "name":{"type":"string"}}),
+        );
+        r.redact(Direction::AgentToClient, &q);
+        // An answer to another request, not shaped like an elicitation
+        // answer, is left alone.
+        let other = json!({"jsonrpc":"2.0","id":8,"result":{"content":{"pin":"1"}}});
+        assert!(r.redact(Direction::ClientToAgent, &other).is_none());
+        let copy = r
+            .redact(
+                Direction::ClientToAgent,
+                &answer(7, json!({"pin":"1234","name":"Ann"})),
+            )
+            .unwrap();
+        assert_eq!(
+            copy["result"]["content"],
+            json!({"pin":REDACTED,"name":"Ann"})
+        );
+        // Declined: nothing to hide.
+        r.redact(Direction::AgentToClient, &q);
+        let declined = json!({"jsonrpc":"2.0","id":7,"result":{"action":"decline"}});
+        assert!(r.redact(Direction::ClientToAgent, &declined).is_none());
+    }
+
+    #[test]
+    fn batches_are_redacted_member_by_member() {
+        let mut r = Redactor::new();
+        let batch = json!([
+            {"jsonrpc":"2.0","id":1,"method":"authenticate","params":{"methodId":"m","token":"t0p"}},
+            {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}
+        ]);
+        let copy = r.redact(Direction::ClientToAgent, &batch).unwrap();
+        assert!(!copy.to_string().contains("t0p"));
+        assert_eq!(copy[1], batch[1]);
+    }
+
+    /// The recorder copies messages for which `may_redact` is false without
+    /// parsing them: `redact` must then have nothing to hide.
+    #[test]
+    fn may_redact_false_means_nothing_to_hide() {
+        let samples = [
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}),
+            json!({"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}),
+            json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}),
+            json!({"jsonrpc":"2.0","id":3,"result":{"outcome":{"outcome":"selected","optionId":"a"}}}),
+            json!({"jsonrpc":"2.0","id":4,"result":{"content":"file text"}}),
+            json!({"jsonrpc":"2.0","id":5,"error":{"code":1,"message":"no"}}),
+            json!({"jsonrpc":"2.0","id":6,"result":{"action":"accept","content":{"k":"v"}}}),
+            json!({"jsonrpc":"2.0","id":6,"result":{"\u{61}ction":"accept","content":{"k":"v"}}}),
+            json!({"jsonrpc":"2.0","id":2,"method":"authenticate","params":{"methodId":"x"}}),
+            json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[
+                {"name":"n","command":"c","args":[],"env":[{"name":"K","value":"V"}]}]}}),
+        ];
+        for pending in [false, true] {
+            for m in &samples {
+                let mut r = Redactor::new();
+                if pending {
+                    r.redact(Direction::AgentToClient, &elicit(99, json!({}), json!({})));
+                }
+                let method = m.get("method").and_then(Value::as_str);
+                let result = m.get("result").map(|r| r.to_string());
+                if !r.may_redact(method, result.as_deref()) {
+                    for d in [Direction::ClientToAgent, Direction::AgentToClient] {
+                        assert!(r.redact(d, m).is_none(), "{m}");
+                    }
+                }
+            }
+        }
+    }
 }

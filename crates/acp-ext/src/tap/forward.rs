@@ -69,7 +69,7 @@ where
 {
     #[cfg(target_os = "linux")]
     {
-        return linux::forward(from, to, tap, pipe, bytes);
+        linux::forward(from, to, tap, pipe, bytes)
     }
     #[cfg(not(target_os = "linux"))]
     {

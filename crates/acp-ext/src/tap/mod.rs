@@ -41,6 +41,8 @@ mod monitor;
 mod process;
 mod record;
 mod redact;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -277,7 +279,7 @@ pub(crate) enum FindingSink {
     /// One line per finding for people.
     Stderr(Style),
     /// One JSON object per line.
-    File(BufWriter<File>),
+    Writer(Box<dyn Write + Send>),
 }
 
 impl FindingSink {
@@ -314,7 +316,7 @@ impl FindingSink {
                     f.message
                 )
             }
-            Self::File(out) => {
+            Self::Writer(out) => {
                 let line = monitor::finding_json(direction, t, index, method, f);
                 serde_json::to_writer(&mut *out, &line)
                     .map_err(io::Error::from)
@@ -324,7 +326,7 @@ impl FindingSink {
     }
 
     fn flush(&mut self) {
-        if let Self::File(out) = self {
+        if let Self::Writer(out) = self {
             let _ = out.flush();
         }
     }
@@ -375,7 +377,7 @@ where
         None => None,
     };
     let sink = match (&options.findings, options.validate) {
-        (Some(path), true) => Some(FindingSink::File(BufWriter::new(create(path)?))),
+        (Some(path), true) => Some(FindingSink::Writer(Box::new(BufWriter::new(create(path)?)))),
         (None, true) => Some(FindingSink::Stderr(Style::stderr())),
         (_, false) => None,
     };
@@ -395,17 +397,12 @@ where
 
     // Off the forwarding path: monitor (and recorder), validator.
     let monitoring = record.is_some() || sink.is_some();
-    let shared = Arc::new(Shared {
-        counters: Arc::clone(&counters),
-        limits: options.limits,
+    let shared = Arc::new(Shared::new(
+        Arc::clone(&counters),
+        options.limits,
         start,
-        monitor_queued: Default::default(),
-        next_seq: Default::default(),
-        pool: Default::default(),
-        validator_queued: Default::default(),
-        validator_queued_bytes: Default::default(),
-        recording: record.is_some(),
-    });
+        record.is_some(),
+    ));
     let (monitor_tx, monitor_rx) = monitor::channel();
     let mut validator_done = None;
     let mut validator_tx = None;

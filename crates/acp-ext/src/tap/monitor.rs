@@ -142,6 +142,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    pub fn new(counters: Arc<Counters>, limits: Limits, start: Instant, recording: bool) -> Self {
+        Self {
+            counters,
+            limits,
+            start,
+            monitor_queued: AtomicUsize::new(0),
+            next_seq: AtomicU64::new(0),
+            pool: Mutex::new(Vec::new()),
+            validator_queued: AtomicUsize::new(0),
+            validator_queued_bytes: AtomicUsize::new(0),
+            recording,
+        }
+    }
+
     /// An empty buffer with room for at least `n` bytes.
     pub fn buffer(&self, n: usize) -> Vec<u8> {
         let reused = self.pool.lock().ok().and_then(|mut p| p.pop());

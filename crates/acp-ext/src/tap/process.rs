@@ -207,16 +207,11 @@ mod unix {
         /// which a forwarded signal could reach a recycled pid.
         pub(crate) fn wait(&self, child: &mut Child) -> io::Result<ExitStatus> {
             let pid = Pid::from_child(child);
-            loop {
-                // Wait for the exit but leave the child reapable.
-                match waitid(
-                    WaitId::Pid(pid),
-                    WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
-                ) {
-                    Err(rustix::io::Errno::INTR) => continue,
-                    _ => break,
-                }
-            }
+            // Wait for the exit but leave the child reapable.
+            while let Err(rustix::io::Errno::INTR) = waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            ) {}
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let status = child.wait();
             s.reaped = true;

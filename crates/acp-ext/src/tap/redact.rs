@@ -91,6 +91,11 @@ impl Redactor {
     /// elicitation properties) and returns the copy to record when something
     /// must be hidden; `None` means the message can be recorded as it is.
     pub fn redact(&mut self, direction: Direction, message: &Value) -> Option<Value> {
+        self.redact_any(direction, message)
+            .filter(|copy| copy != message)
+    }
+
+    fn redact_any(&mut self, direction: Direction, message: &Value) -> Option<Value> {
         if let Value::Array(batch) = message {
             // A JSON-RPC batch: each member on its own.
             let copies: Vec<_> = batch.iter().map(|m| self.redact(direction, m)).collect();
