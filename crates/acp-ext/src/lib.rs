@@ -9,3 +9,4 @@ pub mod demo;
 pub mod output;
 pub mod probe;
 pub mod serve;
+pub mod tap;

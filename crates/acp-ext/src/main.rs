@@ -2,6 +2,7 @@
 //!
 //! A thin shell over library calls: argument parsing and printing only.
 
+use std::ffi::OsString;
 use std::io::{self, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 use acp_ext::check::{self, Severity, input::Format};
 use acp_ext::output::Style;
 use acp_extension_core::namespace::{Namespace, NamespaceSet};
+use acp_ext::tap::{RecordFormat, TapOptions};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
 use clap::{Parser, Subcommand};
 
@@ -93,6 +95,31 @@ enum Command {
         #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
         command: Vec<String>,
     },
+    /// Sit between an ACP client and its agent: forward both ways byte for byte, record and
+    /// validate off the forwarding path. Configure the client to run
+    /// `acp-ext tap [OPTIONS] -- AGENT_COMMAND [ARGS…]` instead of the agent.
+    Tap {
+        /// Write the transcript (secrets redacted) to FILE.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+        /// Record format: `jsonl` ({"dir","t","msg"|"raw"} per line) or `conductor` (the ACP
+        /// SDK conductor's trace format, for its trace viewer).
+        #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = parse_record_format)]
+        format: RecordFormat,
+        /// Write findings to FILE as JSON lines instead of stderr.
+        #[arg(long, value_name = "FILE", conflicts_with = "no_validate")]
+        findings: Option<PathBuf>,
+        /// Do not validate.
+        #[arg(long)]
+        no_validate: bool,
+        /// At exit, print the counters (bytes, messages, validated, skipped…) as one JSON line
+        /// on stderr.
+        #[arg(long)]
+        stats: bool,
+        /// The agent command and its arguments (after `--`).
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        command: Vec<OsString>,
+    },
     /// Usage accounting tools.
     Usage {
         #[command(subcommand)]
@@ -138,6 +165,10 @@ fn parse_severity(s: &str) -> Result<Severity, String> {
 
 fn parse_namespace_set(s: &str) -> Result<NamespaceSet, String> {
     s.parse::<NamespaceSet>().map_err(|e| e.to_string())
+}
+
+fn parse_record_format(s: &str) -> Result<RecordFormat, String> {
+    s.parse::<RecordFormat>().map_err(|e| e.to_string())
 }
 
 fn parse_namespace(s: &str) -> Result<Namespace, String> {
@@ -240,6 +271,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Tap {
+            record,
+            format,
+            findings,
+            no_validate,
+            stats,
+            command,
+        } => Ok(tap(record, format, findings, no_validate, stats, command)),
         Command::Usage {
             command:
                 UsageCommand::Fold {
@@ -337,6 +376,64 @@ fn validate_files(
     } else {
         ExitCode::from(1)
     })
+}
+
+fn tap(
+    record: Option<PathBuf>,
+    format: RecordFormat,
+    findings: Option<PathBuf>,
+    no_validate: bool,
+    stats: bool,
+    command: Vec<OsString>,
+) -> ExitCode {
+    let mut options = TapOptions::new().validate(!no_validate);
+    if let Some(path) = record {
+        options = options.record(path, format);
+    }
+    if let Some(path) = findings {
+        options = options.findings(path);
+    }
+    let (program, args) = command.split_first().expect("clap requires the command");
+    let outcome = match acp_ext::tap::run(program, args, options) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("acp-ext tap: {e}");
+            // What a shell answers for a command it cannot find or run.
+            return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    if let Some(e) = &outcome.record_error {
+        eprintln!("acp-ext tap: recording stopped: {e}");
+    }
+    let s = &outcome.stats;
+    if s.dropped_anything() {
+        let mut parts = vec![format!("{} messages not validated", s.validation_skipped)];
+        if s.unmonitored_bytes() > 0 {
+            parts.push(format!(
+                "{} bytes (about {} lines) forwarded unseen, neither recorded nor validated",
+                s.unmonitored_bytes(),
+                s.unmonitored_lines_estimate()
+            ));
+        }
+        if s.oversize_lines > 0 {
+            parts.push(format!("{} oversized lines", s.oversize_lines));
+        }
+        eprintln!(
+            "acp-ext tap: off the forwarding path (forwarding was not affected): {}",
+            parts.join(", ")
+        );
+    }
+    if stats {
+        eprintln!(
+            "acp-ext tap: stats {}",
+            serde_json::to_string(s).unwrap_or_default()
+        );
+    }
+    ExitCode::from((outcome.exit_code & 0xff) as u8)
 }
 
 fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {

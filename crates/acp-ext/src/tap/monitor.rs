@@ -1,0 +1,717 @@
+//! Everything off the forwarding path: the bounded hand-off of forwarded
+//! chunks, framing into lines, the recorder and the validator.
+//!
+//! ```text
+//! c2a pump ─┐ chunks: copies, or bytes      ┌─ record file (every line, redacted)
+//!           ├─ left in a private pipe ─ monitor
+//! a2c pump ─┘ (Linux `tee`)                 └─ validator queue (bounded, try) ─ validator ─ findings
+//! ```
+//!
+//! The pumps never wait for anything here. On Linux they `tee` each chunk
+//! into a private pipe without blocking (if the pipe is full the monitor is
+//! behind: the chunk is forwarded by copy and counted as missed) and send
+//! the monitor a small note; the monitor reads the bytes from the pipe
+//! itself, so copying, counting and framing all happen on its thread. The
+//! monitor keeps up to a byte budget of chunks in memory; beyond it, and
+//! while only validating with a busy validator, it reads chunks just to
+//! count their lines, and discards the lines it cut through.
+//!
+//! Order: a pump takes a ticket (a sequence number shared by both
+//! directions) before it writes a chunk, and sends its note right after the
+//! write, or before it if the write would block. The monitor handles chunks
+//! in ticket order, so a request is always seen before the answer it caused.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read, Write};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use super::record::{RecordWriter, dir_name};
+use super::{Counters, FindingSink, Validator};
+use crate::check::{Direction, Finding, Severity};
+
+/// Index of a direction in per-direction arrays.
+pub(crate) fn slot(direction: Direction) -> usize {
+    match direction {
+        Direction::AgentToClient => 1,
+        _ => 0,
+    }
+}
+
+fn direction_of(slot: usize) -> Direction {
+    if slot == 1 {
+        Direction::AgentToClient
+    } else {
+        Direction::ClientToAgent
+    }
+}
+
+/// Lines longer than this are not monitored (they are still forwarded).
+pub(crate) const MAX_LINE: usize = 256 << 20;
+
+/// What the pumps send to the monitor.
+pub(crate) enum ToMonitor {
+    Chunk {
+        /// The ticket, taken before the chunk was written.
+        seq: u64,
+        slot: usize,
+        t: f64,
+        body: Body,
+    },
+    /// The connection is over: frame what is left and stop.
+    Finish,
+}
+
+/// The bytes of a chunk.
+pub(crate) enum Body {
+    /// A copy (budget already reserved by the pump).
+    Bytes(Vec<u8>),
+    /// This many bytes wait in the direction's private pipe.
+    InPipe(usize),
+    /// Bytes the monitor will never see.
+    Missed(Missed),
+    /// Bytes forwarded unseen (the monitor was behind, or only validating
+    /// with a busy validator): not even counted in lines, as looking at them
+    /// would cost as much as forwarding them.
+    Unseen(u64),
+}
+
+/// What is known of bytes the monitor did not see.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Missed {
+    pub bytes: u64,
+    pub lines: u64,
+    pub ends_line: bool,
+    pub why: Skip,
+}
+
+impl Missed {
+    pub fn of(bytes: &[u8], why: Skip) -> Self {
+        Self {
+            bytes: bytes.len() as u64,
+            lines: count_lines(bytes),
+            ends_line: bytes.last() == Some(&b'\n'),
+            why,
+        }
+    }
+}
+
+/// Where a run of dropped chunks ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gap {
+    /// The last dropped byte was a line feed: the next chunk starts a line.
+    AtLineStart,
+    /// The next chunk starts in the middle of a line.
+    MidLine,
+}
+
+/// Limits of the queues off the forwarding path.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Bytes of forwarded chunks waiting for the monitor.
+    pub monitor_bytes: usize,
+    /// Messages waiting for the validator.
+    pub validator_messages: usize,
+    /// Bytes of messages waiting for the validator.
+    pub validator_bytes: usize,
+}
+
+/// Shared state of the hand-off.
+pub(crate) struct Shared {
+    pub counters: Arc<Counters>,
+    pub limits: Limits,
+    pub start: Instant,
+    /// Bytes queued for the monitor.
+    pub monitor_queued: AtomicUsize,
+    /// The next ticket.
+    pub next_seq: AtomicU64,
+    /// Chunk buffers the monitor is done with, for the pumps to reuse (fewer
+    /// page faults than fresh allocations freed on another thread).
+    pub pool: Mutex<Vec<Vec<u8>>>,
+    /// Messages and bytes queued for the validator.
+    pub validator_queued: AtomicUsize,
+    pub validator_queued_bytes: AtomicUsize,
+    /// Whether there is a recorder (every line matters) or only a validator
+    /// (lines may be skipped as soon as the validator is busy).
+    pub recording: bool,
+}
+
+impl Shared {
+    pub fn new(counters: Arc<Counters>, limits: Limits, start: Instant, recording: bool) -> Self {
+        Self {
+            counters,
+            limits,
+            start,
+            monitor_queued: AtomicUsize::new(0),
+            next_seq: AtomicU64::new(0),
+            pool: Mutex::new(Vec::new()),
+            validator_queued: AtomicUsize::new(0),
+            validator_queued_bytes: AtomicUsize::new(0),
+            recording,
+        }
+    }
+
+    /// An empty buffer with room for at least `n` bytes.
+    pub fn buffer(&self, n: usize) -> Vec<u8> {
+        let reused = self.pool.lock().ok().and_then(|mut p| p.pop());
+        match reused {
+            Some(mut b) => {
+                b.reserve(n);
+                b
+            }
+            None => Vec::with_capacity(n.max(64 * 1024)),
+        }
+    }
+
+    fn recycle(&self, mut b: Vec<u8>) {
+        if b.capacity() > (1 << 20) {
+            return;
+        }
+        b.clear();
+        if let Ok(mut p) = self.pool.lock()
+            && p.len() < 64
+        {
+            p.push(b);
+        }
+    }
+
+    /// Whether the monitor keeps `n` more bytes in memory; if so they are
+    /// counted in its budget.
+    pub fn admit(&self, n: usize) -> Result<(), Skip> {
+        // Without a recorder, lines only matter to the validator: when it is
+        // busy, do not even keep them.
+        if !self.recording && self.validator_busy() {
+            return Err(Skip::ValidatorBusy);
+        }
+        if self.monitor_queued.fetch_add(n, Relaxed) + n > self.limits.monitor_bytes {
+            self.monitor_queued.fetch_sub(n, Relaxed);
+            return Err(Skip::OverBudget);
+        }
+        Ok(())
+    }
+
+    fn validator_busy(&self) -> bool {
+        self.validator_queued.load(Relaxed) >= self.limits.validator_messages
+            || self.validator_queued_bytes.load(Relaxed) >= self.limits.validator_bytes
+    }
+}
+
+/// A pump's handle on the monitor.
+pub(crate) struct ChunkSender {
+    slot: usize,
+    tx: Sender<ToMonitor>,
+    shared: Arc<Shared>,
+}
+
+impl ChunkSender {
+    pub fn new(direction: Direction, tx: Sender<ToMonitor>, shared: Arc<Shared>) -> Self {
+        Self {
+            slot: slot(direction),
+            tx,
+            shared,
+        }
+    }
+
+    /// Takes a ticket: a place in the monitor's order and the time.
+    pub fn ticket(&self) -> (u64, f64) {
+        (
+            self.shared.next_seq.fetch_add(1, Relaxed),
+            self.shared.start.elapsed().as_secs_f64(),
+        )
+    }
+
+    /// Sends a chunk under a ticket.
+    pub fn send(&self, (seq, t): (u64, f64), body: Body) {
+        let chunk = ToMonitor::Chunk {
+            seq,
+            slot: self.slot,
+            t,
+            body,
+        };
+        if let Err(mpsc::SendError(ToMonitor::Chunk {
+            body: Body::Bytes(data),
+            ..
+        })) = self.tx.send(chunk)
+        {
+            // The monitor is gone: give its budget back.
+            self.shared.monitor_queued.fetch_sub(data.len(), Relaxed);
+        }
+    }
+
+    /// Whether the monitor has no use for bytes now: nothing is recorded
+    /// and the validator is busy.
+    pub fn idle(&self) -> bool {
+        !self.shared.recording && self.shared.validator_busy()
+    }
+
+    /// Hands a copy of forwarded bytes to the monitor, or tells it what it
+    /// missed when it is behind. Never blocks.
+    pub fn offer(&mut self, bytes: &[u8]) {
+        let ticket = self.ticket();
+        let body = match self.shared.admit(bytes.len()) {
+            Ok(()) => {
+                let mut data = self.shared.buffer(bytes.len());
+                data.extend_from_slice(bytes);
+                Body::Bytes(data)
+            }
+            Err(why) => Body::Missed(Missed::of(bytes, why)),
+        };
+        self.send(ticket, body);
+    }
+}
+
+/// Line feeds in `bytes`: byte-wide counters over blocks of 255 bytes, a
+/// loop the compiler turns into wide vector code (faster than a search when
+/// lines are short).
+fn count_lines(bytes: &[u8]) -> u64 {
+    bytes
+        .chunks(255)
+        .map(|block| {
+            u64::from(
+                block
+                    .iter()
+                    .fold(0u8, |n, &b| n.wrapping_add(u8::from(b == b'\n'))),
+            )
+        })
+        .sum()
+}
+
+/// Why the monitor did not take a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Skip {
+    /// It is behind (its budget, or its pipe, is full): the bytes are
+    /// neither recorded nor validated.
+    OverBudget,
+    /// Only validating, and the validator's queue is full.
+    ValidatorBusy,
+}
+
+/// Splits one direction's byte stream into runs of whole lines.
+#[derive(Default)]
+struct Framer {
+    partial: Vec<u8>,
+    /// Skipping to the next line feed (a broken or oversized line).
+    discard: bool,
+}
+
+impl Framer {
+    /// Feeds a chunk; returns its runs of whole lines, each line ending with
+    /// its line feed: the line that completes an earlier partial one (a
+    /// buffer of its own), then the range of the chunk's own whole lines.
+    fn push(
+        &mut self,
+        data: &[u8],
+        gap: Option<Gap>,
+        oversize: &AtomicU64,
+    ) -> (Option<Vec<u8>>, Option<Range<usize>>) {
+        match gap {
+            None => {}
+            Some(Gap::AtLineStart) => {
+                self.partial.clear();
+                self.discard = false;
+            }
+            Some(Gap::MidLine) => {
+                self.partial.clear();
+                self.discard = true;
+            }
+        }
+        let (Some(first), Some(last)) = (memchr::memchr(b'\n', data), memchr::memrchr(b'\n', data))
+        else {
+            self.keep_partial(data, oversize);
+            return (None, None);
+        };
+        let mut head = None;
+        let body_start = if self.discard {
+            self.discard = false;
+            first + 1
+        } else if self.partial.is_empty() {
+            0
+        } else {
+            self.partial.extend_from_slice(&data[..=first]);
+            head = Some(std::mem::take(&mut self.partial));
+            first + 1
+        };
+        self.keep_partial(&data[last + 1..], oversize);
+        (head, (body_start <= last).then_some(body_start..last + 1))
+    }
+
+    fn keep_partial(&mut self, rest: &[u8], oversize: &AtomicU64) {
+        if self.discard || rest.is_empty() {
+            return;
+        }
+        if self.partial.len() + rest.len() > MAX_LINE {
+            self.partial = Vec::new();
+            self.discard = true;
+            oversize.fetch_add(1, Relaxed);
+        } else {
+            self.partial.extend_from_slice(rest);
+        }
+    }
+
+    /// The last line, if the stream did not end with a line feed.
+    fn finish(&mut self) -> Option<Vec<u8>> {
+        let partial = std::mem::take(&mut self.partial);
+        (!self.discard && !partial.is_empty()).then_some(partial)
+    }
+}
+
+/// The lines of a run (a final line without line feed included), without
+/// their line feeds.
+fn lines_of(run: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let run = run.strip_suffix(b"\n").unwrap_or(run);
+    run.split(|&b| b == b'\n')
+}
+
+/// Lines in a run: its line feeds, plus one for a final line without.
+fn lines_in(run: &[u8]) -> u64 {
+    count_lines(run) + u64::from(run.last().is_some_and(|&b| b != b'\n'))
+}
+
+/// Whether a line (without its line feed) is blank.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// What the monitor hands the validator: the whole lines of one chunk, as
+/// buffers and the ranges of whole lines in them (the chunk's own buffer is
+/// passed on, not copied).
+pub(crate) struct ToValidate {
+    slot: usize,
+    t: f64,
+    /// Number of the first line (1-based, per direction).
+    first: u64,
+    lines: u64,
+    bytes: usize,
+    runs: Vec<(Vec<u8>, Range<usize>)>,
+}
+
+/// The monitor thread: frames lines, records them, queues them for the
+/// validator.
+pub(crate) struct Monitor {
+    pub shared: Arc<Shared>,
+    pub rx: Receiver<ToMonitor>,
+    pub record: Option<RecordWriter<Box<dyn Write + Send>>>,
+    pub validator_tx: Option<Sender<ToValidate>>,
+    /// Read ends of the private pipes the pumps `tee` into, by slot.
+    pub pipes: [Option<std::fs::File>; 2],
+    /// First record write error (recording then stops).
+    pub record_error: Option<io::Error>,
+}
+
+/// A chunk taken in, waiting for its turn.
+enum Item {
+    /// Bytes to frame.
+    Keep(usize, f64, Vec<u8>),
+    /// Bytes that were not kept: where the gap ended.
+    Gap(usize, Gap),
+}
+
+impl Monitor {
+    pub fn run(mut self) -> Option<io::Error> {
+        let mut framers: [Framer; 2] = Default::default();
+        let mut gaps: [Option<Gap>; 2] = [None, None];
+        let mut last_t = [0.0f64; 2];
+        // Chunks taken in (their pipes read) but not handled yet, by ticket.
+        let mut waiting: BTreeMap<u64, Item> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut scratch = Vec::new();
+        loop {
+            // Take in whatever has arrived first (pipes drained promptly),
+            // then handle one chunk, then look again.
+            let msg = match self.rx.try_recv() {
+                Ok(m) => m,
+                Err(TryRecvError::Empty) => {
+                    if let Some(item) = waiting.remove(&next) {
+                        next += 1;
+                        self.handle(item, &mut framers, &mut gaps, &mut last_t);
+                        continue;
+                    }
+                    self.flush();
+                    match self.rx.recv() {
+                        Ok(m) => m,
+                        Err(_) => break,
+                    }
+                }
+                Err(TryRecvError::Disconnected) => break,
+            };
+            match msg {
+                ToMonitor::Chunk { seq, slot, t, body } => {
+                    let item = self.take_in(slot, t, body, &mut scratch);
+                    waiting.insert(seq, item);
+                }
+                ToMonitor::Finish => break,
+            }
+        }
+        // In ticket order; a ticket that never came (its pump is stuck or
+        // gone) is passed over.
+        for (_, item) in std::mem::take(&mut waiting) {
+            self.handle(item, &mut framers, &mut gaps, &mut last_t);
+        }
+        for (slot, framer) in framers.iter_mut().enumerate() {
+            let t = last_t[slot];
+            if let Some(gap) = gaps[slot].take() {
+                framer.push(&[], Some(gap), &self.shared.counters.oversize);
+            }
+            if let Some(last) = framer.finish() {
+                let len = last.len();
+                self.runs(slot, t, vec![(last, 0..len)]);
+            }
+        }
+        self.flush();
+        self.record_error
+    }
+
+    /// Reads a chunk's bytes (from its pipe if need be), keeping them if the
+    /// budget allows, else counting what is lost.
+    fn take_in(&mut self, slot: usize, t: f64, body: Body, scratch: &mut Vec<u8>) -> Item {
+        let missed = match body {
+            Body::Bytes(data) => return Item::Keep(slot, t, data),
+            Body::Unseen(bytes) => {
+                self.shared.counters.unmonitored_bytes[slot].fetch_add(bytes, Relaxed);
+                return Item::Gap(slot, Gap::MidLine);
+            }
+            Body::Missed(missed) => missed,
+            Body::InPipe(n) => {
+                let Some(pipe) = self.pipes[slot].as_mut() else {
+                    return Item::Gap(slot, Gap::MidLine);
+                };
+                match self.shared.admit(n) {
+                    Ok(()) => {
+                        let mut data = self.shared.buffer(n);
+                        let got = pipe.take(n as u64).read_to_end(&mut data).unwrap_or(0);
+                        self.shared
+                            .monitor_queued
+                            .fetch_sub(n - got.min(n), Relaxed);
+                        if got == n {
+                            return Item::Keep(slot, t, data);
+                        }
+                        // The pipe failed: nothing more can be read from it.
+                        self.pipes[slot] = None;
+                        self.shared.monitor_queued.fetch_sub(got, Relaxed);
+                        Missed::of(&data, Skip::OverBudget)
+                    }
+                    Err(why) => {
+                        scratch.clear();
+                        let _ = pipe.take(n as u64).read_to_end(scratch);
+                        Missed::of(scratch, why)
+                    }
+                }
+            }
+        };
+        let c = &self.shared.counters;
+        match missed.why {
+            Skip::OverBudget => {
+                c.unmonitored_bytes[slot].fetch_add(missed.bytes, Relaxed);
+            }
+            Skip::ValidatorBusy => {
+                c.validation_skipped.fetch_add(missed.lines, Relaxed);
+            }
+        }
+        Item::Gap(
+            slot,
+            if missed.ends_line {
+                Gap::AtLineStart
+            } else {
+                Gap::MidLine
+            },
+        )
+    }
+
+    fn handle(
+        &mut self,
+        item: Item,
+        framers: &mut [Framer; 2],
+        gaps: &mut [Option<Gap>; 2],
+        last_t: &mut [f64; 2],
+    ) {
+        match item {
+            Item::Gap(slot, gap) => gaps[slot] = Some(gap),
+            Item::Keep(slot, t, data) => {
+                self.shared.monitor_queued.fetch_sub(data.len(), Relaxed);
+                last_t[slot] = t;
+                let gap = gaps[slot].take();
+                let (head, body) = framers[slot].push(&data, gap, &self.shared.counters.oversize);
+                let mut runs = Vec::with_capacity(2);
+                if let Some(head) = head {
+                    let len = head.len();
+                    runs.push((head, 0..len));
+                }
+                if let Some(body) = body {
+                    runs.push((data, body));
+                } else {
+                    self.shared.recycle(data);
+                }
+                self.runs(slot, t, runs);
+            }
+        }
+    }
+
+    /// Handles the whole lines of a chunk: records each line, and hands them
+    /// to the validator (or counts them as skipped when it is busy).
+    fn runs(&mut self, slot: usize, t: f64, runs: Vec<(Vec<u8>, Range<usize>)>) {
+        if runs.is_empty() {
+            return;
+        }
+        let counters = Arc::clone(&self.shared.counters);
+        let lines: u64 = runs.iter().map(|(b, r)| lines_in(&b[r.clone()])).sum();
+        let first = counters.lines[slot].fetch_add(lines, Relaxed) + 1;
+        if let Some(record) = &mut self.record {
+            let mut result = Ok(());
+            'runs: for (buf, range) in &runs {
+                for line in lines_of(&buf[range.clone()]) {
+                    let line = line.strip_suffix(b"\r").unwrap_or(line);
+                    if !is_blank(line) {
+                        result = record.line(direction_of(slot), t, line);
+                        if result.is_err() {
+                            break 'runs;
+                        }
+                    }
+                }
+            }
+            match result {
+                Ok(()) => {
+                    counters.recorded.store(record.written(), Relaxed);
+                    counters.record_left_out.store(record.left_out(), Relaxed);
+                }
+                Err(e) => self.record_failed(e),
+            }
+        }
+        let Some(tx) = &self.validator_tx else {
+            runs.into_iter().for_each(|(b, _)| self.shared.recycle(b));
+            return;
+        };
+        if self.shared.validator_busy() {
+            counters.validation_skipped.fetch_add(lines, Relaxed);
+            runs.into_iter().for_each(|(b, _)| self.shared.recycle(b));
+            return;
+        }
+        let bytes = runs.iter().map(|(_, r)| r.len()).sum();
+        self.shared
+            .validator_queued
+            .fetch_add(lines as usize, Relaxed);
+        self.shared.validator_queued_bytes.fetch_add(bytes, Relaxed);
+        let item = ToValidate {
+            slot,
+            t,
+            first,
+            lines,
+            bytes,
+            runs,
+        };
+        if tx.send(item).is_err() {
+            self.validator_tx = None;
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some(record) = &mut self.record
+            && let Err(e) = record.flush()
+        {
+            self.record_failed(e);
+        }
+    }
+
+    fn record_failed(&mut self, e: io::Error) {
+        self.record = None;
+        self.record_error.get_or_insert(e);
+    }
+}
+
+/// The validator thread: checks each message and writes findings.
+pub(crate) fn validate_loop(
+    shared: Arc<Shared>,
+    rx: Receiver<ToValidate>,
+    mut validator: Validator,
+    sink: Arc<Mutex<FindingSink>>,
+) {
+    let counters = &shared.counters;
+    for batch in rx {
+        shared
+            .validator_queued
+            .fetch_sub(batch.lines as usize, Relaxed);
+        shared
+            .validator_queued_bytes
+            .fetch_sub(batch.bytes, Relaxed);
+        let direction = direction_of(batch.slot);
+        let lines = batch
+            .runs
+            .iter()
+            .flat_map(|(buf, range)| lines_of(&buf[range.clone()]));
+        for (index, line) in (batch.first..).zip(lines) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if is_blank(line) {
+                continue;
+            }
+            let message = serde_json::from_slice::<Value>(line).ok();
+            let findings = match &message {
+                Some(m) => validator(direction, m),
+                None => vec![not_json()],
+            };
+            counters.validated.fetch_add(1, Relaxed);
+            if findings.is_empty() {
+                continue;
+            }
+            counters.findings.fetch_add(findings.len() as u64, Relaxed);
+            let method = message
+                .as_ref()
+                .and_then(|m| m.get("method"))
+                .and_then(Value::as_str);
+            let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
+            for f in &findings {
+                sink.write(direction, batch.t, index, method, f);
+            }
+            sink.flush();
+        }
+        for (buf, _) in batch.runs {
+            shared.recycle(buf);
+        }
+    }
+}
+
+/// Rule id of the tap's own finding for a line that is not JSON.
+pub const NOT_JSON: &str = "not-json";
+
+fn not_json() -> Finding {
+    Finding {
+        rule: NOT_JSON,
+        severity: Severity::Error,
+        path: String::new(),
+        message: "line is not a JSON value (ACP stdio carries one JSON-RPC message per line)"
+            .to_owned(),
+    }
+}
+
+/// A finding as one JSON line of `--findings FILE`.
+pub(crate) fn finding_json(
+    direction: Direction,
+    t: f64,
+    index: u64,
+    method: Option<&str>,
+    f: &Finding,
+) -> Value {
+    let mut obj = serde_json::Map::new();
+    obj.insert("dir".into(), dir_name(direction).into());
+    obj.insert("t".into(), ((t * 1e6).round() / 1e6).into());
+    obj.insert("index".into(), index.into());
+    if let Some(m) = method {
+        obj.insert("method".into(), m.into());
+    }
+    obj.insert("rule".into(), f.rule.into());
+    obj.insert(
+        "severity".into(),
+        serde_json::to_value(f.severity).unwrap_or(Value::Null),
+    );
+    obj.insert("path".into(), f.path.clone().into());
+    obj.insert("message".into(), f.message.clone().into());
+    Value::Object(obj)
+}
+
+/// Creates the channel between the pumps and the monitor.
+pub(crate) fn channel() -> (Sender<ToMonitor>, Receiver<ToMonitor>) {
+    mpsc::channel()
+}

@@ -1,0 +1,245 @@
+//! The machinery off the forwarding path, in process: framing across chunk
+//! boundaries and gaps, ticket order, the record and the findings path with
+//! an injected validator.
+
+use std::io::{self, Write};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::monitor::{
+    Body, ChunkSender, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
+};
+use super::{Counters, FindingSink, RecordFormat, RecordWriter};
+use crate::check::{Direction, Finding, Severity};
+
+/// A writer whose bytes stay readable after it is moved into the monitor.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines(&self) -> Vec<Value> {
+        String::from_utf8(self.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+const LIMITS: Limits = Limits {
+    monitor_bytes: 1 << 20,
+    validator_messages: 1024,
+    validator_bytes: 1 << 20,
+};
+
+struct Rig {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<ToMonitor>,
+    record: Captured,
+    validated: mpsc::Receiver<Vec<(Direction, Value)>>,
+    monitor: std::thread::JoinHandle<Option<io::Error>>,
+    validator: std::thread::JoinHandle<()>,
+    findings: Captured,
+}
+
+/// A monitor recording JSONL, and a validator that reports a finding for
+/// every message whose method is `bad`.
+fn rig() -> Rig {
+    let counters = Arc::new(Counters::default());
+    let shared = Arc::new(Shared::new(counters, LIMITS, Instant::now(), true));
+    let (tx, rx) = mpsc::channel();
+    let record = Captured::default();
+    let (vtx, vrx) = mpsc::channel();
+    let monitor = Monitor {
+        shared: Arc::clone(&shared),
+        rx,
+        record: Some(RecordWriter::new(
+            Box::new(record.clone()) as Box<dyn Write + Send>,
+            RecordFormat::Jsonl,
+        )),
+        validator_tx: Some(vtx),
+        pipes: [None, None],
+        record_error: None,
+    };
+    let monitor = std::thread::spawn(move || monitor.run());
+    let findings = Captured::default();
+    let sink = Arc::new(Mutex::new(FindingSink::Writer(Box::new(findings.clone()))));
+    let (seen_tx, validated) = mpsc::channel();
+    let s = Arc::clone(&shared);
+    let validator = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let check = move |d: Direction, m: &Value| {
+            seen.push((d, m.clone()));
+            let _ = seen_tx.send(seen.clone());
+            if m["method"] == "bad" {
+                vec![Finding {
+                    rule: "test-rule",
+                    severity: Severity::Warning,
+                    path: "/method".into(),
+                    message: "bad method".into(),
+                }]
+            } else {
+                Vec::new()
+            }
+        };
+        validate_loop(s, vrx, Box::new(check), sink);
+    });
+    Rig {
+        shared,
+        tx,
+        record,
+        validated,
+        monitor,
+        validator,
+        findings,
+    }
+}
+
+impl Rig {
+    fn sender(&self, d: Direction) -> ChunkSender {
+        ChunkSender::new(d, self.tx.clone(), Arc::clone(&self.shared))
+    }
+
+    /// Ends the connection; returns what the validator saw.
+    fn finish(self) -> (Captured, Vec<(Direction, Value)>, Captured, Arc<Shared>) {
+        self.tx.send(ToMonitor::Finish).unwrap();
+        assert!(self.monitor.join().unwrap().is_none());
+        self.validator.join().unwrap();
+        let seen = self.validated.try_iter().last().unwrap_or_default();
+        (self.record, seen, self.findings, self.shared)
+    }
+}
+
+#[test]
+fn lines_split_across_chunks_are_framed_whole() {
+    let rig = rig();
+    let mut c2a = rig.sender(Direction::ClientToAgent);
+    let text = b"{\"method\":\"a\"}\n{\"method\":\"b\"}\r\n\n{\"meth";
+    for piece in text.chunks(3) {
+        c2a.offer(piece);
+    }
+    c2a.offer(b"od\":\"c\"}");
+    let (record, seen, _, shared) = rig.finish();
+    let msgs: Vec<_> = record
+        .lines()
+        .into_iter()
+        .map(|e| e["msg"].clone())
+        .collect();
+    assert_eq!(
+        msgs,
+        [
+            json!({"method":"a"}),
+            json!({"method":"b"}),
+            json!({"method":"c"})
+        ]
+    );
+    assert_eq!(seen.len(), 3);
+    // Blank lines count as lines, are neither recorded nor validated.
+    assert_eq!(shared.counters.lines[0].load(Relaxed), 4);
+    assert_eq!(shared.counters.validated.load(Relaxed), 3);
+}
+
+#[test]
+fn a_gap_drops_only_the_broken_line() {
+    let rig = rig();
+    let c2a = rig.sender(Direction::ClientToAgent);
+    let send = |body| c2a.send(c2a.ticket(), body);
+    send(Body::Bytes(b"{\"n\":1}\n{\"n\":".to_vec()));
+    // Bytes the monitor never saw, ending inside a line.
+    send(Body::Unseen(100));
+    send(Body::Bytes(b"5}\n{\"n\":3}\n{\"n\":".to_vec()));
+    // Missed bytes ending with a line feed: the next chunk starts a line.
+    send(Body::Missed(Missed::of(b"9}\n", Skip::OverBudget)));
+    send(Body::Bytes(b"{\"n\":4}\n".to_vec()));
+    let (record, _, _, shared) = rig.finish();
+    let ns: Vec<_> = record
+        .lines()
+        .iter()
+        .map(|e| e["msg"]["n"].clone())
+        .collect();
+    assert_eq!(ns, [json!(1), json!(3), json!(4)]);
+    assert_eq!(shared.counters.unmonitored_bytes[0].load(Relaxed), 103);
+}
+
+#[test]
+fn chunks_are_handled_in_ticket_order() {
+    let rig = rig();
+    let c2a = rig.sender(Direction::ClientToAgent);
+    let a2c = rig.sender(Direction::AgentToClient);
+    let request = c2a.ticket();
+    let answer = a2c.ticket();
+    // The answer's note arrives first (its pump was quicker to send it).
+    a2c.send(answer, Body::Bytes(b"{\"id\":1,\"result\":{}}\n".to_vec()));
+    c2a.send(
+        request,
+        Body::Bytes(b"{\"id\":1,\"method\":\"x\"}\n".to_vec()),
+    );
+    let (record, seen, _, _) = rig.finish();
+    let dirs: Vec<_> = record.lines().iter().map(|e| e["dir"].clone()).collect();
+    assert_eq!(dirs, [json!("c2a"), json!("a2c")]);
+    assert_eq!(seen[0].0, Direction::ClientToAgent);
+    assert_eq!(seen[1].0, Direction::AgentToClient);
+}
+
+#[test]
+fn findings_of_an_injected_validator_reach_the_sink() {
+    let rig = rig();
+    let mut a2c = rig.sender(Direction::AgentToClient);
+    a2c.offer(b"{\"method\":\"ok\"}\n{\"method\":\"bad\"}\nnot json\n");
+    let (_, _, findings, shared) = rig.finish();
+    let found = findings.lines();
+    assert_eq!(found.len(), 2);
+    assert_eq!(found[0]["rule"], "test-rule");
+    assert_eq!(found[0]["severity"], "warning");
+    assert_eq!(found[0]["index"], 2);
+    assert_eq!(found[0]["method"], "bad");
+    assert_eq!(found[0]["dir"], "a2c");
+    assert_eq!(found[0]["path"], "/method");
+    assert_eq!(found[1]["rule"], "not-json");
+    assert_eq!(found[1]["index"], 3);
+    assert_eq!(shared.counters.findings.load(Relaxed), 2);
+    assert_eq!(shared.counters.validated.load(Relaxed), 3);
+}
+
+#[test]
+fn a_busy_validator_skips_and_counts() {
+    let counters = Arc::new(Counters::default());
+    let limits = Limits {
+        validator_messages: 2,
+        ..LIMITS
+    };
+    let shared = Arc::new(Shared::new(counters, limits, Instant::now(), false));
+    let (tx, rx) = mpsc::channel();
+    // A validator that is never run: its queue fills after one chunk.
+    let (vtx, _vrx) = mpsc::channel();
+    let monitor = Monitor {
+        shared: Arc::clone(&shared),
+        rx,
+        record: None,
+        validator_tx: Some(vtx),
+        pipes: [None, None],
+        record_error: None,
+    };
+    let mut c2a = ChunkSender::new(Direction::ClientToAgent, tx.clone(), Arc::clone(&shared));
+    c2a.offer(b"{}\n{}\n{}\n");
+    // Now busy: the pump learns it, and the monitor counts what it skips.
+    c2a.offer(b"{}\n{}\n");
+    tx.send(ToMonitor::Finish).unwrap();
+    assert!(monitor.run().is_none());
+    assert_eq!(shared.validator_queued.load(Relaxed), 3);
+    assert_eq!(shared.counters.validation_skipped.load(Relaxed), 2);
+}
