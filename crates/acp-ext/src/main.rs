@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use acp_ext::check::{self, Severity, input::Format};
 use acp_ext::output::Style;
-use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_ext::tap::{RecordFormat, TapOptions};
+use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
 use clap::{Parser, Subcommand};
 
