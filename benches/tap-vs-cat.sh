@@ -9,9 +9,16 @@
 #   cat FILE | acp-ext tap --no-validate -- cat | cat > /dev/null
 #   cat FILE | acp-ext tap --record R -- cat    | cat > /dev/null   (validation and jsonl record)
 #
-# Checks that the bytes come out unchanged. Usage: benches/tap-vs-cat.sh [MB]
-# (default 70); RUNS=N (default 7) runs of each, best one kept (the machine
-# may be shared: best-of is the least noisy figure).
+# Checks that the bytes come out unchanged, then runs the latency bench
+# (crates/acp-ext/examples/tap_latency.rs: one message at a time through
+# `cat` and through `tap -- cat`, p50/p99 of the round trip and the latency
+# the tap adds). Usage: benches/tap-vs-cat.sh [MB] (default 70); RUNS=N
+# (default 7) runs of each pipeline, best one kept (the machine may be
+# shared: best-of is the least noisy figure); LATENCY_MESSAGES=N (default
+# 5000).
+#
+# With --record, forwarding runs as fast, but the tap exits only once the
+# record is complete: that line times the recorder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${1:-70}
@@ -20,7 +27,7 @@ target=${CARGO_TARGET_DIR:-target}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-cargo build --release -q -p acp-ext
+cargo build --release -q -p acp-ext --bin acp-ext --example tap_latency
 bin="$target/release/acp-ext"
 
 awk -v size="$mb" 'BEGIN {
@@ -71,4 +78,7 @@ printf '%-34s %8s ms %8s MB/s\n' "cat" "$((t_cat / 1000000))" "$(mbps "$t_cat")"
 printf '%-34s %8s ms %8s MB/s  %5s %% of cat\n' "tap -- cat (validation on)" "$((t_tap / 1000000))" "$(mbps "$t_tap")" "$(pct "$t_tap")"
 printf '%-34s %8s ms %8s MB/s  %5s %% of cat\n' "tap --no-validate -- cat" "$((t_nov / 1000000))" "$(mbps "$t_nov")" "$(pct "$t_nov")"
 printf '%-34s %8s ms %8s MB/s  %5s %% of cat\n' "tap --record -- cat (+validation)" "$((t_rec / 1000000))" "$(mbps "$t_rec")" "$(pct "$t_rec")"
-grep -h 'dropped off' "$work/stderr" | tail -n 3 || true
+grep -h 'off the forwarding path' "$work/stderr" | sort | uniq -c | sort -rn | head -n 3 || true
+
+echo
+"$target/release/examples/tap_latency" "${LATENCY_MESSAGES:-5000}" "$bin"

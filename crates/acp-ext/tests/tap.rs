@@ -713,3 +713,22 @@ mod redactor {
         }
     }
 }
+
+#[test]
+fn records_a_long_line_whole() {
+    let dir = scratch("longline");
+    let record = dir.join("r.jsonl");
+    let blob = "b".repeat(8 << 20);
+    let line = json!({"jsonrpc":"2.0","method":"long","params":{"blob":blob}}).to_string() + "\n";
+    let out = run_tap(
+        &["--record", record.to_str().unwrap(), "--no-validate"],
+        &["cat"],
+        line.as_bytes(),
+    );
+    assert!(out.stdout == line.as_bytes());
+    let entries = read_jsonl(&record);
+    assert_eq!(entries.len(), 2);
+    for e in &entries {
+        assert_eq!(e["msg"]["params"]["blob"].as_str().unwrap().len(), 8 << 20);
+    }
+}

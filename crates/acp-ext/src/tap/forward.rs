@@ -2,10 +2,11 @@
 //!
 //! Portable version: read → offer a copy to the monitor → write, as data
 //! arrives. On Linux, when the input is a pipe, bytes move without passing
-//! through user space: `splice` from input to output, and, when the monitor
-//! wants a copy, `tee` into a private pipe first and read the copy from
-//! there. Either way the chunk is offered to the monitor before it is
-//! written, so a request is queued for the monitor before its answer can be.
+//! through user space: `splice` from input to output, after a `tee` into a
+//! private pipe for the monitor's copy when it wants one (see the
+//! `monitor` module for who reads that copy). Either way a chunk takes its
+//! place in the monitor's order (a ticket) before it is written, so a
+//! request is always seen before the answer it caused.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -117,7 +118,7 @@ mod linux {
     use rustix::pipe::{SpliceFlags, splice, tee};
 
     use super::{CHUNK, PumpEnd, copy};
-    use crate::tap::monitor::{Body, ChunkSender};
+    use crate::tap::monitor::{Body, ChunkSender, Missed};
 
     /// Moves exactly `n` bytes from `from` to `to` (they are known to be in
     /// `from`), waiting for room; `Err` if the output is closed.
@@ -150,22 +151,30 @@ mod linux {
         R: Read + AsFd,
         W: Write + AsFd,
     {
-        let (sender, pipe) = match (tap, pipe) {
-            (Some(sender), Some(pipe)) => (sender, pipe),
-            (None, _) => return move_all(from, to, bytes),
-            (tap, None) => return copy(from, to, tap, bytes),
+        let Some(sender) = tap else {
+            return move_all(from, to, bytes);
         };
-        // Each chunk: `tee` it into the monitor's private pipe (no copy, no
-        // waiting), take a ticket, move it from input to output, and send
-        // the monitor a note; the monitor reads the bytes itself. If the
-        // output is full, the note goes before the rest of the move, so the
-        // monitor never waits on a stuck write.
+        // Each chunk is `tee`d (no copy, no waiting) into the monitor's
+        // private pipe, where the monitor reads it itself; or, when
+        // recording (every line matters, so the copy goes into the monitor's
+        // larger in-memory queue at once), into a pipe of our own that we
+        // read the copy from. Then a ticket, then the move from input to
+        // output, then the note to the monitor; if the output is full, the
+        // note goes before the rest of the move, so the monitor never waits
+        // on a stuck write.
+        let (pipe, mut own) = match pipe {
+            Some(pipe) => (pipe, None),
+            None => match super::private_pipe() {
+                Some((r, w)) => (w, Some(r)),
+                None => return copy(from, to, Some(sender), bytes),
+            },
+        };
         let mut buf = vec![0u8; CHUNK];
         let mut waited = false;
         // Bytes moved unseen since the monitor last got a chunk.
         let mut unseen = 0u64;
         loop {
-            if sender.idle() {
+            if own.is_none() && sender.idle() {
                 // Only validating, and the validator is busy: move without
                 // looking; the monitor learns how much it did not see.
                 match splice(&from, None, &to, None, CHUNK, SpliceFlags::MOVE) {
@@ -230,6 +239,25 @@ mod linux {
             };
             waited = false;
             let ticket = sender.ticket();
+            let body = match own.as_mut() {
+                None => Body::InPipe(n),
+                Some(own) => match sender.admit(n) {
+                    Ok(()) => {
+                        let mut data = sender.buffer(n);
+                        let _ = own.take(n as u64).read_to_end(&mut data);
+                        if data.len() != n {
+                            return PumpEnd::Eof;
+                        }
+                        Body::Bytes(data)
+                    }
+                    Err(why) => {
+                        if own.read_exact(&mut buf[..n]).is_err() {
+                            return PumpEnd::Eof;
+                        }
+                        Body::Missed(Missed::of(&buf[..n], why))
+                    }
+                },
+            };
             // Move what the output takes without waiting.
             let mut moved = 0;
             let mut spliceable = true;
@@ -260,7 +288,7 @@ mod linux {
                     }
                 }
             }
-            sender.send(ticket, Body::InPipe(n));
+            sender.send(ticket, body);
             if closed {
                 return PumpEnd::WriteFailed;
             }

@@ -2,21 +2,25 @@
 //! agent that records and validates the traffic without touching it.
 //!
 //! [`run`] spawns the agent with piped stdin and stdout (stderr inherited),
-//! then copies the client's stdin to the agent and the agent's stdout to the
-//! client, byte for byte, each direction on its own thread doing
-//! read → write as data arrives (no line buffering, no parsing on the way).
-//! A client configured to run `acp-ext tap -- real-agent` instead of
+//! then forwards the client's stdin to the agent and the agent's stdout to
+//! the client, byte for byte, each direction on its own thread, as data
+//! arrives (no line buffering, no parsing on the way). On Linux, when the
+//! input is a pipe, the bytes do not even pass through user space (`splice`;
+//! `tee` for the copy the monitor gets); elsewhere it is read → write. A
+//! client configured to run `acp-ext tap -- real-agent` instead of
 //! `real-agent` sees the same bytes, the same exit code and the same
 //! signals.
 //!
-//! Off the forwarding path, each forwarded chunk is offered to a monitor
-//! thread through a byte-bounded queue: a chunk that does not fit is dropped
-//! and counted, never waited for. The monitor frames lines, writes the
-//! record (see [`RecordWriter`]; secrets redacted by [`Redactor`]) and hands
-//! messages to a validator thread through a second bounded queue; when the
-//! validator is behind, messages are skipped for validation and counted
-//! ([`TapStats`]). Both threads run at a lower scheduling priority than the
-//! forwarding threads (Linux).
+//! Off the forwarding path, a monitor thread frames lines, writes the record
+//! (see [`RecordWriter`]; secrets redacted by [`Redactor`]) and hands whole
+//! lines to a validator thread through a bounded queue. Nothing there ever
+//! makes the forwarding wait: when the validator is behind, lines are
+//! skipped for validation and counted; when the monitor is behind (its
+//! byte budget or its pipe is full), or while only validating with a busy
+//! validator, chunks are forwarded unseen and their bytes counted
+//! ([`TapStats`]). The validator runs at idle priority, the monitor at a
+//! low one unless it records (Linux). Chunks keep their order across both
+//! directions (a request is always seen before the answer it caused).
 //!
 //! Process handling (Unix): the agent runs in its own process group, so a
 //! terminal's Ctrl-C reaches it once, through the tap, which forwards
@@ -122,7 +126,7 @@ impl TapOptions {
             validate: true,
             validator: None,
             limits: Limits {
-                monitor_bytes: 64 << 20,
+                monitor_bytes: 0,
                 validator_messages: 1024,
                 validator_bytes: 32 << 20,
             },
@@ -159,8 +163,9 @@ impl TapOptions {
     }
 
     /// Sets the queue limits off the forwarding path: bytes of forwarded data
-    /// waiting for the monitor (default 64 MiB), messages waiting for the
-    /// validator (default 1024).
+    /// waiting for the monitor (default 256 MiB when recording, as every
+    /// line matters, else 64 MiB), lines waiting for the validator (default
+    /// 1024).
     pub fn queue_limits(mut self, monitor_bytes: usize, validator_messages: usize) -> Self {
         self.limits.monitor_bytes = monitor_bytes.max(1);
         self.limits.validator_messages = validator_messages.max(1);
@@ -179,8 +184,8 @@ impl TapOptions {
 pub struct StreamStats {
     /// Bytes forwarded.
     pub bytes: u64,
-    /// Non-blank lines the monitor framed (recorded and/or offered for
-    /// validation).
+    /// Lines the monitor framed (recorded and/or offered for validation;
+    /// blank lines included, though neither recorded nor validated).
     pub messages: u64,
     /// Bytes the monitor never looked at: neither recorded nor validated.
     /// When the monitor falls behind, or when only validating while the
@@ -350,8 +355,11 @@ pub struct TapOutcome {
 ///
 /// Returns once the agent has exited and been reaped, its remaining output
 /// forwarded, the record complete and the validator done (or its grace time
-/// over). The thread reading this process's stdin may still be blocked in a
-/// read: exit the process soon after.
+/// over). This process's stdout is closed (`/dev/null` takes its place) as
+/// soon as the agent's output ends, so the client sees the end at once even
+/// while the record is finished; the thread reading this process's stdin may
+/// still be blocked in a read (and stdin is closed the same way if the agent
+/// stops reading): exit the process soon after.
 ///
 /// # Errors
 ///
@@ -397,9 +405,17 @@ where
 
     // Off the forwarding path: monitor (and recorder), validator.
     let monitoring = record.is_some() || sink.is_some();
+    let mut limits = options.limits;
+    if limits.monitor_bytes == 0 {
+        limits.monitor_bytes = if record.is_some() {
+            256 << 20
+        } else {
+            64 << 20
+        };
+    }
     let shared = Arc::new(Shared::new(
         Arc::clone(&counters),
-        options.limits,
+        limits,
         start,
         record.is_some(),
     ));
@@ -429,7 +445,9 @@ where
     let recording = record.is_some();
     let mut pipe_r = [None, None];
     let mut pipe_w = [None, None];
-    if monitoring {
+    // Validating only: the monitor reads what the pumps `tee` into its
+    // pipes. Recording: the pumps copy into the monitor's queue themselves.
+    if monitoring && !recording {
         for slot in 0..2 {
             if let Some((r, w)) = forward::private_pipe() {
                 pipe_r[slot] = Some(r);
@@ -494,6 +512,7 @@ where
             .name("tap-a2c".into())
             .spawn(move || {
                 forward(agent_out, client_out, tap, a2c_pipe, &counters.bytes[1]);
+                process::close_stdout();
                 let _ = drained_tx.send(());
             })?;
     }

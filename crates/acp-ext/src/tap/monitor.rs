@@ -174,7 +174,7 @@ impl Shared {
         }
         b.clear();
         if let Ok(mut p) = self.pool.lock()
-            && p.len() < 64
+            && p.len() < 32
         {
             p.push(b);
         }
@@ -247,6 +247,17 @@ impl ChunkSender {
     /// and the validator is busy.
     pub fn idle(&self) -> bool {
         !self.shared.recording && self.shared.validator_busy()
+    }
+
+    /// Whether the monitor keeps `n` more bytes in memory (counted in its
+    /// budget from now on).
+    pub fn admit(&self, n: usize) -> Result<(), Skip> {
+        self.shared.admit(n)
+    }
+
+    /// A buffer to copy `n` admitted bytes into.
+    pub fn buffer(&self, n: usize) -> Vec<u8> {
+        self.shared.buffer(n)
     }
 
     /// Hands a copy of forwarded bytes to the monitor, or tells it what it

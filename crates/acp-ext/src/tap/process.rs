@@ -90,6 +90,16 @@ pub(crate) fn close_stdin() {
     }
 }
 
+/// Closes this process's stdout (by putting `/dev/null` in its place), so
+/// the client sees the end of the agent's output as soon as it is
+/// forwarded, even while the tap still finishes its record.
+pub(crate) fn close_stdout() {
+    #[cfg(unix)]
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdout(&null);
+    }
+}
+
 /// How much CPU a thread off the forwarding path may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Priority {

@@ -21,20 +21,24 @@ const MAX_PENDING: usize = 4096;
 /// Remembers what must be hidden across the messages of one connection and
 /// produces redacted copies of messages for the record.
 ///
-/// Hidden:
+/// Hidden, whichever way the message travels (an agent that echoes what it
+/// got must not leak it either):
 /// - answers to elicitation properties marked secret: a property whose
 ///   `_meta.<ns>.elicitation.secret` is `true`, a question whose `isSecret`
 ///   is `true` (its `id` is the property key), a note whose `isSecret` is
-///   `true` (its `fieldId` is the property key); in the client's response
-///   (`result.content` and `result._meta.<ns>.elicitation.answers`) and in
-///   the request itself (`default` values, prefilled `answers`);
-/// - every value of `authenticate` parameters;
+///   `true` (its `fieldId` is the property key); a secret question without
+///   `id` or note without `fieldId`, or a request-level `secret: true`,
+///   hides every answer. Hidden in the answer (`result.content` and
+///   `result._meta.<ns>.elicitation.answers`) and in the request itself
+///   (`default` values, prefilled `answers`);
+/// - every value of `authenticate` parameters (keys are kept);
 /// - `mcpServers[].env[].value` and `mcpServers[].headers[].value` in
-///   `session/new`, `session/load`, `session/resume` and `session/fork`.
+///   `session/new`, `session/load`, `session/resume` and `session/fork`;
+/// - members of a JSON-RPC batch, each on its own.
 ///
-/// An elicitation answer whose request was never seen (it was dropped from
-/// monitoring, say) has every value of its `content` hidden: when in doubt,
-/// hide.
+/// An elicitation-shaped answer (`result.action` with a `content` object)
+/// whose request was never seen (it was not monitored, say) has every value
+/// of its `content` hidden: when in doubt, hide.
 ///
 /// ```
 /// use acp_ext::check::Direction;
