@@ -1,33 +1,13 @@
 //! MCP Apps types (contract §6): round trips, absent versus `null`, and the
 //! contract's rejections.
 
+mod common;
+
+use common::{rejects, round_trip};
+
 use acp_extension_core::mcp_apps::*;
-use acp_extension_core::validate::{Check, check};
 use acp_extension_core::wire::Map;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-
-fn round_trip<T: Serialize + DeserializeOwned + Check>(v: Value) -> T {
-    let violations = check::<T>(&v);
-    assert!(violations.is_empty(), "{v}: {violations:?}");
-    let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"));
-    assert_eq!(serde_json::to_value(&t).unwrap(), v);
-    t
-}
-
-fn rejects<T: DeserializeOwned + Check>(v: Value, expected: &[(&str, &str)]) {
-    assert!(
-        serde_json::from_value::<T>(v.clone()).is_err(),
-        "{v} should not parse"
-    );
-    let got: Vec<(String, &str)> = check::<T>(&v)
-        .into_iter()
-        .map(|x| (x.pointer, x.rule.id()))
-        .collect();
-    let want: Vec<(String, &str)> = expected.iter().map(|(p, r)| (p.to_string(), *r)).collect();
-    assert_eq!(got, want, "{v}");
-}
 
 fn app() -> Value {
     json!({"version": 1, "server": "charts", "tool": "plot", "resourceUri": "ui://charts/plot"})

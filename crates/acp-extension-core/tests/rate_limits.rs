@@ -1,33 +1,13 @@
 //! Rate limit types (contract §8): round trips, absent versus `null`, and
 //! the contract's rejections.
 
+mod common;
+
+use common::{rejects, round_trip};
+
 use acp_extension_core::rate_limits::*;
-use acp_extension_core::validate::{Check, check};
 use acp_extension_core::wire::{FiniteF64, MaybeUndefined, NonNegF64};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-
-fn round_trip<T: Serialize + DeserializeOwned + Check>(v: Value) -> T {
-    let violations = check::<T>(&v);
-    assert!(violations.is_empty(), "{v}: {violations:?}");
-    let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"));
-    assert_eq!(serde_json::to_value(&t).unwrap(), v);
-    t
-}
-
-fn rejects<T: DeserializeOwned + Check>(v: Value, expected: &[(&str, &str)]) {
-    assert!(
-        serde_json::from_value::<T>(v.clone()).is_err(),
-        "{v} should not parse"
-    );
-    let got: Vec<(String, &str)> = check::<T>(&v)
-        .into_iter()
-        .map(|x| (x.pointer, x.rule.id()))
-        .collect();
-    let want: Vec<(String, &str)> = expected.iter().map(|(p, r)| (p.to_string(), *r)).collect();
-    assert_eq!(got, want, "{v}");
-}
 
 fn window() -> Value {
     json!({"usedPercent": 42, "windowDurationSeconds": 18000, "resetsAtEpochSeconds": 1710018000})

@@ -4,41 +4,21 @@
 
 mod common;
 
+use common::{rejects, round_trip};
+
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::session::*;
 use acp_extension_core::validate::{Check, check};
 use acp_extension_core::wire::{MaybeUndefined, NonNegF64};
 use agent_client_protocol::v1::schema::{ContentBlock, TextContent};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// Parses `v` as `T`, checks it is valid and that it serializes back to the
 /// same JSON value.
-fn round_trip<T: Serialize + DeserializeOwned + Check>(v: Value) -> T {
-    let violations = check::<T>(&v);
-    assert!(violations.is_empty(), "{v}: {violations:?}");
-    let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{v}: {e}"));
-    assert_eq!(serde_json::to_value(&t).unwrap(), v);
-    t
-}
-
 /// Asserts that `v` does not parse as `T` and that `check` reports exactly
 /// the given `(pointer, rule id)` violations.
-fn rejects<T: DeserializeOwned + Check>(v: Value, expected: &[(&str, &str)]) {
-    assert!(
-        serde_json::from_value::<T>(v.clone()).is_err(),
-        "{v} should not parse"
-    );
-    let got: Vec<(String, &str)> = check::<T>(&v)
-        .into_iter()
-        .map(|x| (x.pointer, x.rule.id()))
-        .collect();
-    let want: Vec<(String, &str)> = expected.iter().map(|(p, r)| (p.to_string(), *r)).collect();
-    assert_eq!(got, want, "{v}");
-}
-
 fn num(n: f64) -> NonNegF64 {
     NonNegF64::new(n).unwrap()
 }
