@@ -1,0 +1,58 @@
+//! The tools together: `probe` drives `serve` through `tap --record`, and
+//! `check` finds nothing wrong in either record format.
+
+use std::process::Command;
+
+const EXE: &str = env!("CARGO_BIN_EXE_acp-ext");
+
+fn record(format: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "acp-ext-pipeline-{}-{format}.rec",
+        std::process::id()
+    ));
+    let status = Command::new(EXE)
+        .args([
+            "probe",
+            "--quiet",
+            "--prompt",
+            "hi",
+            "--prompt",
+            "/subagents 2",
+            "--prompt",
+            "/tool",
+        ])
+        .args(["--prompt", "/goal set ship", "--prompt", "/slow 0.3", "--"])
+        .args([EXE, "tap", "--record"])
+        .arg(&path)
+        .args(["--format", format, "--", EXE, "serve"])
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    path
+}
+
+#[test]
+fn transcripts_recorded_from_serve_check_clean_in_both_formats() {
+    for format in ["jsonl", "conductor"] {
+        let path = record(format);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.lines().count() > 50, "{format}: short record");
+        assert!(
+            text.contains("subagents/event"),
+            "{format}: no subagent events recorded"
+        );
+        let out = Command::new(EXE)
+            .args(["check", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let findings = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{format}: {findings}");
+        assert!(findings.trim().is_empty(), "{format}: {findings}");
+        let _ = std::fs::remove_file(&path);
+    }
+}
