@@ -19,6 +19,16 @@
 //! ([`schema`]). Standard ACP types come from the official
 //! [`agent_client_protocol`] crate.
 //!
+//! ```
+//! use acp_extension_core::validate::{validate_str, Kind};
+//!
+//! let report = validate_str(Kind::SubagentEvent, r#"{"version":1,"sessionId":"s","runId":"r",
+//!     "type":"snapshot","snapshot":{"state":"running","summary":null,
+//!     "support":{"stream":["text"],"progress":false,"outputRead":"none","cancel":false}}}"#);
+//! assert_eq!(report.violations[0].pointer, "/snapshot/summary");
+//! assert_eq!(report.violations[0].message(), "must be a string when present; null is not allowed");
+//! ```
+//!
 
 #![deny(missing_docs)]
 
