@@ -28,6 +28,7 @@ pub const SCRIPT: &[&str] = &[
     "/ask",
     "/title",
     "/limits",
+    "/app",
     "/slow 0.4",
 ];
 

@@ -7,6 +7,9 @@
 use std::sync::Arc;
 
 use acp_extension_core::capabilities::Feature;
+use acp_extension_core::mcp_apps::{
+    McpAppLoadResponse, McpAppResourceReadResponse, McpCallToolResult, McpResourceContents,
+};
 use acp_extension_core::meta::fields;
 use acp_extension_core::methods::ExtensionRequest;
 use acp_extension_core::rate_limits::{
@@ -26,7 +29,7 @@ use serde_json::Value;
 use super::params::{invalid_params, method_not_found, unknown_session};
 use super::script::cancel_run;
 use super::sessions::{open_session, replay};
-use super::state::{DEFAULT_MODEL, Goal, Inner, Shared, Steer};
+use super::state::{AppCall, DEFAULT_MODEL, Goal, Inner, Shared, Steer};
 use super::time;
 use super::wire::{self, Cx, nn};
 
@@ -43,6 +46,10 @@ fn served(shared: &Shared, path: &str) -> bool {
         "session/goal" => Feature::Goal,
         "session/history/read" => Feature::SessionHistory,
         "subagents/list" | "subagents/cancel" | "subagents/output" => Feature::Subagents,
+        // Two-sided: served only when the client advertised it too.
+        "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => {
+            return shared.has(Feature::McpApps) && shared.lock().client.mcp_apps;
+        }
         _ => return false,
     };
     shared.has(feature)
@@ -90,6 +97,49 @@ pub(crate) fn request(
         ExtensionRequest::SubagentsList(r) => subagents_list(shared, r),
         ExtensionRequest::SubagentsCancel(r) => subagents_cancel(shared, r, cx),
         ExtensionRequest::SubagentsOutput(r) => subagents_output(shared, r),
+        ExtensionRequest::McpAppsLoad(r) => {
+            let app = app_call(shared, &r.session_id, &r.tool_call_id)?;
+            to_value(McpAppLoadResponse::new(app.app, app.input, app.result))
+        }
+        ExtensionRequest::McpAppsResourceRead(r) => {
+            let app = app_call(shared, &r.session_id, &r.tool_call_id)?;
+            if r.uri != app.app.resource_uri {
+                return Err(invalid_params(
+                    "uri",
+                    format!(
+                        "resource {:?} is not the app's UI resource ({:?})",
+                        r.uri, app.app.resource_uri
+                    ),
+                ));
+            }
+            to_value(McpAppResourceReadResponse::new(vec![
+                McpResourceContents::new(r.uri)
+                    .mime_type("text/html;profile=mcp-app")
+                    .text(APP_HTML),
+            ]))
+        }
+        ExtensionRequest::McpAppsToolCall(r) => {
+            let app = app_call(shared, &r.session_id, &r.tool_call_id)?;
+            if r.name != app.app.tool {
+                return Err(invalid_params(
+                    "name",
+                    format!(
+                        "tool {:?} is not on this server or not visible to the app (server {:?})",
+                        r.name, app.app.server
+                    ),
+                ));
+            }
+            let points = r
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("series"))
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            to_value(McpCallToolResult::new(vec![serde_json::json!({
+                "type": "text",
+                "text": format!("Chart redrawn: {points} points."),
+            })]))
+        }
         _ => Err(method_not_found(method)),
     }
 }
@@ -182,6 +232,31 @@ fn goal(shared: &Arc<Shared>, request: GoalControlRequest, cx: &Cx) -> Result<Va
         ),
     );
     to_value(GoalControlResponse::new(snapshot))
+}
+
+/// The app's HTML document (`text/html;profile=mcp-app`).
+const APP_HTML: &str =
+    "<!doctype html><html><body><h1>Chart</h1><canvas id=\"chart\"></canvas></body></html>";
+
+/// The tool call an `_<ns>/mcp_apps/*` request is scoped to.
+fn app_call(shared: &Shared, session_id: &str, tool_call_id: &str) -> Result<AppCall, Error> {
+    let inner = shared.lock();
+    if !inner.sessions.contains_key(session_id) {
+        return Err(invalid_params(
+            "sessionId",
+            format!("session {session_id:?} does not exist on this connection"),
+        ));
+    }
+    inner
+        .apps
+        .get(&(session_id.to_owned(), tool_call_id.to_owned()))
+        .cloned()
+        .ok_or_else(|| {
+            invalid_params(
+                "toolCallId",
+                format!("session {session_id:?} has no MCP app tool call {tool_call_id:?}"),
+            )
+        })
 }
 
 fn subagents_list(shared: &Arc<Shared>, r: SubagentsListRequest) -> Result<Value, Error> {

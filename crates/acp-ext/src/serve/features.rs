@@ -7,8 +7,8 @@ use acp_extension_core::capabilities::{
 };
 use acp_extension_core::wire::True;
 
-/// Every agent capability key `serve` implements, in advertisement order.
-/// `mcpApps` is not implemented and never advertised.
+/// Every agent capability key `serve` implements, in advertisement order
+/// (all of the contract's agent-side features, `mcpApps` included).
 pub const FEATURES: &[&str] = &[
     "subagentEvents",
     "sessionTitle",
@@ -24,6 +24,7 @@ pub const FEATURES: &[&str] = &[
     "worktreeProject",
     "sessionActivity",
     "sessionConfig",
+    "mcpApps",
 ];
 
 /// A `--only` entry that is not one of [`FEATURES`].
@@ -142,6 +143,7 @@ impl Advertised {
                 Feature::WorktreeProject => caps.worktree_project(v1()),
                 Feature::SessionActivity => caps.session_activity(v1()),
                 Feature::SessionConfig => caps.session_config(v1()),
+                Feature::McpApps => caps.mcp_apps(v1()),
                 _ => caps,
             };
         }

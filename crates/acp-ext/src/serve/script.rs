@@ -12,6 +12,7 @@ use acp_extension_core::capabilities::Feature;
 use acp_extension_core::elicitation::{
     ElicitationAnswerNote, ElicitationMeta, ElicitationOption, ElicitationQuestion,
 };
+use acp_extension_core::mcp_apps::{McpAppDisplayMode, McpAppToolCallMeta, McpCallToolResult};
 use acp_extension_core::meta::{self, fields};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
@@ -42,7 +43,8 @@ use super::cancel::Cancel;
 use super::ext;
 use super::params::{self, invalid_params, invalid_state, unknown_session};
 use super::state::{
-    Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord, TurnSlot,
+    AppCall, Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord,
+    TurnSlot,
 };
 use super::time;
 use super::wire::{self, Cx, MetaBuilder, Reply, nn};
@@ -80,13 +82,14 @@ enum Command {
     Title(Option<String>),
     Slow { secs: f64 },
     Limits,
+    App,
     Fail,
     Unknown(String),
 }
 
 /// The commands, for the unknown-command answer.
 const HELP: &str = "/tool, /subagents N [SECONDS], /background [SECONDS], /schedule [SECONDS], \
-/compact, /goal set TEXT|pause|resume|clear, /ask, /title [TEXT], /slow SECONDS, /limits, /fail";
+/compact, /goal set TEXT|pause|resume|clear, /ask, /title [TEXT], /slow SECONDS, /limits, /app, /fail";
 
 fn seconds(cmd: &str, arg: Option<&str>, default: f64) -> Result<f64, Error> {
     let Some(arg) = arg else { return Ok(default) };
@@ -162,6 +165,7 @@ fn parse_command(text: &str) -> Result<Command, Error> {
             secs: seconds("/slow", arg, 1.0)?,
         },
         "/limits" => Command::Limits,
+        "/app" => Command::App,
         "/fail" => Command::Fail,
         other => Command::Unknown(other.to_owned()),
     })
@@ -236,6 +240,7 @@ pub(crate) struct Turn {
     subagent_events: bool,
     answer_notes: bool,
     elicitation_form: bool,
+    mcp_apps: bool,
     text: String,
     command: Command,
     goal_control: Option<GoalCmd>,
@@ -301,6 +306,7 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
         subagent_events: client.subagent_events,
         answer_notes: client.answer_notes,
         elicitation_form: client.elicitation_form,
+        mcp_apps: client.mcp_apps,
         text,
         command,
         goal_control,
@@ -400,6 +406,7 @@ impl Turn {
             Command::Title(text) => self.title(text),
             Command::Slow { secs } => self.slow(secs).await,
             Command::Limits => self.limits(),
+            Command::App => self.app(),
             Command::Fail => self.fail(),
             Command::Unknown(cmd) => {
                 self.final_answer(&format!("Unknown command {cmd}. Commands: {HELP}."));
@@ -1341,6 +1348,55 @@ impl Turn {
         Ok(())
     }
 
+    /// `/app`: a tool call of the `demo` MCP server's `chart` tool, which
+    /// declares a UI resource; tagged with `_meta.<ns>.mcpApp` and served
+    /// through `_<ns>/mcp_apps/*` only when `mcpApps` is negotiated.
+    fn app(&mut self) -> Step {
+        let call = self.with(|_, c| c.call())?;
+        let Value::Object(input) = json!({"series": [1, 2, 3]}) else {
+            return Err(Stop::Failed(Error::internal_error()));
+        };
+        let mut tool_call = ToolCall::new(call.clone(), "Draw a chart")
+            .kind(ToolKind::Other)
+            .status(ToolCallStatus::InProgress)
+            .raw_input(Value::Object(input.clone()));
+        let key = (self.session_id.clone(), call.clone());
+        if self.mcp_apps {
+            let app = McpAppToolCallMeta::new(APP_SERVER, APP_TOOL, APP_RESOURCE)
+                .app_name("Chart")
+                .preferred_display_mode(McpAppDisplayMode::Inline);
+            tool_call = tool_call.meta(self.mb().with::<fields::McpApp>(app.clone()).build());
+            // Known before the client sees the tool call, so it can load at once.
+            self.shared.lock().apps.insert(
+                key.clone(),
+                AppCall {
+                    app,
+                    input,
+                    result: None,
+                },
+            );
+        }
+        self.send(SessionUpdate::ToolCall(tool_call));
+        let text = "Chart drawn: 3 points.";
+        let result = McpCallToolResult::new(vec![json!({"type": "text", "text": text})]);
+        if let Some(app) = self.shared.lock().apps.get_mut(&key) {
+            app.result = Some(result.clone());
+        }
+        self.send(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call,
+            ToolCallUpdateFields::new()
+                .status(ToolCallStatus::Completed)
+                .content(vec![ToolCallContent::from(text.to_owned())])
+                .raw_output(serde_json::to_value(result).unwrap_or_default()),
+        )));
+        self.final_answer(if self.mcp_apps {
+            "The chart app is ready."
+        } else {
+            "Chart drawn (the client did not advertise mcpApps, so there is no app)."
+        });
+        Ok(())
+    }
+
     fn fail(&mut self) -> Step {
         let message = "Simulated failure requested with /fail.";
         self.send(SessionUpdate::AgentMessageChunk(
@@ -1425,6 +1481,15 @@ pub(crate) fn cancel_run(
     );
     true
 }
+
+/// The MCP server of the `/app` tool.
+pub(crate) const APP_SERVER: &str = "demo";
+
+/// The `/app` tool, which declares a UI resource.
+pub(crate) const APP_TOOL: &str = "chart";
+
+/// The `/app` tool's UI resource.
+pub(crate) const APP_RESOURCE: &str = "ui://demo/chart";
 
 /// The canonical tool name of `/background` jobs (a shell, as agents name it).
 const BACKGROUND_TOOL: &str = "Bash";
@@ -1547,6 +1612,7 @@ mod tests {
             parse_command("/goal set ship the parser").unwrap(),
             Command::Goal(GoalCmd::Set("ship the parser".into()))
         );
+        assert_eq!(parse_command("/app").unwrap(), Command::App);
         assert!(parse_command("/slow forever").is_err());
         assert!(parse_command("/subagents 0").is_err());
         assert_eq!(

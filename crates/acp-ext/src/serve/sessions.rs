@@ -87,6 +87,7 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
             answer_notes: negotiated.answer_notes(),
             elicitation_form,
             boolean_config,
+            mcp_apps: negotiated.is_active(Feature::McpApps),
         };
     }
     // ACP v1 is the only version this agent speaks; a client asking for a

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use acp_extension_core::capabilities::Feature;
+use acp_extension_core::mcp_apps::{McpAppToolCallMeta, McpCallToolResult};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
     GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
 };
 use acp_extension_core::usage::SessionUsageAccumulator;
+use acp_extension_core::wire::Map;
 use tokio::sync::mpsc;
 
 use super::cancel::Cancel;
@@ -46,6 +48,18 @@ pub(crate) struct Inner {
     pub(crate) client: ClientSide,
     pub(crate) counters: Counters,
     pub(crate) sessions: HashMap<String, Session>,
+    /// Tool calls tagged with an MCP app, by (session id, tool call id).
+    pub(crate) apps: HashMap<(String, String), AppCall>,
+}
+
+/// A tool call tagged with `_meta.<ns>.mcpApp` (`/app`): what the app view
+/// loads through `_<ns>/mcp_apps/*`.
+#[derive(Debug, Clone)]
+pub(crate) struct AppCall {
+    pub(crate) app: McpAppToolCallMeta,
+    pub(crate) input: Map,
+    /// `None` until the tool call completed.
+    pub(crate) result: Option<McpCallToolResult>,
 }
 
 /// What the client advertised, reduced to what the agent acts on.
@@ -61,6 +75,8 @@ pub(crate) struct ClientSide {
     pub(crate) elicitation_form: bool,
     /// The client supports boolean session config options.
     pub(crate) boolean_config: bool,
+    /// `mcpApps` negotiated (both sides advertised it).
+    pub(crate) mcp_apps: bool,
 }
 
 impl Default for ClientSide {
@@ -71,6 +87,7 @@ impl Default for ClientSide {
             answer_notes: false,
             elicitation_form: false,
             boolean_config: false,
+            mcp_apps: false,
         }
     }
 }
