@@ -312,7 +312,8 @@ fn validate_files(
     threads: Option<usize>,
     files: &[PathBuf],
 ) -> anyhow::Result<ExitCode> {
-    let mut options = StreamOptions::default();
+    // `--quiet` prints only the counts: skip collecting violations.
+    let mut options = StreamOptions::default().details(!quiet);
     if let Some(n) = threads {
         options = options.threads(n);
     }

@@ -15,6 +15,10 @@ pub struct StreamOptions {
     pub threads: usize,
     /// Bytes read per block; each block's lines are validated in parallel.
     pub block_size: usize,
+    /// Collect every violation of an invalid value (the default). Without
+    /// details an invalid value's report holds one `invalid` violation at
+    /// the root, which is much cheaper when only the counts matter.
+    pub details: bool,
 }
 
 impl Default for StreamOptions {
@@ -22,11 +26,19 @@ impl Default for StreamOptions {
         Self {
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             block_size: 4 << 20,
+            details: true,
         }
     }
 }
 
 impl StreamOptions {
+    /// Sets whether invalid values get every violation (see [`StreamOptions::details`]).
+    #[must_use]
+    pub fn details(mut self, details: bool) -> Self {
+        self.details = details;
+        self
+    }
+
     /// Sets the number of worker threads.
     #[must_use]
     pub fn threads(mut self, threads: usize) -> Self {
@@ -117,27 +129,38 @@ pub fn validate_stream<R: Read>(
                 }
             }
         };
-        let mut lines: Vec<(u64, &[u8])> = Vec::new();
-        let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', &buf[..cut])
-            .chain((cut > 0 && buf[cut - 1] != b'\n').then_some(cut))
-        {
-            line_no += 1;
-            let l = trim_cr(&buf[start..end]);
-            if !is_blank(l) {
-                lines.push((line_no, l));
+        // Each worker splits and validates its own run of whole lines.
+        let parts = split_at_lines(&buf[..cut], options.threads);
+        let details = options.details;
+        let results: Vec<(u64, Vec<(u64, LineReports)>)> = if parts.len() <= 1 {
+            parts
+                .iter()
+                .map(|p| validate_part(kind, p, details))
+                .collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = parts
+                    .iter()
+                    .map(|p| s.spawn(move || validate_part(kind, p, details)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_default())
+                    .collect()
+            })
+        };
+        for (count, items) in results {
+            for (local, reports) in items {
+                for report in reports {
+                    index += 1;
+                    emit(StreamItem {
+                        index,
+                        line: line_no + local,
+                        report,
+                    });
+                }
             }
-            start = end + 1;
-        }
-        for (line, reports) in validate_lines(kind, &lines, options.threads) {
-            for report in reports {
-                index += 1;
-                emit(StreamItem {
-                    index,
-                    line,
-                    report,
-                });
-            }
+            line_no += count;
         }
         buf.drain(..cut);
         if eof {
@@ -148,24 +171,45 @@ pub fn validate_stream<R: Read>(
     Ok(summary)
 }
 
-/// Validates lines on up to `threads` threads; one or more reports per line
-/// (a line may hold several values one after another).
-fn validate_lines(kind: Kind, lines: &[(u64, &[u8])], threads: usize) -> Vec<(u64, LineReports)> {
-    let one = |(line, bytes): &(u64, &[u8])| (*line, validate_line(kind, bytes));
-    if threads <= 1 || lines.len() < 256 {
-        return lines.iter().map(one).collect();
+/// Cuts `text` (whole lines) into up to `n` runs of whole lines of about
+/// equal size.
+fn split_at_lines(text: &[u8], n: usize) -> Vec<&[u8]> {
+    if n <= 1 || text.len() < (64 << 10) {
+        return vec![text];
     }
-    let chunk = lines.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = lines
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(one).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
-            .collect()
-    })
+    let mut parts = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 1..n {
+        let target = (text.len() * i / n).max(start);
+        let Some(nl) = memchr::memchr(b'\n', &text[target..]) else {
+            break;
+        };
+        let end = target + nl + 1;
+        parts.push(&text[start..end]);
+        start = end;
+    }
+    if start < text.len() {
+        parts.push(&text[start..]);
+    }
+    parts
+}
+
+/// Validates one run of lines: the number of lines it holds and, for each
+/// non-blank line, its line number within the run (from 1) and reports.
+fn validate_part(kind: Kind, text: &[u8], details: bool) -> (u64, Vec<(u64, LineReports)>) {
+    let mut count = 0;
+    let mut items = Vec::new();
+    let mut start = 0;
+    let last = (!text.is_empty() && text[text.len() - 1] != b'\n').then_some(text.len());
+    for end in memchr::memchr_iter(b'\n', text).chain(last) {
+        count += 1;
+        let l = trim_cr(&text[start..end]);
+        if !is_blank(l) {
+            items.push((count, validate_line(kind, l, details)));
+        }
+        start = end + 1;
+    }
+    (count, items)
 }
 
 /// The reports of one line: almost always one value, without allocating.
@@ -184,7 +228,24 @@ impl Iterator for LineReports {
     }
 }
 
-fn validate_line(kind: Kind, bytes: &[u8]) -> LineReports {
+fn validate_line(kind: Kind, bytes: &[u8], details: bool) -> LineReports {
+    if !details {
+        if super::is_valid_slice(kind, bytes) {
+            return LineReports::One(std::iter::once(Report::default()));
+        }
+        let several = serde_json::from_slice::<serde::de::IgnoredAny>(bytes)
+            .is_err_and(|e| e.to_string().starts_with("trailing characters"));
+        if !several {
+            let invalid = Violation::new(
+                "",
+                Rule::Relation {
+                    id: "invalid",
+                    message: "breaks the contract (details not collected)".into(),
+                },
+            );
+            return LineReports::One(std::iter::once(Report::new(vec![invalid])));
+        }
+    }
     let report = validate_slice(kind, bytes);
     let trailing = matches!(report.violations.as_slice(),
         [Violation { rule: Rule::Syntax(msg), .. }] if msg.starts_with("trailing characters"));
@@ -291,6 +352,7 @@ mod tests {
         let options = StreamOptions {
             threads: 2,
             block_size: block,
+            details: true,
         };
         let mut items = Vec::new();
         validate_stream(Kind::ModelUsage, input, &options, |i| {
@@ -346,6 +408,26 @@ mod tests {
                 (i as u64 + 1, i as u64 + 1, i % 7 != 0)
             );
         }
+    }
+
+    #[test]
+    fn verdicts_without_details_agree_with_full_reports() {
+        let input = format!("{OK}\n{{}}\n{OK}{OK}\nnope\n{OK} {{\"inputTokens\": -1}}\n");
+        let run_with = |details: bool| {
+            let options = StreamOptions {
+                threads: 1,
+                block_size: 1,
+                details,
+            };
+            let mut items = Vec::new();
+            validate_stream(Kind::ModelUsage, input.as_bytes(), &options, |i| {
+                items.push((i.index, i.line, i.report.is_valid()))
+            })
+            .unwrap();
+            items
+        };
+        assert_eq!(run_with(false), run_with(true));
+        assert_eq!(run_with(false).len(), 7);
     }
 
     #[test]
