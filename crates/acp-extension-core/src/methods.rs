@@ -409,27 +409,39 @@ fn matches_path(method: &str, path: &str) -> Option<Namespace> {
     split_method(method).and_then(|(ns, p)| (p == path).then_some(ns))
 }
 
-impl<T: ExtensionMethod + Send + 'static> JsonRpcMessage for Namespaced<T> {
-    fn matches_method(method: &str) -> bool {
-        matches_path(method, T::PATH).is_some()
-    }
-    fn method(&self) -> &str {
-        &self.method
-    }
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        UntypedMessage::new(&self.method, &self.message)
-    }
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        let namespace = matches_path(method, T::PATH)
-            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
-        let message = parse_params::<T>(method, params).map_err(sdk_error)?;
-        Ok(Self {
-            namespace,
-            message,
-            method: method.to_owned(),
-        })
-    }
+/// `JsonRpcMessage` for a wrapper holding one typed message with the
+/// namespace it travels in: matches both spellings of `T::PATH`.
+macro_rules! namespaced_message {
+    ($wrapper:ident, $bound:ident) => {
+        impl<T: $bound + Send + 'static> JsonRpcMessage for $wrapper<T> {
+            fn matches_method(method: &str) -> bool {
+                matches_path(method, T::PATH).is_some()
+            }
+            fn method(&self) -> &str {
+                &self.method
+            }
+            fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
+                UntypedMessage::new(&self.method, &self.message)
+            }
+            fn parse_message(
+                method: &str,
+                params: &Value,
+            ) -> Result<Self, agent_client_protocol::Error> {
+                let namespace = matches_path(method, T::PATH)
+                    .ok_or_else(agent_client_protocol::Error::method_not_found)?;
+                let message = parse_params::<T>(method, params).map_err(sdk_error)?;
+                Ok(Self {
+                    namespace,
+                    message,
+                    method: method.to_owned(),
+                })
+            }
+        }
+    };
 }
+
+namespaced_message!(Namespaced, ExtensionMethod);
+namespaced_message!(NamespacedNotification, ExtensionNotificationMethod);
 
 impl<T: ExtensionMethod + Send + 'static> JsonRpcRequest for Namespaced<T>
 where
@@ -489,28 +501,6 @@ impl<T: ExtensionNotificationMethod> NamespacedNotification<T> {
     }
 }
 
-impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcMessage for NamespacedNotification<T> {
-    fn matches_method(method: &str) -> bool {
-        matches_path(method, T::PATH).is_some()
-    }
-    fn method(&self) -> &str {
-        &self.method
-    }
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        UntypedMessage::new(&self.method, &self.message)
-    }
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        let namespace = matches_path(method, T::PATH)
-            .ok_or_else(agent_client_protocol::Error::method_not_found)?;
-        let message = parse_params::<T>(method, params).map_err(sdk_error)?;
-        Ok(Self {
-            namespace,
-            message,
-            method: method.to_owned(),
-        })
-    }
-}
-
 impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcNotification
     for NamespacedNotification<T>
 {
@@ -540,30 +530,52 @@ impl AnyExtensionRequest {
     }
 }
 
-impl JsonRpcMessage for AnyExtensionRequest {
-    fn matches_method(method: &str) -> bool {
-        method_kind(method) == Some(MethodKind::Request)
-    }
-    fn method(&self) -> &str {
-        &self.method
-    }
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        Ok(UntypedMessage {
-            method: self.method.clone(),
-            params: self.request.params(),
-        })
-    }
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        match ExtensionRequest::parse(method, params).map_err(sdk_error)? {
-            Some((namespace, request)) => Ok(Self {
-                namespace,
-                request,
-                method: method.to_owned(),
-            }),
-            None => Err(agent_client_protocol::Error::method_not_found()),
+/// `JsonRpcMessage` for a wrapper holding any typed extension request or
+/// notification (`$field` of type `$parsed`) with its namespace.
+macro_rules! any_extension_message {
+    ($wrapper:ident, $field:ident, $parsed:ident, $kind:expr) => {
+        impl JsonRpcMessage for $wrapper {
+            fn matches_method(method: &str) -> bool {
+                method_kind(method) == Some($kind)
+            }
+            fn method(&self) -> &str {
+                &self.method
+            }
+            fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
+                Ok(UntypedMessage {
+                    method: self.method.clone(),
+                    params: self.$field.params(),
+                })
+            }
+            fn parse_message(
+                method: &str,
+                params: &Value,
+            ) -> Result<Self, agent_client_protocol::Error> {
+                match $parsed::parse(method, params).map_err(sdk_error)? {
+                    Some((namespace, $field)) => Ok(Self {
+                        namespace,
+                        $field,
+                        method: method.to_owned(),
+                    }),
+                    None => Err(agent_client_protocol::Error::method_not_found()),
+                }
+            }
         }
-    }
+    };
 }
+
+any_extension_message!(
+    AnyExtensionRequest,
+    request,
+    ExtensionRequest,
+    MethodKind::Request
+);
+any_extension_message!(
+    AnyExtensionNotification,
+    notification,
+    ExtensionNotification,
+    MethodKind::Notification
+);
 
 impl JsonRpcRequest for AnyExtensionRequest {
     type Response = ExtensionResponse;
@@ -597,31 +609,6 @@ impl AnyExtensionNotification {
             namespace,
             method: namespace.method(notification.path()),
             notification,
-        }
-    }
-}
-
-impl JsonRpcMessage for AnyExtensionNotification {
-    fn matches_method(method: &str) -> bool {
-        method_kind(method) == Some(MethodKind::Notification)
-    }
-    fn method(&self) -> &str {
-        &self.method
-    }
-    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
-        Ok(UntypedMessage {
-            method: self.method.clone(),
-            params: self.notification.params(),
-        })
-    }
-    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
-        match ExtensionNotification::parse(method, params).map_err(sdk_error)? {
-            Some((namespace, notification)) => Ok(Self {
-                namespace,
-                notification,
-                method: method.to_owned(),
-            }),
-            None => Err(agent_client_protocol::Error::method_not_found()),
         }
     }
 }
