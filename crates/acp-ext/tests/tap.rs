@@ -286,6 +286,12 @@ fn jsonl_record_format() {
         &mixed_input(),
     );
     assert!(out.status.success());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&record).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "a record is private to its owner");
+    }
     let entries = read_jsonl(&record);
     // Blank lines are not recorded; everything else is, both ways.
     assert_eq!(entries.len(), 2 * 7);

@@ -541,6 +541,14 @@ where
     })
 }
 
+/// Creates (or truncates) a record or findings file. On Unix a new file is
+/// readable by its owner only: transcripts carry prompts, code and tool output.
 fn create(path: &Path) -> io::Result<File> {
-    File::create(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
