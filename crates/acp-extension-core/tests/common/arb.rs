@@ -78,6 +78,7 @@ impl Generated {
 pub struct SchemaGen {
     defs: Map<String, Value>,
     aliases: HashMap<String, String>,
+    json: BoxedStrategy<Value>,
 }
 
 impl SchemaGen {
@@ -86,6 +87,7 @@ impl SchemaGen {
         Self {
             defs,
             aliases: HashMap::new(),
+            json: any_json(),
         }
     }
 
@@ -151,10 +153,8 @@ impl SchemaGen {
         }
         for key in ["oneOf", "anyOf"] {
             if let Some(Value::Array(options)) = obj.get(key) {
-                let union: Vec<Map<String, Value>> = options
-                    .iter()
-                    .flat_map(|o| self.alternatives(o))
-                    .collect();
+                let union: Vec<Map<String, Value>> =
+                    options.iter().flat_map(|o| self.alternatives(o)).collect();
                 alts = product(&alts, &union);
             }
         }
@@ -176,7 +176,7 @@ impl SchemaGen {
             _ if flat.contains_key("properties") || flat.contains_key("required") => {
                 vec!["object"]
             }
-            _ => return any_json().prop_map(Generated::leaf).boxed(),
+            _ => return self.json.clone().prop_map(Generated::leaf).boxed(),
         };
         one_of(types.into_iter().map(|t| self.typed(t, flat)).collect())
     }
@@ -185,14 +185,19 @@ impl SchemaGen {
         let int = |k: &str| flat.get(k).and_then(Value::as_i64);
         match t {
             "null" => Just(Generated::leaf(Value::Null)).boxed(),
-            "boolean" => any::<bool>().prop_map(|b| Generated::leaf(b.into())).boxed(),
+            "boolean" => any::<bool>()
+                .prop_map(|b| Generated::leaf(b.into()))
+                .boxed(),
             "string" => {
                 let min = flat.get("minLength").and_then(Value::as_u64).unwrap_or(0) as usize;
                 string(min).prop_map(|s| Generated::leaf(s.into())).boxed()
             }
-            "integer" => integer(int("minimum").unwrap_or(-SAFE), int("maximum").unwrap_or(SAFE))
-                .prop_map(|n| Generated::leaf(n.into()))
-                .boxed(),
+            "integer" => integer(
+                int("minimum").unwrap_or(-SAFE),
+                int("maximum").unwrap_or(SAFE),
+            )
+            .prop_map(|n| Generated::leaf(n.into()))
+            .boxed(),
             "number" => {
                 let min = flat.get("minimum").and_then(Value::as_f64);
                 number(min).prop_map(Generated::leaf).boxed()
@@ -236,7 +241,9 @@ impl SchemaGen {
         let mut fields: Vec<BoxedStrategy<Option<(String, Generated)>>> = Vec::new();
         for (key, schema) in props {
             let k = key.clone();
-            let value = self.strategy(schema, false).prop_map(move |g| (k.clone(), g));
+            let value = self
+                .strategy(schema, false)
+                .prop_map(move |g| (k.clone(), g));
             if required.contains(&key.as_str()) {
                 fields.push(value.prop_map(Some).boxed());
             } else {
@@ -254,10 +261,11 @@ impl SchemaGen {
         let extra: BoxedStrategy<Vec<(String, Generated)>> = match flat.get("additionalProperties")
         {
             Some(Value::Bool(false)) => Just(Vec::new()).boxed(),
-            None | Some(Value::Bool(true)) => {
-                proptest::collection::vec((unknown_key(), any_json().prop_map(Generated::leaf)), 0..3)
-                    .boxed()
-            }
+            None | Some(Value::Bool(true)) => proptest::collection::vec(
+                (unknown_key(), self.json.clone().prop_map(Generated::leaf)),
+                0..3,
+            )
+            .boxed(),
             Some(schema) => {
                 proptest::collection::vec((map_key(), self.strategy(schema, false)), 0..3).boxed()
             }
@@ -323,10 +331,9 @@ fn merge(a: &Map<String, Value>, b: &Map<String, Value>) -> Map<String, Value> {
                 }
             }
             ("title" | "description" | "$schema" | "$defs", Some(_)) => {}
-            (_, Some(existing)) => assert_eq!(
-                existing, v,
-                "conflicting `{k}` in a conjunction of schemas"
-            ),
+            (_, Some(existing)) => {
+                assert_eq!(existing, v, "conflicting `{k}` in a conjunction of schemas")
+            }
         }
     }
     out
@@ -352,7 +359,8 @@ fn string(min: usize) -> impl Strategy<Value = String> {
 
 /// A key the contract does not define.
 fn unknown_key() -> impl Strategy<Value = String> {
-    "zz[a-z~/]{0,4}"
+    let c = prop_oneof![4 => proptest::char::range('a', 'z'), 1 => Just('~'), 1 => Just('/')];
+    proptest::collection::vec(c, 0..5).prop_map(|cs| format!("zz{}", String::from_iter(cs)))
 }
 
 /// A key of a map the contract types as `{string: T}`.
@@ -377,33 +385,34 @@ fn integer(min: i64, max: i64) -> impl Strategy<Value = i64> {
 /// fractions as floats.
 fn number(min: Option<f64>) -> impl Strategy<Value = Value> {
     let lo = min.unwrap_or(-(SAFE as f64));
-    let fraction = any::<f64>().prop_filter_map("finite non-integral in range", move |f| {
-        (f.is_finite() && f.fract() != 0.0 && f >= lo).then(|| Value::from(f))
-    });
+    let fraction = move |f: f64| (f.fract() != 0.0 && f >= lo).then(|| Value::from(f));
     prop_oneof![
-        integer(lo.ceil() as i64, SAFE).prop_map(Value::from),
-        fraction,
-        (0u32..1000, 1u32..100).prop_filter_map("non-integral", move |(a, b)| {
-            let f = f64::from(a) + f64::from(b) / 100.0;
-            (f.fract() != 0.0 && f >= lo).then(|| Value::from(f))
-        }),
+        2 => integer(lo.ceil() as i64, SAFE).prop_map(Value::from),
+        1 => (lo.max(-1e15)..1e15).prop_filter_map("non-integral", fraction),
+        1 => (0.0..1.0f64).prop_filter_map("non-integral", fraction),
+        1 => proptest::num::f64::SUBNORMAL.prop_filter_map("non-integral", fraction),
     ]
 }
 
-/// Any JSON value (what an unknown key may hold), a few levels deep.
-pub fn any_json() -> impl Strategy<Value = Value> {
+/// Any JSON value (what an unknown key may hold), up to two levels deep.
+/// Built by hand: `prop_recursive` rebuilds its layers for every value.
+pub fn any_json() -> BoxedStrategy<Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         integer(-SAFE, SAFE).prop_map(Value::from),
         number(None),
         string(0).prop_map(Value::from),
-    ];
-    leaf.prop_recursive(2, 8, 3, |inner| {
+    ]
+    .boxed();
+    let nest = |inner: BoxedStrategy<Value>| {
         prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
-            proptest::collection::vec((map_key(), inner), 0..3)
+            3 => leaf.clone(),
+            1 => proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+            1 => proptest::collection::vec((map_key(), inner), 0..3)
                 .prop_map(|entries| Value::Object(entries.into_iter().collect())),
         ]
-    })
+        .boxed()
+    };
+    nest(nest(leaf.clone()))
 }
