@@ -156,3 +156,17 @@ fn syntax_errors_name_the_problem() {
     assert_eq!(r.violations[0].rule.id(), "syntax");
     assert_eq!(r.violations[0].pointer, "");
 }
+
+#[test]
+fn capabilities_meta_may_be_null_but_not_a_namespace_section() {
+    // ACP types `_meta` as object-or-null; the contract's sections are optional, never null.
+    let null_meta = json!({"loadSession": true, "_meta": null});
+    assert_eq!(found(Kind::AgentCapabilities, null_meta), vec![]);
+    assert_eq!(
+        found(
+            Kind::ClientCapabilities,
+            json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}, "ua": null}})
+        ),
+        vec![("/_meta/ua".to_string(), "not-null")]
+    );
+}

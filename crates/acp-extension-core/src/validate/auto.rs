@@ -153,11 +153,11 @@ fn check_capabilities<T: Check>(v: &Value) -> Vec<Violation> {
     match v.get("_meta") {
         Some(Value::Object(meta)) => {
             for ns in Namespace::ALL {
-                if let Some(section) = meta.get(ns.key()) {
-                    T::check(section, &child(&child("", "_meta"), ns.key()), &mut out);
-                }
+                crate::wire::check_opt::<T>(meta, ns.key(), "/_meta", &mut out);
             }
         }
+        // ACP allows `_meta: null`: no extension capabilities.
+        Some(Value::Null) => {}
         Some(other) => out.push(Violation::new("/_meta", Rule::type_of("an object", other))),
         None => T::check(v, "", &mut out),
     }
@@ -225,13 +225,13 @@ pub(crate) fn elicitation_request_schema() -> Schema {
         "description": "`elicitation/create` params. Contract metadata sits at `_meta.<ns>.elicitation` on the request and on each property of `requestedSchema`; answer-note references across properties are checked by `acp-ext validate` (JSON Schema cannot express them).",
         "type": "object",
         "properties": {
-            "_meta": { "type": "object", "properties": {
+            "_meta": { "type": ["object", "null"], "properties": {
                 "ua": { "type": "object", "properties": { "elicitation": meta.clone() } },
                 "lody": { "type": "object", "properties": { "elicitation": meta.clone() } }
             } },
             "requestedSchema": { "type": "object", "properties": { "properties": {
                 "type": "object",
-                "additionalProperties": { "type": "object", "properties": { "_meta": { "type": "object", "properties": {
+                "additionalProperties": { "type": "object", "properties": { "_meta": { "type": ["object", "null"], "properties": {
                     "ua": { "type": "object", "properties": { "elicitation": meta.clone() } },
                     "lody": { "type": "object", "properties": { "elicitation": meta } }
                 } } } }
