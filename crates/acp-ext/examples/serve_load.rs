@@ -247,26 +247,41 @@ fn to_io<E: std::fmt::Display>(e: E) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// What session `i` does, after a first plain prompt.
+/// What a session does after its first (plain) prompt.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Plan {
+pub enum Plan {
+    /// A second plain prompt.
     Plain,
+    /// `/subagents 2`: a subagent event stream.
     Subagents,
+    /// `/slow 600`, then `session/cancel` once the turn has started.
     Cancel,
+    /// `/slow 600` with `session/cancel` right behind it on the wire.
+    CancelAtOnce,
+    /// `/slow 600`, then `session/close` once the turn has started.
     CloseMidTurn,
 }
 
-fn plan(i: usize) -> Plan {
-    match i % 6 {
-        0 | 3 => Plan::Subagents,
+impl Plan {
+    /// Whether the second prompt ends `cancelled`.
+    pub fn cancelled(self) -> bool {
+        matches!(self, Plan::Cancel | Plan::CancelAtOnce | Plan::CloseMidTurn)
+    }
+}
+
+/// The plan of session number `i`.
+pub fn plan(i: usize) -> Plan {
+    match i % 8 {
+        0 | 4 => Plan::Subagents,
         1 => Plan::Cancel,
-        4 => Plan::CloseMidTurn,
+        5 => Plan::CancelAtOnce,
+        3 => Plan::CloseMidTurn,
         _ => Plan::Plain,
     }
 }
 
 /// Subagents per `/subagents` prompt.
-const CHILDREN: usize = 2;
+pub const CHILDREN: usize = 2;
 
 fn prompt(sid: &str, text: &str) -> Value {
     json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]})
@@ -315,13 +330,17 @@ async fn one_session(client: Arc<Client>, i: usize) -> Vec<String> {
                 .await;
             expect(&r, "end_turn", "subagents");
         }
-        Plan::Cancel | Plan::CloseMidTurn => {
+        Plan::Cancel | Plan::CancelAtOnce | Plan::CloseMidTurn => {
             let before = *seen.borrow_and_update();
+            // Polled first by `join!`: the prompt is on the wire before the
+            // cancel.
             let turn = client.request("session/prompt", prompt(&sid, "/slow 600"));
             let stop = async {
                 // The turn has started once the agent says anything about it.
-                let _ = seen.wait_for(|n| *n > before).await;
-                if plan(i) == Plan::Cancel {
+                if plan(i) != Plan::CancelAtOnce {
+                    let _ = seen.wait_for(|n| *n > before).await;
+                }
+                if plan(i) != Plan::CloseMidTurn {
                     client.notify("session/cancel", json!({"sessionId": sid}));
                 } else {
                     let r = client

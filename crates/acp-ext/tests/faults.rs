@@ -447,6 +447,30 @@ fn a_probe_stopped_by_sigterm_leaves_no_agent_behind() {
     assert_gone(pid, "serve behind a stopped probe");
 }
 
+#[tokio::test]
+async fn dropping_a_probe_kills_an_agent_that_ignores_its_input() {
+    // What `probe::run_interruptible` does on a signal: the probe is dropped
+    // mid-run, and the agent (which would outlive the end of its input)
+    // must go with it.
+    let dir = scratch("probe-dropped");
+    let pidfile = dir.join("pid");
+    let command = agent(&pidfile, "exec sleep 600");
+    let options = acp_ext::probe::ProbeOptions::default()
+        .quiet(true)
+        .timeout(HANG);
+    let probe = acp_ext::probe::run(command, options);
+    let dropped = tokio::select! {
+        _ = probe => false,
+        () = async {
+            while !pidfile.exists() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        } => true,
+    };
+    assert!(dropped, "the probe ended before its agent started");
+    assert_gone(read_pid(&pidfile), "agent of a dropped probe");
+}
+
 // ---- flood -------------------------------------------------------------
 
 /// `n` bytes of JSON-RPC lines (the last one cut where `n` ends).

@@ -32,17 +32,22 @@ fn a_thousand_sessions_on_one_connection() {
         &r.violations[..r.violations.len().min(10)]
     );
     assert_eq!(r.sessions, SESSIONS);
-    // Two prompts per session: a plain one, then the planned one (one in
-    // three cancelled, half of those by closing the session).
+    // Two prompts per session: a plain one, then the planned one (some
+    // cancelled once started, some with the cancel right behind the prompt,
+    // some by closing the session).
     assert_eq!(r.prompts, 2 * SESSIONS);
-    let cancelled = (0..SESSIONS).filter(|i| [1, 4].contains(&(i % 6))).count();
+    let cancelled = (0..SESSIONS)
+        .filter(|&i| serve_load::plan(i).cancelled())
+        .count();
     assert_eq!(r.stop_reasons.get("cancelled"), Some(&cancelled));
     assert_eq!(
         r.stop_reasons.get("end_turn"),
         Some(&(2 * SESSIONS - cancelled))
     );
-    let with_subagents = (0..SESSIONS).filter(|i| [0, 3].contains(&(i % 6))).count();
-    assert_eq!(r.runs, 2 * with_subagents);
+    let with_subagents = (0..SESSIONS)
+        .filter(|&i| serve_load::plan(i) == serve_load::Plan::Subagents)
+        .count();
+    assert_eq!(r.runs, serve_load::CHILDREN * with_subagents);
     // Every turn and every session's usage scope was seen (so the routing
     // checks had something to check).
     assert_eq!(r.turns, r.prompts);
