@@ -147,6 +147,59 @@ where
     run_observed(command, options, None).await
 }
 
+/// A signal that stopped [`run_interruptible`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Interrupted {
+    /// The signal number (2 for SIGINT, 15 for SIGTERM, 1 for SIGHUP).
+    pub signal: i32,
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "interrupted by signal {}", self.signal)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Like [`run`], for a command-line tool: SIGINT, SIGTERM or SIGHUP stops
+/// the probe at once and kills the agent's process group, which a
+/// signal-killed probe would leave running if the agent ignores the end of
+/// its input (the agent has its own process group, so a terminal's Ctrl-C
+/// does not reach it). The error is then an [`Interrupted`] (exit with
+/// 128 + its signal). It installs handlers for these signals for the rest
+/// of the process's life.
+pub async fn run_interruptible<I, S>(command: I, options: ProbeOptions) -> anyhow::Result<Report>
+where
+    I: IntoIterator<Item = S>,
+    S: ToString,
+{
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        // Dropping the probe drops the connection, whose guard kills the
+        // agent's process group.
+        let signal = tokio::select! {
+            report = run(command, options) => return report,
+            _ = int.recv() => 2,
+            _ = term.recv() => 15,
+            _ = hup.recv() => 1,
+        };
+        Err(Interrupted { signal }.into())
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            report = run(command, options) => report,
+            _ = tokio::signal::ctrl_c() => Err(Interrupted { signal: 2 }.into()),
+        }
+    }
+}
+
 /// Like [`run`], calling `observer` for every message on the wire.
 pub async fn run_observed<I, S>(
     command: I,
