@@ -257,7 +257,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for p in prompts {
                 options = options.prompt(p);
             }
-            let report = runtime()?.block_on(acp_ext::probe::run(command, options))?;
+            let run = acp_ext::probe::run_interruptible(command, options);
+            let report = match runtime()?.block_on(run) {
+                Ok(report) => report,
+                Err(e) => match e.downcast_ref::<acp_ext::probe::Interrupted>() {
+                    Some(i) => return Ok(ExitCode::from(128 + i.signal as u8)),
+                    None => return Err(e),
+                },
+            };
             let mut out = io::stdout().lock();
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;

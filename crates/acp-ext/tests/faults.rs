@@ -427,9 +427,10 @@ fn probe_reports_an_agent_killed_mid_answer() {
 fn a_probe_stopped_by_sigterm_leaves_no_agent_behind() {
     let dir = scratch("probe-term");
     let pidfile = dir.join("pid");
-    let script = format!("exec {} serve", quote(EXE));
+    // An agent that ignores the end of its input: only a kill ends it.
+    let script = "exec sleep 600".to_string();
     let mut child = Command::new(EXE)
-        .args(["probe", "--quiet", "--prompt", "/slow 600", "--"])
+        .args(["probe", "--quiet", "--"])
         .args(agent(&pidfile, &script))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -443,8 +444,8 @@ fn a_probe_stopped_by_sigterm_leaves_no_agent_behind() {
         .unwrap();
     assert!(sent.success());
     let status = wait(&mut child, "probe");
-    assert!(!status.success());
-    assert_gone(pid, "serve behind a stopped probe");
+    assert_eq!(status.code(), Some(128 + 15), "{status:?}");
+    assert_gone(pid, "agent behind a stopped probe");
 }
 
 #[tokio::test]
