@@ -1,7 +1,9 @@
 //! Fault injection for `acp-ext tap` and `acp-ext probe` (the real binary):
 //! agents killed mid-message, agents that never answer, agents that flood a
-//! slow client, clients that go away early, and random split points in both
-//! directions at once. In every case: the bytes on the path that still
+//! slow client (and clients that flood a slow agent), clients that go away
+//! early (even mid-line), random split points in both directions at once,
+//! and, for the probe, an agent behind random split points, a flood of
+//! notifications and a 64 MB line. In every case: the bytes on the path that still
 //! exists arrive unchanged, the exit code follows the agent's (shell
 //! convention for signals), and no agent process outlives the tool.
 //!
@@ -736,6 +738,405 @@ fn random_split_points_in_both_directions_at_once() {
                     .count();
                 assert_eq!(noise, 8, "{d}");
             }
+        }
+    }
+}
+
+// ---- probe: random split points, floods, a 64 MB line -----------------------
+
+/// The pids of every live process in process group `pgid` (the probe and the
+/// tap start their agent in a group of its own, led by the agent's pid).
+fn group(pgid: i32) -> Vec<i32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the command name: state, ppid, pgrp.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+        if fields.get(2).and_then(|g| g.parse().ok()) == Some(pgid) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Asserts that no process of the agent's group `pgid` is left, waiting at
+/// most [`HANG`].
+fn assert_group_gone(pgid: i32, what: &str) {
+    let deadline = Instant::now() + HANG;
+    loop {
+        let left = group(pgid);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: processes {left:?} of the agent's group left behind"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The peak resident memory of `pid` so far (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Like [`probe`], also measuring the probe's peak resident memory (its
+/// last `VmHWM` before it exits).
+fn probe_measured(args: &[&str], agent: &[String]) -> (ExitStatus, Value, u64) {
+    let mut child = Command::new(EXE)
+        .arg("probe")
+        .args(["--json", "--quiet"])
+        .args(args)
+        .arg("--")
+        .args(agent)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acp-ext probe");
+    let pid = child.id();
+    let out = read_all(child.stdout.take().unwrap());
+    let err = read_all(child.stderr.take().unwrap());
+    let deadline = Instant::now() + HANG;
+    let mut peak = 0;
+    let status = loop {
+        // Read before checking for the exit: a process that exited is gone.
+        if let Some(p) = peak_rss(pid) {
+            peak = peak.max(p);
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("probe: hung");
+        }
+        thread::sleep(Duration::from_millis(5));
+    };
+    let out = recv(&out, "probe output");
+    let err = recv(&err, "probe stderr");
+    let report = serde_json::from_slice(&out).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&out),
+            String::from_utf8_lossy(&err)
+        )
+    });
+    (status, report, peak)
+}
+
+/// The part of a probe report that does not depend on timing or on the
+/// agent's command line: everything but `command`, `sessionId` and each
+/// prompt's `millis`.
+fn comparable(report: &Value) -> Value {
+    let mut r = report.clone();
+    let m = r.as_object_mut().unwrap();
+    m.shift_remove("command");
+    m.shift_remove("sessionId");
+    for p in m["prompts"].as_array_mut().unwrap() {
+        p.as_object_mut().unwrap().shift_remove("millis");
+    }
+    r
+}
+
+/// Every scripted behaviour of `serve`, with multi-byte text it echoes.
+fn probe_script() -> Vec<String> {
+    let mut args = Vec::new();
+    let text = format!("Summarize {}", "é€😀".repeat(60));
+    for p in [
+        text.as_str(),
+        "/tool",
+        "/subagents 2",
+        "/background 0.1",
+        "/schedule 0.1",
+        "/compact",
+        "/goal set Ship the parser rewrite",
+        "/ask",
+        "/title",
+        "/limits",
+        "/app",
+        "/slow 0.2",
+    ] {
+        args.push("--prompt".to_string());
+        args.push(p.to_string());
+    }
+    args
+}
+
+/// A `sh` fragment that copies its input to its output in pieces of at
+/// most the given sizes (each `dd` is one read and one write, so every
+/// piece is a separate write on the pipe, and a piece never waits for
+/// bytes that are not there yet), pausing now and then, then copies the
+/// rest as it comes.
+fn splitter(sizes: &[usize]) -> String {
+    let mut s = String::from("{ for n in");
+    for n in sizes {
+        s.push_str(&format!(" {n}"));
+    }
+    s.push_str("; do dd bs=$n count=1 2>/dev/null; i=$((i+1)); [ $((i%8)) = 0 ] && sleep 0.001; done; exec cat; }");
+    s
+}
+
+/// Pseudo-random piece sizes, 1 to `max` bytes, adding up to `total`.
+fn sizes(total: usize, max: u64, mut seed: u64) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut sum = 0;
+    while sum < total {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = 1 + (seed % max) as usize;
+        out.push(n);
+        sum += n;
+    }
+    out
+}
+
+#[test]
+fn probe_sees_the_same_agent_through_random_split_points() {
+    let dir = scratch("probe-splits");
+    let script = probe_script();
+    let args = strs(&script);
+    let (plain_status, plain, _) = probe_measured(&args, &[EXE.to_string(), "serve".into()]);
+    assert!(plain_status.success(), "{plain_status:?}: {plain:#}");
+    // The agent: `serve` between two splitters, so that every write in
+    // both directions arrives in pieces of 1 to 24 (in) or 64 (out) bytes,
+    // cut at random points: inside the multi-byte characters `serve`
+    // echoes, inside JSON tokens, between a line and its `\n`. The
+    // splitters cover about what a plain run sends (4 kB in, 48 kB out);
+    // anything beyond goes through whole.
+    let agent_sh = format!(
+        "i=0; {} | {} serve | {{ i=0; {}; }}",
+        splitter(&sizes(4_000, 24, 0x2545_F491_4F6C_DD1D)),
+        quote(EXE),
+        splitter(&sizes(50_000, 64, 0x9E37_79B9_7F4A_7C15)),
+    );
+    let script_file = dir.join("agent.sh");
+    std::fs::write(&script_file, agent_sh).unwrap();
+    let pidfile = dir.join("pid");
+    let (status, split, _) = probe_measured(
+        &args,
+        &agent(&pidfile, &format!(". '{}'", script_file.display())),
+    );
+    assert!(status.success(), "{status:?}: {split:#}");
+    assert_eq!(comparable(&split), comparable(&plain));
+    assert_eq!(split["findings"], Value::Array(vec![]));
+    assert_eq!(split["prompts"].as_array().unwrap().len(), 12);
+    assert_group_gone(read_pid(&pidfile), "split serve behind probe");
+}
+
+/// The findings of a probe report that are the probe's own failures
+/// (a timeout, a failed request, a broken connection).
+fn probe_failures(report: &Value) -> Vec<&Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"].as_str().is_some_and(|r| r.starts_with("probe")))
+        .collect()
+}
+
+/// The exit code `acp-ext probe` documents: 1 when a finding is an error.
+fn probe_exit_code(report: &Value) -> i32 {
+    let errors = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["severity"] == "error");
+    i32::from(errors)
+}
+
+#[test]
+fn probe_gets_through_an_agent_flooding_notifications_before_it_answers() {
+    // The agent writes 8 MiB of `session/update` chunks for a session
+    // nobody opened (whole lines, far more than a pipe holds) before it
+    // even reads `initialize`, then answers normally.
+    const SIZE: usize = 8 << 20;
+    let dir = scratch("probe-flood");
+    let file = dir.join("flood.jsonl");
+    let mut flood = flood_bytes(SIZE);
+    let end = flood.iter().rposition(|&b| b == b'\n').unwrap();
+    flood.truncate(end + 1);
+    std::fs::write(&file, &flood).unwrap();
+    drop(flood);
+    let pidfile = dir.join("pid");
+    let script = format!("cat '{}'; exec {} serve", file.display(), quote(EXE));
+    let (status, report, peak) = probe_measured(&["--prompt", "hello"], &agent(&pidfile, &script));
+    eprintln!(
+        "probe under a {} MiB flood: peak RSS {} MiB",
+        SIZE >> 20,
+        peak >> 20
+    );
+    assert_eq!(report["agentInfo"]["name"], "acp-ext-serve");
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn");
+    assert_eq!(probe_failures(&report), Vec::<&Value>::new());
+    assert_eq!(status.code(), Some(probe_exit_code(&report)), "{report:#}");
+    assert_group_gone(read_pid(&pidfile), "flooding agent behind probe");
+    // Generous: the SDK's transport parses lines ahead of its dispatcher
+    // into an unbounded queue, so the peak grows with the flood (about
+    // 8 bytes per byte of flood on top of 25 MiB, debug build).
+    assert!(
+        peak < 256 << 20,
+        "peak RSS {} MiB for a {} MiB flood",
+        peak >> 20,
+        SIZE >> 20
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn probe_reads_a_64_mb_line_and_reports_briefly() {
+    // One `session/update` line of 64 MiB (multi-byte text), then a
+    // normal agent.
+    const SIZE: usize = 64 << 20;
+    let dir = scratch("probe-long-line");
+    let file = dir.join("line.json");
+    let head = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""#;
+    let tail = "\"}}}}\n";
+    let mut line = Vec::with_capacity(SIZE);
+    line.extend_from_slice(head.as_bytes());
+    while line.len() + 10 + tail.len() <= SIZE {
+        line.extend_from_slice("añ€😀".as_bytes());
+    }
+    line.resize(SIZE - tail.len(), b'x');
+    line.extend_from_slice(tail.as_bytes());
+    std::fs::write(&file, &line).unwrap();
+    drop(line);
+    let pidfile = dir.join("pid");
+    let script = format!("cat '{}'; exec {} serve", file.display(), quote(EXE));
+    let (status, report, peak) = probe_measured(&["--prompt", "hello"], &agent(&pidfile, &script));
+    eprintln!("probe reading a 64 MiB line: peak RSS {} MiB", peak >> 20);
+    assert_eq!(report["agentInfo"]["name"], "acp-ext-serve");
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn");
+    assert_eq!(probe_failures(&report), Vec::<&Value>::new());
+    assert_eq!(status.code(), Some(probe_exit_code(&report)), "{report:#}");
+    // Whatever it says about the line, it does not repeat it.
+    assert!(
+        report.to_string().len() < 64 << 10,
+        "a report of {} bytes",
+        report.to_string().len()
+    );
+    assert_group_gone(read_pid(&pidfile), "agent with a long line behind probe");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- tap: a client flooding a slow agent, a client leaving mid-line ---------
+
+#[test]
+fn a_client_flooding_a_slow_agent_loses_nothing_either_way() {
+    // 8 MiB of client messages (multi-byte text, CRLF now and then) to an
+    // agent that reads 64 kB at a time (one `dd` block), pausing after
+    // each, saves them and echoes them back, then exits 7.
+    let dir = scratch("slow-agent");
+    let record = dir.join("r.jsonl");
+    let block = stream("client", 200);
+    let sent = block.repeat((8 << 20) / block.len() + 1);
+    let got = dir.join("got");
+    let chunk = dir.join("chunk");
+    let script = format!(
+        "while :; do dd bs=65536 count=1 iflag=fullblock of='{c}' 2>/dev/null; [ -s '{c}' ] || break; \
+         cat '{c}' >> '{g}'; cat '{c}'; sleep 0.002; done; exit 7",
+        c = chunk.display(),
+        g = got.display()
+    );
+    for mode in [
+        vec![],
+        vec!["--record".to_string(), record.display().to_string()],
+    ] {
+        let pidfile = dir.join("pid");
+        let _ = std::fs::remove_file(&pidfile);
+        let _ = std::fs::remove_file(&got);
+        let mut tap = spawn_tap(&strs(&mode), &agent(&pidfile, &script));
+        let tap_pid = tap.id();
+        let out = read_all(tap.stdout.take().unwrap());
+        // The tap reports its findings on stderr (the client messages
+        // echoed back go the wrong way): drained, or the tap would block.
+        let err = read_all(tap.stderr.take().unwrap());
+        let mut stdin = tap.stdin.take().unwrap();
+        let writer = {
+            let sent = sent.clone();
+            thread::spawn(move || {
+                stdin.write_all(&sent).unwrap();
+            })
+        };
+        let pid = read_pid(&pidfile);
+        let deadline = Instant::now() + HANG;
+        let mut peak = 0;
+        let status = loop {
+            if let Some(p) = peak_rss(tap_pid) {
+                peak = peak.max(p);
+            }
+            if let Some(status) = tap.try_wait().unwrap() {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "{mode:?}: tap hung");
+            thread::sleep(Duration::from_millis(5));
+        };
+        writer.join().unwrap();
+        let echoed = recv(&out, "client output");
+        recv(&err, "tap stderr");
+        eprintln!("{mode:?}: peak RSS of the tap {} MiB", peak >> 20);
+        assert_eq!(status.code(), Some(7), "{mode:?}");
+        assert!(echoed == sent, "{mode:?}: agent → client changed or lost");
+        assert!(
+            std::fs::read(&got).unwrap() == sent,
+            "{mode:?}: client → agent changed or lost"
+        );
+        assert_gone(pid, "slow agent");
+        // The tap holds back nothing on its own: the agent's pace is the
+        // client's. Recording keeps lines until written (budget 256 MiB).
+        let bound = if mode.is_empty() { 80 << 20 } else { 320 << 20 };
+        assert!(peak < bound, "{mode:?}: peak RSS {} MiB", peak >> 20);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_client_leaving_in_the_middle_of_a_long_line_ends_the_agent_and_the_tap() {
+    // The agent writes one line that never ends. The client reads 1 MiB of
+    // it and closes its end. The agent dies of SIGPIPE (exit 141) or, when
+    // it ignores SIGPIPE, fails its write and exits with its own code.
+    let prefix = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","text":""#;
+    let dir = scratch("leave-mid-line");
+    let record = dir.join("r.jsonl");
+    for (trap, code) in [("", 128 + 13), ("trap '' PIPE; ", 1)] {
+        for mode in modes(&record) {
+            let pidfile = dir.join("pid");
+            let _ = std::fs::remove_file(&pidfile);
+            let script = format!(
+                "{trap}printf '%s' {}; exec tr '\\0' x < /dev/zero",
+                quote(prefix)
+            );
+            let mut tap = spawn_tap(&strs(&mode), &agent(&pidfile, &script));
+            let pid = read_pid(&pidfile);
+            let mut stdout = tap.stdout.take().unwrap();
+            let mut got = vec![0u8; 1 << 20];
+            stdout.read_exact(&mut got).unwrap();
+            assert!(got[..prefix.len()] == *prefix.as_bytes(), "{mode:?}");
+            assert!(got[prefix.len()..].iter().all(|&b| b == b'x'), "{mode:?}");
+            drop(stdout);
+            let status = wait(&mut tap, "tap");
+            assert_eq!(status.code(), Some(code), "{trap}{mode:?}");
+            assert_gone(pid, "agent of a client that left mid-line");
+            drop(tap.stdin.take());
         }
     }
 }
