@@ -643,7 +643,9 @@ impl Sift for EmbeddedResourceContents {
                     }
                     match k {
                         "uri" => map.next_value_seed(SiftSeed::<String>::new(self.0))?,
-                        "mimeType" => map.next_value_seed(SiftSeed::<Option<String>>::new(self.0))?,
+                        "mimeType" => {
+                            map.next_value_seed(SiftSeed::<Option<String>>::new(self.0))?
+                        }
                         "_meta" => map.next_value_seed(SiftSeed::<Option<Map>>::new(self.0))?,
                         "text" => text = map.next_value_seed(IsString)?,
                         _ => blob = map.next_value_seed(IsString)?,
@@ -653,7 +655,9 @@ impl Sift for EmbeddedResourceContents {
                     return Err(de::Error::missing_field("uri"));
                 }
                 if !text && !blob {
-                    return Err(de::Error::custom(EmbeddedResourceContents::text_or_blob_rule()));
+                    return Err(de::Error::custom(
+                        EmbeddedResourceContents::text_or_blob_rule(),
+                    ));
                 }
                 Ok(())
             }
@@ -1709,7 +1713,16 @@ impl Sift for SubagentEvent {
                         },
                     }
                 }
-                let [version, session_id, run_id, _, snapshot, progress, update, ..] = seen;
+                let [
+                    version,
+                    session_id,
+                    run_id,
+                    _,
+                    snapshot,
+                    progress,
+                    update,
+                    ..,
+                ] = seen;
                 let missing = if !version {
                     "version"
                 } else if !session_id {

@@ -96,6 +96,9 @@ impl J {
     }
 }
 
+/// The entries of an object.
+type Entries = Vec<(String, J)>;
+
 /// Values a field is replaced with: wrong types, nulls, the number edge
 /// cases (`1.0`, `1e400`, `-0`, beyond 2^53), strings with escapes and lone
 /// surrogates, variant indices, deep nesting.
@@ -169,7 +172,7 @@ fn mutations(j: &J, seed: usize, per_node: usize, out: &mut Vec<String>) {
         let node = j.clone().at_mut(path).clone();
         if let J::Obj(entries) = node {
             for i in 0..entries.len() {
-                let edit = |f: &dyn Fn(&mut Vec<(String, J)>)| {
+                let edit = |f: &dyn Fn(&mut Entries)| {
                     let mut m = j.clone();
                     if let J::Obj(e) = m.at_mut(path) {
                         f(e);
@@ -263,7 +266,12 @@ fn assert_agrees(kind: Kind, bytes: &[u8]) {
     let text = || String::from_utf8_lossy(bytes).into_owned();
     if let Some(sifted) = sift_verdict(kind, bytes) {
         let typed = typed_verdict(kind, bytes);
-        assert_eq!(sifted, typed, "{kind}: sift {sifted}, typed parse {typed}: {}", text());
+        assert_eq!(
+            sifted,
+            typed,
+            "{kind}: sift {sifted}, typed parse {typed}: {}",
+            text()
+        );
     }
     let verdict = is_valid_slice(kind, bytes);
     let report = validate_slice(kind, bytes);
@@ -444,24 +452,32 @@ fn edge_cases_agree() {
         (chunk(r#"{"type":0,"text":"hi"}"#), false),
         // Inside a tool call's content serde buffers the block, and its
         // variant identifier takes an index: the typed parse accepts this.
-        (tool(r#"{"type":"content","content":{"type":0,"text":"hi"}}"#), true),
-        (tool(r#"{"type":"content","content":{"type":5,"text":"hi"}}"#), false),
-        (tool(r#"{"type":"content","content":{"type":-0,"text":"hi"}}"#), false),
+        (
+            tool(r#"{"type":"content","content":{"type":0,"text":"hi"}}"#),
+            true,
+        ),
+        (
+            tool(r#"{"type":"content","content":{"type":5,"text":"hi"}}"#),
+            false,
+        ),
+        (
+            tool(r#"{"type":"content","content":{"type":-0,"text":"hi"}}"#),
+            false,
+        ),
         (chunk(r#"{"type":"text","type":"text","text":"hi"}"#), false),
-        (chunk(r#"{"type":"text","text":"hi","rawInput":1e400}"#), false),
+        (
+            chunk(r#"{"type":"text","text":"hi","rawInput":1e400}"#),
+            false,
+        ),
         (chunk(r#"{"type":"text","text":"hi","x":"\ud800"}"#), false),
         (chunk(r#"{"type":"text","text":"\ud83d\ude00"}"#), true),
         (chunk(r#"{"typ\u0065":"text","text":"hi"}"#), true),
         (
-            format!(
-                r#"{{"version":1.0,"sessionId":"s","runId":"r","type":"progress","progress":{{"durationMs":-0}}}}"#
-            ),
+            r#"{"version":1.0,"sessionId":"s","runId":"r","type":"progress","progress":{"durationMs":-0}}"#.to_string(),
             true,
         ),
         (
-            format!(
-                r#"{{{env},"type":"progress","progress":{{"durationMs":9007199254740993}}}}"#
-            ),
+            format!(r#"{{{env},"type":"progress","progress":{{"durationMs":9007199254740993}}}}"#),
             true,
         ),
         (
