@@ -76,6 +76,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::validate::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
 use crate::validate::{Check, Rule, Violation, child};
 use crate::wire::{
     FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt, SafeUint, True,
@@ -618,6 +619,100 @@ impl<'de> Deserialize<'de> for EmbeddedResourceContents {
     }
 }
 
+impl Sift for EmbeddedResourceContents {
+    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+        struct V(bool);
+        impl<'de> Visitor<'de> for V {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an EmbeddedResourceContents object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                // Keys seen: uri, mimeType, _meta, text, blob.
+                let mut seen = [false; 5];
+                let (mut text, mut blob) = (false, false);
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    let k = &*key.0;
+                    let Some(i) = EmbeddedResourceContents::KEYS.iter().position(|w| *w == k)
+                    else {
+                        map.next_value_seed(SkipValue)?;
+                        continue;
+                    };
+                    if std::mem::replace(&mut seen[i], true) {
+                        return Err(fallback());
+                    }
+                    match k {
+                        "uri" => map.next_value_seed(SiftSeed::<String>::new(self.0))?,
+                        "mimeType" => {
+                            map.next_value_seed(SiftSeed::<Option<String>>::new(self.0))?
+                        }
+                        "_meta" => map.next_value_seed(SiftSeed::<Option<Map>>::new(self.0))?,
+                        "text" => text = map.next_value_seed(IsString)?,
+                        _ => blob = map.next_value_seed(IsString)?,
+                    }
+                }
+                if !seen[0] {
+                    return Err(de::Error::missing_field("uri"));
+                }
+                if !text && !blob {
+                    return Err(de::Error::custom(
+                        EmbeddedResourceContents::text_or_blob_rule(),
+                    ));
+                }
+                Ok(())
+            }
+        }
+        d.deserialize_map(V(buffered))
+    }
+}
+
+/// Walks any value as `Value`'s parse does; tells whether it is a string.
+struct IsString;
+
+impl<'de> DeserializeSeed<'de> for IsString {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for IsString {
+    type Value = bool;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<bool, E> {
+        Ok(true)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_none<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        Value::sift(de::value::SeqAccessDeserializer::new(seq), false).map(|()| false)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        Value::sift(de::value::MapAccessDeserializer::new(map), false).map(|()| false)
+    }
+}
+
 impl Check for EmbeddedResourceContents {
     const EXPECTED: &'static str = "an object";
     fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
@@ -1106,6 +1201,40 @@ impl<'de> Deserialize<'de> for SubagentOutput {
     }
 }
 
+impl Sift for SubagentOutput {
+    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+        struct V(bool);
+        impl<'de> Visitor<'de> for V {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a SubagentOutput object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                // Entries before the tag are buffered by the typed parse.
+                match map.next_key::<Key<'de>>()? {
+                    Some(k) if k.0 == SubagentOutput::TAG => {}
+                    Some(_) => return Err(fallback()),
+                    None => return Err(de::Error::missing_field(SubagentOutput::TAG)),
+                }
+                let tag: Key<'de> = map.next_value()?;
+                // A second tag would be kept by the typed parse and win in
+                // the JSON tree: `sift_fields` gives up on it.
+                let tag_key = Some(SubagentOutput::TAG);
+                match &*tag.0 {
+                    "agent_message_chunk" | "agent_thought_chunk" => {
+                        ContentChunk::sift_fields(map, self.0, tag_key)
+                    }
+                    "tool_call" => ToolCall::sift_fields(map, self.0, tag_key),
+                    "tool_call_update" => ToolCallUpdate::sift_fields(map, self.0, tag_key),
+                    "plan" => Plan::sift_fields(map, self.0, tag_key),
+                    other => Err(de::Error::unknown_variant(other, SubagentOutput::TAGS)),
+                }
+            }
+        }
+        d.deserialize_map(V(buffered))
+    }
+}
+
 impl Check for SubagentOutput {
     const EXPECTED: &'static str = "an object";
     fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
@@ -1529,6 +1658,90 @@ impl<'de> Deserialize<'de> for SubagentEvent {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+impl Sift for SubagentEvent {
+    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+        struct V(bool);
+        impl<'de> Visitor<'de> for V {
+            type Value = ();
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a SubagentEvent object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                let b = self.0;
+                // Keys seen: the envelope, then the payload keys.
+                let mut seen = [false; 9];
+                let mut kind: Option<SubagentEventType> = None;
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    let k = &*key.0;
+                    let Some(i) = SubagentEvent::ENVELOPE_KEYS
+                        .iter()
+                        .chain(PAYLOAD_KEYS)
+                        .position(|w| *w == k)
+                    else {
+                        map.next_value_seed(SkipValue)?;
+                        continue;
+                    };
+                    if std::mem::replace(&mut seen[i], true) {
+                        return Err(fallback());
+                    }
+                    match k {
+                        "version" => map.next_value_seed(SiftSeed::<Version1>::new(b))?,
+                        "sessionId" | "runId" => {
+                            map.next_value_seed(SiftSeed::<NonEmptyString>::new(b))?
+                        }
+                        "type" => kind = Some(map.next_value::<SubagentEventType>()?),
+                        _ => match kind {
+                            Some(t) if t.owns(k) => match k {
+                                "snapshot" => {
+                                    map.next_value_seed(SiftSeed::<SubagentSnapshot>::new(b))?
+                                }
+                                "progress" => {
+                                    map.next_value_seed(SiftSeed::<SubagentProgress>::new(b))?
+                                }
+                                "update" => {
+                                    map.next_value_seed(SiftSeed::<SubagentOutput>::new(b))?
+                                }
+                                _ => map.next_value_seed(SiftSeed::<String>::new(b))?,
+                            },
+                            Some(_) => map.next_value_seed(SkipValue)?,
+                            // The typed parse buffers payload keys seen
+                            // before `type`.
+                            None => return Err(fallback()),
+                        },
+                    }
+                }
+                let [
+                    version,
+                    session_id,
+                    run_id,
+                    _,
+                    snapshot,
+                    progress,
+                    update,
+                    ..,
+                ] = seen;
+                let missing = if !version {
+                    "version"
+                } else if !session_id {
+                    "sessionId"
+                } else if !run_id {
+                    "runId"
+                } else {
+                    match kind {
+                        None => "type",
+                        Some(SubagentEventType::Snapshot) if !snapshot => "snapshot",
+                        Some(SubagentEventType::Progress) if !progress => "progress",
+                        Some(SubagentEventType::Output) if !update => "update",
+                        Some(_) => return Ok(()),
+                    }
+                };
+                Err(de::Error::missing_field(missing))
+            }
+        }
+        d.deserialize_map(V(buffered))
     }
 }
 

@@ -543,6 +543,66 @@ macro_rules! wire_struct {
             }
         }
 
+        impl $crate::validate::sift::SiftFields for $name {
+            #[allow(unused_mut, unused_variables, unreachable_code)]
+            fn sift_fields<'de, A: ::serde::de::MapAccess<'de>>(
+                mut map: A,
+                buffered: bool,
+                tag: Option<&'static str>,
+            ) -> Result<(), A::Error> {
+                #[allow(unused_imports)]
+                use $crate::validate::sift::{ViaParse as _, ViaSift as _};
+                // A cross-field rule needs the typed value.
+                $( let _ = $rule; return Err($crate::validate::sift::fallback()); )?
+                // Keys seen so far: a second copy gives up (see `sift`).
+                $($( let mut $lf = false; )*)?
+                $($( let mut $rf = false; )*)?
+                $($( let mut $of = false; )*)?
+                $($( let mut $nf = false; )*)?
+                let seen = |f: &mut bool| -> Result<(), A::Error> {
+                    if ::std::mem::replace(f, true) {
+                        Err($crate::validate::sift::fallback())
+                    } else {
+                        Ok(())
+                    }
+                };
+                while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
+                    let k = &*key.0;
+                    if tag == Some(k) {
+                        return Err($crate::validate::sift::fallback());
+                    }
+                    match k {
+                        $($( $lw => {
+                            seen(&mut $lf)?;
+                            map.next_value_seed((&&$crate::validate::sift::Probe::<$lty>::new()).seed(buffered))?;
+                        } )*)?
+                        $($( $rw => {
+                            seen(&mut $rf)?;
+                            map.next_value_seed((&&$crate::validate::sift::Probe::<$rty>::new()).seed(buffered))?;
+                        } )*)?
+                        $($( $ow => {
+                            seen(&mut $of)?;
+                            map.next_value_seed((&&$crate::validate::sift::Probe::<$oty>::new()).seed(buffered))?;
+                        } )*)?
+                        $($( $nw => {
+                            seen(&mut $nf)?;
+                            map.next_value_seed((&&$crate::validate::sift::Probe::<Option<$nty>>::new()).seed(buffered))?;
+                        } )*)?
+                        _ => map.next_value_seed($crate::validate::sift::SkipValue)?,
+                    }
+                }
+                $($( if !$lf { return Err(<A::Error as ::serde::de::Error>::missing_field($lw)); } )*)?
+                $($( if !$rf { return Err(<A::Error as ::serde::de::Error>::missing_field($rw)); } )*)?
+                Ok(())
+            }
+        }
+
+        impl $crate::validate::sift::Sift for $name {
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+                d.deserialize_map($crate::validate::sift::FieldsVisitor::<Self>(buffered, ::std::marker::PhantomData))
+            }
+        }
+
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let out = Self::__deserialize_fields(d)?;
@@ -658,6 +718,12 @@ macro_rules! wire_enum {
             }
         }
 
+        impl $crate::validate::sift::Sift for $name {
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+                <Self as ::serde::Deserialize>::deserialize(d).map(drop)
+            }
+        }
+
         impl $crate::validate::Check for $name {
             const EXPECTED: &'static str = "a string";
             fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
@@ -705,6 +771,45 @@ macro_rules! wire_union {
             }
         }
 
+
+        impl $crate::validate::sift::Sift for $name {
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+                struct V(bool);
+                impl<'de> ::serde::de::Visitor<'de> for V {
+                    type Value = ();
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("internally tagged enum ", stringify!($name)))
+                    }
+                    #[allow(unused_imports)]
+                    fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+                        use $crate::validate::sift::{ViaSiftFields as _, ViaVariantParse as _};
+                        // serde buffers every entry before the tag; only a
+                        // tag that comes first can be read in one pass.
+                        match map.next_key::<$crate::wire::Key<'de>>()? {
+                            Some(k) if k.0 == $tag => {}
+                            Some(_) => return Err($crate::validate::sift::fallback()),
+                            None => return Err(<A::Error as ::serde::de::Error>::missing_field($tag)),
+                        }
+                        let index = map.next_value_seed($crate::validate::sift::TagSeed {
+                            buffered: self.0,
+                            tags: $name::TAGS,
+                        })?;
+                        let mut i = 0;
+                        $(
+                            if index == i {
+                                return (&&$crate::validate::sift::Probe::<$ty>::new()).sift_variant(map, $tag);
+                            }
+                            i += 1;
+                        )*
+                        let _ = i;
+                        Err(<A::Error as ::serde::de::Error>::custom("unknown variant"))
+                    }
+                }
+                // Like serde's internally tagged enums: any value is read,
+                // and only an object can hold the variant's fields.
+                d.deserialize_any(V(buffered))
+            }
+        }
 
         impl $crate::validate::Check for $name {
             const EXPECTED: &'static str = "an object";

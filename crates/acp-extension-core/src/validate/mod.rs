@@ -28,6 +28,8 @@
 
 mod auto;
 mod check;
+#[doc(hidden)]
+pub mod sift;
 mod stream;
 
 use serde::de::DeserializeOwned;
@@ -75,9 +77,11 @@ impl Report {
 
 /// How a kind is validated.
 enum Shape {
-    /// One contract type; the fast path parses straight into it.
+    /// One contract type; the fast paths sift the text or parse straight
+    /// into it.
     Typed {
-        fast: fn(&[u8]) -> bool,
+        sift: fn(&str) -> Option<bool>,
+        typed: fn(&str) -> bool,
         full: fn(&Value) -> Vec<Violation>,
         schema: fn() -> schemars::Schema,
     },
@@ -88,10 +92,23 @@ enum Shape {
     },
 }
 
-fn fast<T: DeserializeOwned>(bytes: &[u8]) -> bool {
+/// The verdict without a JSON tree: the sift's ([`sift`]), else `true`
+/// when the typed parse succeeds; `None` when only the tree can tell.
+fn fast(sift: fn(&str) -> Option<bool>, typed: fn(&str) -> bool, bytes: &[u8]) -> Option<bool> {
     // One UTF-8 pass over the whole text is cheaper than serde_json's check
     // of every string.
-    std::str::from_utf8(bytes).is_ok_and(|s| serde_json::from_str::<T>(s).is_ok())
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some(false);
+    };
+    match sift(text) {
+        Some(valid) => Some(valid),
+        None => typed(text).then_some(true),
+    }
+}
+
+/// The verdict of the JSON tree (duplicate keys: the last one wins).
+fn tree_verdict(full: fn(&Value) -> Vec<Violation>, bytes: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(bytes).is_ok_and(|v| full(&v).is_empty())
 }
 
 fn full<T: DeserializeOwned + Check>(v: &Value) -> Vec<Violation> {
@@ -167,7 +184,16 @@ macro_rules! kinds {
 
             fn shape(self) -> Shape {
                 match self {
-                    $( Kind::$var => Shape::Typed { fast: fast::<$ty>, full: full::<$ty>, schema: schema_of::<$ty> }, )*
+                    $( Kind::$var => Shape::Typed {
+                        sift: {
+                            #[allow(unused_imports)]
+                            use sift::{ViaParse as _, ViaSift as _};
+                            (&&sift::Probe::<$ty>::new()).verdict_fn()
+                        },
+                        typed: |text| serde_json::from_str::<$ty>(text).is_ok(),
+                        full: full::<$ty>,
+                        schema: schema_of::<$ty>,
+                    }, )*
                     $( Kind::$tvar => Shape::Tree { full: $tfull, schema: $tschema }, )*
                 }
             }
@@ -312,8 +338,8 @@ pub fn validate_value(kind: Kind, value: &Value) -> Report {
 /// Validates one JSON text as `kind`. Invalid UTF-8, bad syntax, trailing
 /// data and nesting deeper than 128 levels are violations, never panics.
 pub fn validate_slice(kind: Kind, bytes: &[u8]) -> Report {
-    if let Shape::Typed { fast, .. } = kind.shape()
-        && fast(bytes)
+    if let Shape::Typed { sift, typed, .. } = kind.shape()
+        && fast(sift, typed, bytes) == Some(true)
     {
         return Report::default();
     }
@@ -324,13 +350,33 @@ pub fn validate_slice(kind: Kind, bytes: &[u8]) -> Report {
 }
 
 /// Whether `bytes` are one valid value of `kind`, without collecting
-/// violations (the fastest check).
+/// violations (the fastest check). Always the verdict of [`validate_slice`].
 pub fn is_valid_slice(kind: Kind, bytes: &[u8]) -> bool {
     match kind.shape() {
-        Shape::Typed { fast, .. } => fast(bytes),
-        Shape::Tree { full, .. } => {
-            serde_json::from_slice::<Value>(bytes).is_ok_and(|v| full(&v).is_empty())
-        }
+        Shape::Typed {
+            sift, typed, full, ..
+        } => fast(sift, typed, bytes).unwrap_or_else(|| tree_verdict(full, bytes)),
+        Shape::Tree { full, .. } => tree_verdict(full, bytes),
+    }
+}
+
+/// The sift's verdict alone (`None`: it gave up, or the kind has none),
+/// for the verdict tests.
+#[doc(hidden)]
+pub fn sift_verdict(kind: Kind, bytes: &[u8]) -> Option<bool> {
+    match kind.shape() {
+        Shape::Typed { sift, .. } => std::str::from_utf8(bytes).ok().and_then(sift),
+        Shape::Tree { .. } => None,
+    }
+}
+
+/// The typed parse's verdict alone (the JSON tree's for kinds without a
+/// type), for the verdict tests.
+#[doc(hidden)]
+pub fn typed_verdict(kind: Kind, bytes: &[u8]) -> bool {
+    match kind.shape() {
+        Shape::Typed { typed, .. } => std::str::from_utf8(bytes).is_ok_and(typed),
+        Shape::Tree { full, .. } => tree_verdict(full, bytes),
     }
 }
 
