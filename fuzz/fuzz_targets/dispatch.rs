@@ -1,0 +1,8 @@
+//! Fuzz target `dispatch`: see `acp_ext::fuzzing::dispatch` for the input layout and
+//! the properties checked.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| acp_ext::fuzzing::dispatch(data));

@@ -1,0 +1,8 @@
+//! Fuzz target `tap_framing`: see `acp_ext::fuzzing::tap_framing` for the input layout and
+//! the properties checked.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| acp_ext::fuzzing::tap_framing(data));
