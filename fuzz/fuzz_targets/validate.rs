@@ -5,4 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fuzz_target!(|data: &[u8]| acp_ext::fuzzing::validate(data));
