@@ -575,7 +575,7 @@ pub fn usage_fold(data: &[u8]) {
                 delta
                     .model_usage
                     .values()
-                    .map(|u| counters_of(u))
+                    .map(counters_of)
                     .collect::<Vec<_>>()
                     .iter()
             ),
