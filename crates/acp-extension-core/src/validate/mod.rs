@@ -79,7 +79,6 @@ enum Shape {
     Typed {
         fast: fn(&[u8]) -> bool,
         full: fn(&Value) -> Vec<Violation>,
-        bytes: fn(&[u8]) -> Option<Violation>,
         schema: fn() -> schemars::Schema,
     },
     /// Needs the JSON tree (several namespaces, cross-field rules).
@@ -111,21 +110,6 @@ fn full<T: DeserializeOwned + Check>(v: &Value) -> Vec<Violation> {
         ));
     }
     out
-}
-
-/// Why the bytes do not parse into `T` when their JSON tree passes every
-/// check: a key given twice (the tree keeps the last one; serde, like the
-/// verdict-only [`is_valid_slice`], rejects the text).
-fn bytes_error<T: DeserializeOwned>(bytes: &[u8]) -> Option<Violation> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let e = serde_path_to_error::deserialize::<_, T>(&mut de).err()?;
-    Some(Violation::new(
-        pointer_of(e.path()),
-        Rule::Relation {
-            id: "parse",
-            message: e.inner().to_string(),
-        },
-    ))
 }
 
 fn schema_of<T: schemars::JsonSchema>() -> schemars::Schema {
@@ -183,7 +167,7 @@ macro_rules! kinds {
 
             fn shape(self) -> Shape {
                 match self {
-                    $( Kind::$var => Shape::Typed { fast: fast::<$ty>, full: full::<$ty>, bytes: bytes_error::<$ty>, schema: schema_of::<$ty> }, )*
+                    $( Kind::$var => Shape::Typed { fast: fast::<$ty>, full: full::<$ty>, schema: schema_of::<$ty> }, )*
                     $( Kind::$tvar => Shape::Tree { full: $tfull, schema: $tschema }, )*
                 }
             }
@@ -326,40 +310,30 @@ pub fn validate_value(kind: Kind, value: &Value) -> Report {
 }
 
 /// Validates one JSON text as `kind`. Invalid UTF-8, bad syntax, trailing
-/// data, nesting deeper than 128 levels and (for kinds of one contract
-/// type) a field given twice in an object are violations, never panics.
+/// data and nesting deeper than 128 levels are violations, never panics.
 pub fn validate_slice(kind: Kind, bytes: &[u8]) -> Report {
-    let shape = kind.shape();
-    if let Shape::Typed { fast, .. } = shape
+    if let Shape::Typed { fast, .. } = kind.shape()
         && fast(bytes)
     {
         return Report::default();
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(v) => {
-            let mut report = validate_value(kind, &v);
-            // The fast path failed but the tree is fine: the text itself
-            // breaks a rule the tree cannot show (a duplicate key).
-            if report.is_valid()
-                && let Shape::Typed { bytes: why, .. } = shape
-                && let Some(violation) = why(bytes)
-            {
-                report.violations.push(violation);
-            }
-            report
-        }
+        Ok(v) => validate_value(kind, &v),
         Err(e) => Report::new(vec![Violation::new("", Rule::Syntax(e.to_string()))]),
     }
 }
 
 /// Whether `bytes` are one valid value of `kind`, without collecting
-/// violations (the fastest check).
+/// violations (the fastest check); always the verdict of [`validate_slice`].
 pub fn is_valid_slice(kind: Kind, bytes: &[u8]) -> bool {
+    let tree = |full: fn(&Value) -> Vec<Violation>| {
+        serde_json::from_slice::<Value>(bytes).is_ok_and(|v| full(&v).is_empty())
+    };
     match kind.shape() {
-        Shape::Typed { fast, .. } => fast(bytes),
-        Shape::Tree { full, .. } => {
-            serde_json::from_slice::<Value>(bytes).is_ok_and(|v| full(&v).is_empty())
-        }
+        // The typed parse rejects a key given twice, which the tree reads as
+        // its last value (as `JSON.parse` does): ask the tree before saying no.
+        Shape::Typed { fast, full, .. } => fast(bytes) || tree(full),
+        Shape::Tree { full, .. } => tree(full),
     }
 }
 
