@@ -6,6 +6,8 @@
 
 pub mod check;
 pub mod demo;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod output;
 pub mod probe;
 pub mod serve;

@@ -41,6 +41,8 @@
 //! ```
 
 mod forward;
+#[doc(hidden)]
+pub mod fuzzing;
 mod monitor;
 mod process;
 mod record;

@@ -1,0 +1,49 @@
+//! Replays every input under `fuzz/regressions/<target>/` (crashes the
+//! fuzzers found, minimized, plus a few seeds per target) through the same
+//! property code the fuzz targets run, so CI checks the properties without
+//! a nightly toolchain or cargo-fuzz.
+
+use std::fs;
+use std::path::PathBuf;
+
+fn replay(target: &str, property: fn(&[u8])) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions")
+        .join(target);
+    let mut inputs: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    inputs.sort();
+    assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
+    for path in inputs {
+        let data = fs::read(&path).expect("readable input");
+        let outcome = std::panic::catch_unwind(|| property(&data));
+        assert!(outcome.is_ok(), "{target}: {} fails", path.display());
+    }
+}
+
+#[test]
+fn validate_regressions() {
+    replay("validate", acp_ext::fuzzing::validate);
+}
+
+#[test]
+fn dispatch_regressions() {
+    replay("dispatch", acp_ext::fuzzing::dispatch);
+}
+
+#[test]
+fn check_regressions() {
+    replay("check", acp_ext::fuzzing::check);
+}
+
+#[test]
+fn tap_framing_regressions() {
+    replay("tap_framing", acp_ext::fuzzing::tap_framing);
+}
+
+#[test]
+fn usage_fold_regressions() {
+    replay("usage_fold", acp_ext::fuzzing::usage_fold);
+}
