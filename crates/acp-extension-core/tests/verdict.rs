@@ -6,7 +6,7 @@
 mod common;
 
 use acp_extension_core::validate::{
-    Kind, is_valid_slice, sift_verdict, typed_verdict, validate_slice,
+    Kind, is_valid_slice, sift_verdict, typed_verdict, validate_slice, validate_value,
 };
 use serde_json::Value;
 
@@ -265,11 +265,18 @@ fn finish(text: String) -> Vec<u8> {
 fn assert_agrees(kind: Kind, bytes: &[u8]) {
     let text = || String::from_utf8_lossy(bytes).into_owned();
     if let Some(sifted) = sift_verdict(kind, bytes) {
+        // The sift decides only without duplicate keys, where the typed
+        // parse and the JSON tree see the same thing. It follows the typed
+        // parse, except where that parse is laxer than the contract
+        // (a variant index as a buffered union tag): there it follows `Check`.
         let typed = typed_verdict(kind, bytes);
+        let checked = typed
+            && serde_json::from_slice::<Value>(bytes)
+                .is_ok_and(|v| validate_value(kind, &v).is_valid());
         assert_eq!(
             sifted,
-            typed,
-            "{kind}: sift {sifted}, typed parse {typed}: {}",
+            checked,
+            "{kind}: sift {sifted}, typed parse {typed}, check: {checked}: {}",
             text()
         );
     }
@@ -451,7 +458,8 @@ fn edge_cases_agree() {
         (chunk(r#"{"text":"hi","type":"text"}"#), true),
         (chunk(r#"{"type":0,"text":"hi"}"#), false),
         // Inside a tool call's content serde buffers the block, and its
-        // variant identifier takes an index: the typed parse accepts this.
+        // variant identifier takes an index: the typed parse accepts this
+        // (validation does not; see below).
         (
             tool(r#"{"type":"content","content":{"type":0,"text":"hi"}}"#),
             true,
@@ -504,4 +512,12 @@ fn edge_cases_agree() {
         assert_agrees(Kind::SubagentEvent, text.as_bytes());
     }
     assert_agrees(Kind::SubagentEvent, b"{\"version\":1,\"x\":\"\xff\"}");
+    // A variant index is not a tag: validation says so on every path.
+    let index_tag = tool(r#"{"type":"content","content":{"type":0,"text":"hi"}}"#);
+    assert!(!is_valid_slice(Kind::SubagentEvent, index_tag.as_bytes()));
+    let report = validate_slice(Kind::SubagentEvent, index_tag.as_bytes());
+    assert_eq!(
+        report.violations[0].pointer,
+        "/update/content/0/content/type"
+    );
 }

@@ -459,10 +459,11 @@ impl<T: Sift> Sift for Vec<T> {
     }
 }
 
-/// A union's tag value: a string, or inside buffered content also a
-/// variant index (as serde's derived variant identifier accepts).
+/// A union's tag value: a string, never a variant index. (Inside buffered
+/// content serde's derived variant identifier would take an index such as
+/// `0`; the contract, and [`Check`](crate::validate::Check), do not.)
 pub struct TagSeed {
-    /// Whether a variant index is accepted.
+    /// Whether the value is read from serde's buffered content.
     pub buffered: bool,
     /// The tag values, in variant order.
     pub tags: &'static [&'static str],
@@ -472,8 +473,8 @@ impl<'de> DeserializeSeed<'de> for TagSeed {
     type Value = usize;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
         if self.buffered {
-            // serde's buffered content holds a non-negative integer as a
-            // `u64`, which its variant identifier takes as an index.
+            // Buffered content hands out what it holds: a number reaches
+            // `visit_u64` and is refused there.
             d.deserialize_any(self)
         } else {
             d.deserialize_str(self)
@@ -499,11 +500,7 @@ impl<'de> Visitor<'de> for TagSeed {
             .ok_or_else(|| E::custom("unknown variant"))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<usize, E> {
-        if self.buffered && v < self.tags.len() as u64 {
-            Ok(v as usize)
-        } else {
-            Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
-        }
+        Err(E::invalid_value(de::Unexpected::Unsigned(v), &self))
     }
 }
 
