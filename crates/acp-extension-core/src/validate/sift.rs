@@ -8,7 +8,8 @@
 //! unknown keys without building a JSON tree (yet with the same syntax,
 //! string and number checks as `serde_json::Value`).
 //!
-//! Its verdict, when it gives one, is the typed parse's. It gives none
+//! Its verdict, when it gives one, is the typed parse's, except that a
+//! number is never a union tag (see [`TagSeed`]). It gives none
 //! ([`verdict`] returns `None`, and validation goes the old way: typed
 //! parse, then the JSON tree) where the two full paths can differ or the
 //! typed parse buffers:
@@ -19,7 +20,8 @@
 //! - a field whose type has no sift, and a cross-field rule.
 //!
 //! Inside a `wire_union!` body the typed parse reads from serde's buffered
-//! content, where a nested union's tag may also be a variant index; the
+//! content, where values arrive in another form (and a nested union's tag
+//! could be a variant index, which the sift refuses as `Check` does); the
 //! `buffered` flag carries that down.
 
 use std::cell::Cell;
