@@ -495,18 +495,24 @@ fn flood_bytes(n: usize) -> Vec<u8> {
     v
 }
 
-/// Resident memory of `pid` in bytes.
-fn rss(pid: u32) -> Option<u64> {
+/// A memory figure of `pid` from `/proc/<pid>/status` (`key` such as
+/// `VmRSS`), in bytes.
+fn proc_status_bytes(pid: u32, key: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// Resident memory of `pid` in bytes.
+fn rss(pid: u32) -> Option<u64> {
+    proc_status_bytes(pid, "VmRSS")
 }
 
 #[test]
@@ -785,16 +791,7 @@ fn assert_group_gone(pgid: i32, what: &str) {
 
 /// The peak resident memory of `pid` so far (`VmHWM`), in bytes.
 fn peak_rss(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    proc_status_bytes(pid, "VmHWM")
 }
 
 /// Like [`probe`], also measuring the probe's peak resident memory (its
