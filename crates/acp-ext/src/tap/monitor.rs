@@ -121,6 +121,12 @@ pub(crate) struct Limits {
     pub validator_bytes: usize,
 }
 
+/// Chunks smaller than this get a fresh buffer of their size; larger ones
+/// reuse pooled buffers.
+const POOLED_MIN: usize = 16 << 10;
+/// Buffers larger than this are freed, not pooled.
+const POOLED_MAX: usize = 1 << 20;
+
 /// Shared state of the hand-off.
 pub(crate) struct Shared {
     pub counters: Arc<Counters>,
@@ -156,20 +162,30 @@ impl Shared {
         }
     }
 
-    /// An empty buffer with room for at least `n` bytes.
+    /// An empty buffer with room for at least `n` bytes and at most about
+    /// four times that: the budget counts bytes, so a small chunk must not
+    /// hold a large buffer. Large chunks reuse a pooled buffer of a fitting
+    /// size; small ones get one of their exact size.
     pub fn buffer(&self, n: usize) -> Vec<u8> {
-        let reused = self.pool.lock().ok().and_then(|mut p| p.pop());
-        match reused {
-            Some(mut b) => {
+        if n >= POOLED_MIN {
+            let reused = self.pool.lock().ok().and_then(|mut pool| {
+                let fits = pool
+                    .iter()
+                    .rposition(|b| b.capacity() <= n.saturating_mul(4))?;
+                Some(pool.swap_remove(fits))
+            });
+            if let Some(mut b) = reused {
                 b.reserve(n);
-                b
+                return b;
             }
-            None => Vec::with_capacity(n.max(64 * 1024)),
         }
+        Vec::with_capacity(n)
     }
 
-    fn recycle(&self, mut b: Vec<u8>) {
-        if b.capacity() > (1 << 20) {
+    /// Takes back a buffer the monitor is done with, to reuse if its size is
+    /// worth pooling.
+    pub fn recycle(&self, mut b: Vec<u8>) {
+        if !(POOLED_MIN..=POOLED_MAX).contains(&b.capacity()) {
             return;
         }
         b.clear();

@@ -243,3 +243,23 @@ fn a_busy_validator_skips_and_counts() {
     assert_eq!(shared.validator_queued.load(Relaxed), 3);
     assert_eq!(shared.counters.validation_skipped.load(Relaxed), 2);
 }
+
+#[test]
+fn chunk_buffers_stay_close_to_the_bytes_they_hold() {
+    let shared = Shared::new(Arc::new(Counters::default()), LIMITS, Instant::now(), true);
+    // A one-byte chunk must not hold a large buffer: the budget counts bytes.
+    assert!(shared.buffer(1).capacity() < 64);
+    // A large buffer the monitor is done with is reused for a large chunk...
+    let mut big = shared.buffer(256 << 10);
+    big.extend_from_slice(&[7; 256 << 10]);
+    let cap = big.capacity();
+    shared.recycle(big);
+    let again = shared.buffer(200 << 10);
+    assert!(again.is_empty());
+    assert_eq!(again.capacity(), cap);
+    shared.recycle(again);
+    // ...but never for a chunk it would dwarf, nor for a small one.
+    assert!(shared.buffer(32 << 10).capacity() <= 4 * (32 << 10));
+    assert!(shared.buffer(100).capacity() < 4 * 100);
+    assert_eq!(shared.pool.lock().unwrap().len(), 1);
+}
