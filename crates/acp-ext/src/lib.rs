@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 
 pub mod check;
+pub mod choice;
 pub mod demo;
 #[doc(hidden)]
 pub mod fuzzing;

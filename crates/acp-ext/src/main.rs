@@ -31,7 +31,7 @@ enum Command {
     /// Validate JSON values (one per line, or one after another) against the contract.
     Validate {
         /// Payload kind (see `acp-ext schema`); `auto` reads whole JSON-RPC messages.
-        #[arg(long = "as", value_name = "KIND", default_value = "auto", value_parser = parse_kind)]
+        #[arg(long = "as", value_name = "KIND", default_value = "auto")]
         kind: Kind,
         /// One JSON line per value: {"index","valid","errors"}.
         #[arg(long, conflicts_with = "quiet")]
@@ -61,10 +61,10 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Input format: auto, jsonrpc, tap, trace or loose.
-        #[arg(long, value_name = "F", default_value = "auto", value_parser = parse_format)]
+        #[arg(long, value_name = "F", default_value = "auto")]
         format: Format,
         /// Report only findings at least this severe: info, warning or error.
-        #[arg(long, value_name = "S", default_value = "info", value_parser = parse_severity)]
+        #[arg(long, value_name = "S", default_value = "info")]
         min_severity: Severity,
         /// Files to read; `-` or none reads standard input.
         files: Vec<PathBuf>,
@@ -77,7 +77,7 @@ enum Command {
         #[arg(long)]
         json: bool,
         /// Namespaces of the client's extension advertisement.
-        #[arg(long, default_value = "both", value_parser = parse_namespace_set)]
+        #[arg(long, default_value = "both")]
         namespace: NamespaceSet,
         /// Open a session (`session/new` in a temporary directory).
         #[arg(long)]
@@ -104,7 +104,7 @@ enum Command {
         record: Option<PathBuf>,
         /// Record format: `jsonl` ({"dir","t","msg"|"raw"} per line) or `conductor` (the ACP
         /// SDK conductor's trace format, for its trace viewer).
-        #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = parse_record_format)]
+        #[arg(long, value_name = "FORMAT", default_value = "jsonl")]
         format: RecordFormat,
         /// Write findings to FILE as JSON lines instead of stderr.
         #[arg(long, value_name = "FILE", conflicts_with = "no_validate")]
@@ -144,35 +144,11 @@ enum UsageCommand {
         #[arg(long, value_name = "ID")]
         scope_id: Option<String>,
         /// Namespace of `_meta.<ns>.usageScopeId`.
-        #[arg(long, default_value = "lody", value_parser = parse_namespace)]
+        #[arg(long, default_value = "lody")]
         namespace: Namespace,
         /// JSONL input `{"sessionId","operationId","rows":{model: ModelUsage}}`; default stdin.
         file: Option<PathBuf>,
     },
-}
-
-fn parse_kind(s: &str) -> Result<Kind, String> {
-    s.parse::<Kind>().map_err(|e| e.to_string())
-}
-
-fn parse_format(s: &str) -> Result<Format, String> {
-    s.parse::<Format>().map_err(|e| e.to_string())
-}
-
-fn parse_severity(s: &str) -> Result<Severity, String> {
-    s.parse::<Severity>().map_err(|e| e.to_string())
-}
-
-fn parse_namespace_set(s: &str) -> Result<NamespaceSet, String> {
-    s.parse::<NamespaceSet>().map_err(|e| e.to_string())
-}
-
-fn parse_record_format(s: &str) -> Result<RecordFormat, String> {
-    s.parse::<RecordFormat>().map_err(|e| e.to_string())
-}
-
-fn parse_namespace(s: &str) -> Result<Namespace, String> {
-    s.parse::<Namespace>().map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {

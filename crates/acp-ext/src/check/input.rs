@@ -40,7 +40,6 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
-use std::str::FromStr;
 
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
@@ -72,59 +71,13 @@ pub enum Format {
     Loose,
 }
 
-impl Format {
-    /// Every format, `auto` first.
-    pub const ALL: [Format; 5] = [
-        Format::Auto,
-        Format::JsonRpc,
-        Format::Tap,
-        Format::Trace,
-        Format::Loose,
-    ];
-
-    /// The name used by `--format`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Auto => "auto",
-            Format::JsonRpc => "jsonrpc",
-            Format::Tap => "tap",
-            Format::Trace => "trace",
-            Format::Loose => "loose",
-        }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A format name that does not exist.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownFormat(pub String);
-
-impl fmt::Display for UnknownFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown format {:?}: expected auto, jsonrpc, tap, trace or loose",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownFormat {}
-
-impl FromStr for Format {
-    type Err = UnknownFormat;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Format::ALL
-            .into_iter()
-            .find(|f| f.name() == s)
-            .ok_or_else(|| UnknownFormat(s.to_owned()))
-    }
-}
+crate::choice::choices!(Format, "format" {
+    Auto = "auto",
+    JsonRpc = "jsonrpc",
+    Tap = "tap",
+    Trace = "trace",
+    Loose = "loose",
+});
 
 /// One message read from the input.
 #[derive(Debug, Clone, PartialEq)]

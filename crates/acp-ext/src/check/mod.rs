@@ -39,7 +39,6 @@ pub mod run;
 mod state;
 
 use std::fmt;
-use std::str::FromStr;
 
 use acp_extension_core::capabilities::{
     Feature, FeatureOptions, FeatureSide, Side, SteeringTransport,
@@ -152,53 +151,12 @@ pub enum Severity {
     Error,
 }
 
-impl Severity {
-    /// Every severity, lowest first.
-    pub const ALL: [Severity; 3] = [Severity::Info, Severity::Warning, Severity::Error];
-
-    /// `info`, `warning` or `error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A severity name other than `info`, `warning` or `error`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownSeverity(pub String);
-
-impl fmt::Display for UnknownSeverity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown severity {:?}: expected info, warning or error",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownSeverity {}
-
-impl FromStr for Severity {
-    type Err = UnknownSeverity;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "info" => Ok(Severity::Info),
-            "warning" | "warn" => Ok(Severity::Warning),
-            "error" => Ok(Severity::Error),
-            other => Err(UnknownSeverity(other.to_owned())),
-        }
-    }
-}
+// Lowest first.
+crate::choice::choices!(Severity, "severity" {
+    Info = "info",
+    Warning = "warning" | "warn",
+    Error = "error",
+});
 
 /// One problem found in a message.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -229,7 +229,7 @@ pub fn markdown_table() -> String {
         s.push_str(&format!(
             "| `{}` | {} | {} |\n",
             r.id,
-            r.severity.as_str(),
+            r.severity.name(),
             r.summary.replace('|', "\\|")
         ));
     }

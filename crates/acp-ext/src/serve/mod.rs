@@ -122,19 +122,11 @@ impl ServeNamespace {
     }
 }
 
-impl std::str::FromStr for ServeNamespace {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "ua" => Ok(ServeNamespace::Ua),
-            "lody" => Ok(ServeNamespace::Lody),
-            "both" => Ok(ServeNamespace::Both),
-            other => Err(format!(
-                "unknown namespace {other:?}: expected ua, lody or both"
-            )),
-        }
-    }
-}
+crate::choice::choices!(ServeNamespace, "namespace" {
+    Ua = "ua",
+    Lody = "lody",
+    Both = "both",
+});
 
 impl From<NamespaceSet> for ServeNamespace {
     fn from(set: NamespaceSet) -> Self {

@@ -65,7 +65,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use monitor::NOT_JSON;
-pub use record::{RAW_LIMIT, RecordFormat, RecordWriter, UnknownFormat, dir_name};
+pub use record::{RAW_LIMIT, RecordFormat, RecordWriter, dir_name};
 pub use redact::{REDACTED, Redactor};
 
 use crate::check::{Checker, Direction, Finding};

@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::io::{self, Write};
-use std::str::FromStr;
 
 use std::borrow::Cow;
 
@@ -33,48 +32,10 @@ pub enum RecordFormat {
     Conductor,
 }
 
-impl RecordFormat {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Jsonl => "jsonl",
-            Self::Conductor => "conductor",
-        }
-    }
-}
-
-impl fmt::Display for RecordFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A record format name that is neither `jsonl` nor `conductor`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownFormat(pub String);
-
-impl fmt::Display for UnknownFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown record format `{}` (expected jsonl or conductor)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for UnknownFormat {}
-
-impl FromStr for RecordFormat {
-    type Err = UnknownFormat;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "jsonl" => Ok(Self::Jsonl),
-            "conductor" => Ok(Self::Conductor),
-            other => Err(UnknownFormat(other.to_owned())),
-        }
-    }
-}
+crate::choice::choices!(RecordFormat, "record format" {
+    Jsonl = "jsonl",
+    Conductor = "conductor",
+});
 
 /// The record's short name of a direction: `c2a`, `a2c` (or `unknown`).
 pub fn dir_name(direction: Direction) -> &'static str {
