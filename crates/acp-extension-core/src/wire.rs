@@ -52,8 +52,15 @@ pub(crate) fn serialize_js_number<S: Serializer>(n: f64, s: S) -> Result<S::Ok, 
     }
 }
 
-/// The JSON type name of a value, for messages.
-pub(crate) fn json_type(v: &Value) -> &'static str {
+/// The JSON type name of a value (`a string`, `an object`, `null`…), as
+/// validation messages word it.
+///
+/// ```
+/// use acp_extension_core::wire::json_type;
+///
+/// assert_eq!(json_type(&serde_json::json!([1])), "an array");
+/// ```
+pub fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -47,6 +47,7 @@ use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
 use acp_extension_core::namespace::{self, Namespace, split_method};
 use acp_extension_core::negotiation::{Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
+use acp_extension_core::wire::json_type;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -1409,16 +1410,5 @@ fn advertisement_findings(adv: &Advertisement, prefix: &str, out: &mut Vec<Findi
             format!("{prefix}{}", p.pointer),
             p.message.clone(),
         ));
-    }
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

@@ -1,6 +1,7 @@
 //! Parsing request params into typed values, with `-32602` errors that
 //! name the offending field.
 
+use acp_extension_core::wire::json_type;
 use agent_client_protocol::{Error, ErrorCode};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -10,7 +11,7 @@ pub(crate) fn parse<T: DeserializeOwned>(params: &Value) -> Result<T, Error> {
     if !params.is_object() {
         return Err(invalid_params(
             "",
-            format!("params must be an object, got {}", kind(params)),
+            format!("params must be an object, got {}", json_type(params)),
         ));
     }
     serde_path_to_error::deserialize::<_, T>(params).map_err(|e| {
@@ -55,24 +56,13 @@ pub(crate) fn invalid_state(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::INVALID_REQUEST, message.into())
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 /// Reads `params.sessionId` as a string.
 pub(crate) fn session_id(params: &Value) -> Result<String, Error> {
     match params.get("sessionId") {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(invalid_params(
             "sessionId",
-            format!("expected a string, got {}", kind(other)),
+            format!("expected a string, got {}", json_type(other)),
         )),
         None => Err(invalid_params("sessionId", "missing field `sessionId`")),
     }
