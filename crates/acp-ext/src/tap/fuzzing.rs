@@ -13,7 +13,6 @@ use serde_json::Value;
 
 use super::forward::copy;
 use super::monitor::{ChunkSender, Limits, Monitor, Shared, ToMonitor, channel, validate_loop};
-use super::record::{RecordFormat, RecordWriter};
 use super::{Counters, FindingSink};
 use crate::check::{Direction, Finding, Severity};
 
@@ -41,7 +40,7 @@ pub struct Observed {
 
 /// A writer whose bytes stay readable after it is moved away.
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -57,7 +56,8 @@ impl Write for Captured {
 }
 
 impl Captured {
-    fn take(&self) -> Vec<u8> {
+    /// The bytes written so far, leaving it empty.
+    pub(crate) fn take(&self) -> Vec<u8> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -153,17 +153,7 @@ pub fn run(inputs: [&[u8]; 2], sizes: &[usize], write_max: usize, interrupt: boo
 
     let record = Captured::default();
     let (vtx, vrx) = std::sync::mpsc::channel();
-    let monitor = Monitor {
-        shared: Arc::clone(&shared),
-        rx,
-        record: Some(RecordWriter::new(
-            Box::new(record.clone()) as Box<dyn Write + Send>,
-            RecordFormat::Jsonl,
-        )),
-        validator_tx: Some(vtx),
-        pipes: [None, None],
-        record_error: None,
-    };
+    let monitor = Monitor::in_process(Arc::clone(&shared), rx, record.clone(), vtx);
     // Dropping the monitor closes the validator's queue.
     let _ = monitor.run();
 

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use super::record::{RecordWriter, dir_name};
+use super::record::{RecordFormat, RecordWriter, dir_name};
 use super::{Counters, FindingSink, Validator};
 use crate::check::{Direction, Finding, Severity};
 
@@ -439,6 +439,28 @@ enum Item {
 }
 
 impl Monitor {
+    /// A monitor without private pipes that records JSONL to `record` and
+    /// hands lines to the validator queue: the tap's machinery in process,
+    /// for its tests and the `tap_framing` fuzz target.
+    pub fn in_process(
+        shared: Arc<Shared>,
+        rx: Receiver<ToMonitor>,
+        record: impl Write + Send + 'static,
+        validator_tx: Sender<ToValidate>,
+    ) -> Self {
+        Self {
+            shared,
+            rx,
+            record: Some(RecordWriter::new(
+                Box::new(record) as Box<dyn Write + Send>,
+                RecordFormat::Jsonl,
+            )),
+            validator_tx: Some(validator_tx),
+            pipes: [None, None],
+            record_error: None,
+        }
+    }
+
     pub fn run(mut self) -> Option<io::Error> {
         let mut framers: [Framer; 2] = Default::default();
         let mut gaps: [Option<Gap>; 2] = [None, None];

@@ -2,7 +2,7 @@
 //! boundaries and gaps, ticket order, the record and the findings path with
 //! an injected validator.
 
-use std::io::{self, Write};
+use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -10,34 +10,20 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
+use super::fuzzing::Captured;
 use super::monitor::{
     Body, ChunkSender, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
 };
-use super::{Counters, FindingSink, RecordFormat, RecordWriter};
+use super::{Counters, FindingSink};
 use crate::check::{Direction, Finding, Severity};
 
-/// A writer whose bytes stay readable after it is moved into the monitor.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn lines(&self) -> Vec<Value> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    }
+/// The JSON lines written to `c`.
+fn lines(c: &Captured) -> Vec<Value> {
+    String::from_utf8(c.take())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 const LIMITS: Limits = Limits {
@@ -64,17 +50,7 @@ fn rig() -> Rig {
     let (tx, rx) = mpsc::channel();
     let record = Captured::default();
     let (vtx, vrx) = mpsc::channel();
-    let monitor = Monitor {
-        shared: Arc::clone(&shared),
-        rx,
-        record: Some(RecordWriter::new(
-            Box::new(record.clone()) as Box<dyn Write + Send>,
-            RecordFormat::Jsonl,
-        )),
-        validator_tx: Some(vtx),
-        pipes: [None, None],
-        record_error: None,
-    };
+    let monitor = Monitor::in_process(Arc::clone(&shared), rx, record.clone(), vtx);
     let monitor = std::thread::spawn(move || monitor.run());
     let findings = Captured::default();
     let sink = Arc::new(Mutex::new(FindingSink::Writer(Box::new(findings.clone()))));
@@ -134,8 +110,7 @@ fn lines_split_across_chunks_are_framed_whole() {
     }
     c2a.offer(b"od\":\"c\"}");
     let (record, seen, _, shared) = rig.finish();
-    let msgs: Vec<_> = record
-        .lines()
+    let msgs: Vec<_> = lines(&record)
         .into_iter()
         .map(|e| e["msg"].clone())
         .collect();
@@ -166,8 +141,7 @@ fn a_gap_drops_only_the_broken_line() {
     send(Body::Missed(Missed::of(b"9}\n", Skip::OverBudget)));
     send(Body::Bytes(b"{\"n\":4}\n".to_vec()));
     let (record, _, _, shared) = rig.finish();
-    let ns: Vec<_> = record
-        .lines()
+    let ns: Vec<_> = lines(&record)
         .iter()
         .map(|e| e["msg"]["n"].clone())
         .collect();
@@ -189,7 +163,7 @@ fn chunks_are_handled_in_ticket_order() {
         Body::Bytes(b"{\"id\":1,\"method\":\"x\"}\n".to_vec()),
     );
     let (record, seen, _, _) = rig.finish();
-    let dirs: Vec<_> = record.lines().iter().map(|e| e["dir"].clone()).collect();
+    let dirs: Vec<_> = lines(&record).iter().map(|e| e["dir"].clone()).collect();
     assert_eq!(dirs, [json!("c2a"), json!("a2c")]);
     assert_eq!(seen[0].0, Direction::ClientToAgent);
     assert_eq!(seen[1].0, Direction::AgentToClient);
@@ -201,7 +175,7 @@ fn findings_of_an_injected_validator_reach_the_sink() {
     let mut a2c = rig.sender(Direction::AgentToClient);
     a2c.offer(b"{\"method\":\"ok\"}\n{\"method\":\"bad\"}\nnot json\n");
     let (_, _, findings, shared) = rig.finish();
-    let found = findings.lines();
+    let found = lines(&findings);
     assert_eq!(found.len(), 2);
     assert_eq!(found[0]["rule"], "test-rule");
     assert_eq!(found[0]["severity"], "warning");
