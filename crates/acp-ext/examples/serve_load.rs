@@ -27,6 +27,11 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
+// The tests' reader of `/proc/<pid>/status`; `peak_rss` is theirs alone.
+#[allow(dead_code)]
+#[path = "../tests/common/procfs.rs"]
+mod procfs;
+
 /// Counts live heap bytes and their peak (`cap` wraps the system allocator).
 #[global_allocator]
 static ALLOCATOR: Cap<System> = Cap::new(System, usize::MAX);
@@ -43,16 +48,7 @@ pub fn peak_bytes() -> usize {
 
 /// Resident set size of this process, if readable (Linux).
 pub fn rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    procfs::rss("self")
 }
 
 /// What one run measured and found.

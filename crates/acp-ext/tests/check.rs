@@ -2,6 +2,8 @@
 //! one that does not), the real-world corpus, the reference vectors, the
 //! input formats, the command line and bounded state on long streams.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -11,6 +13,7 @@ use acp_ext::check::input::{self, Format, Item};
 use acp_ext::check::run::{Options, check_reader};
 use acp_ext::check::{Checker, Direction, Finding, Limits, Severity, rules};
 use acp_extension_core::capabilities::Feature;
+use common::{EXE, read_jsonl, shared};
 use serde_json::{Value, json};
 
 const C2A: Direction = Direction::ClientToAgent;
@@ -18,21 +21,6 @@ const A2C: Direction = Direction::AgentToClient;
 
 // ---------------------------------------------------------------------------
 // Helpers
-
-/// A path inside `shared/` beside the checkout (found by walking up).
-fn shared(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared"))
-        .find(|p| p.join("vectors").is_dir())
-        .unwrap_or_else(|| {
-            panic!(
-                "no shared/ folder with vectors/ above {}",
-                env!("CARGO_MANIFEST_DIR")
-            )
-        })
-        .join(rel)
-}
 
 fn req(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
@@ -88,6 +76,11 @@ fn run(msgs: &[(Direction, Value)]) -> Vec<Finding> {
 
 fn rule_ids(findings: &[Finding]) -> Vec<&'static str> {
     findings.iter().map(|f| f.rule).collect()
+}
+
+/// The JSON pointers of `findings`, in order.
+fn paths(findings: &[Finding]) -> Vec<&str> {
+    findings.iter().map(|f| f.path.as_str()).collect()
 }
 
 /// The findings of `rule`, asserting they all carry its severity.
@@ -163,6 +156,15 @@ fn usage_update(sid: &str, scope: &str, total: u64, delta: Option<u64>) -> Value
 
 fn usage_init() -> Vec<(Direction, Value)> {
     init(json!({"usage": {"version": 1}}), json!({}))
+}
+
+/// [`usage_init`], then the agent's [`usage_update`]s with these
+/// `(sessionId, scope, total, delta)`.
+fn usage_stream(updates: &[(&str, &str, u64, Option<u64>)]) -> Vec<(Direction, Value)> {
+    let updates = updates
+        .iter()
+        .map(|&(sid, scope, total, delta)| (A2C, usage_update(sid, scope, total, delta)));
+    with(usage_init(), updates.collect())
 }
 
 fn session_update(sid: &str, update: Value) -> Value {
@@ -241,6 +243,14 @@ fn check_text(text: &str, format: Format) -> Vec<(u64, Finding)> {
     out
 }
 
+/// Each finding of [`check_text`] as `(line, rule, pointer)`.
+fn located(found: &[(u64, Finding)]) -> Vec<(u64, &str, &str)> {
+    found
+        .iter()
+        .map(|(l, f)| (*l, f.rule, f.path.as_str()))
+        .collect()
+}
+
 #[test]
 fn not_json() {
     let tap = concat!(
@@ -251,11 +261,10 @@ fn not_json() {
         "{broken\n",
     );
     let found = check_text(tap, Format::Auto);
-    let hits: Vec<(u64, &str, &str)> = found
-        .iter()
-        .map(|(l, f)| (*l, f.rule, f.path.as_str()))
-        .collect();
-    assert_eq!(hits, [(1, "not-json", "/raw"), (3, "not-json", "")]);
+    assert_eq!(
+        located(&found),
+        [(1, "not-json", "/raw"), (3, "not-json", "")]
+    );
     assert_eq!(found[0].1.severity, Severity::Error);
     assert!(found[0].1.message.contains("Listening on stdio"));
 
@@ -294,9 +303,10 @@ fn not_a_message() {
         (A2C, json!({"foo": 1})),
         (A2C, json!({"method": 3})),
     ]);
-    let hits = of(&findings, &rules::NOT_A_MESSAGE);
-    let paths: Vec<&str> = hits.iter().map(|f| f.path.as_str()).collect();
-    assert_eq!(paths, ["", "", "/method"]);
+    assert_eq!(
+        paths(&of(&findings, &rules::NOT_A_MESSAGE)),
+        ["", "", "/method"]
+    );
     assert_clean(&[(
         A2C,
         session_update("s", json!({"sessionUpdate": "plan", "entries": []})),
@@ -326,12 +336,8 @@ fn shape() {
         (C2A, req(7, "_lody/rate_limits/get", json!({}))),
         (A2C, ok(7, json!({"rateLimits": "none"}))),
     ]);
-    let paths: Vec<&str> = of(&findings, &rules::SHAPE)
-        .iter()
-        .map(|f| f.path.clone().leak() as &str)
-        .collect();
     assert_eq!(
-        paths,
+        paths(&of(&findings, &rules::SHAPE)),
         [
             "/params/update/_meta/lody/goal/status",
             "/result/rateLimits"
@@ -371,9 +377,8 @@ fn unknown_meta_key() {
         )],
     ));
     let hits = of(&findings, &rules::UNKNOWN_META_KEY);
-    let paths: Vec<&str> = hits.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
-        paths,
+        paths(&hits),
         [
             "/result/agentCapabilities/_meta/lody/mcp",
             "/params/update/_meta/lody/turnOrigin"
@@ -498,10 +503,8 @@ fn goal_action_not_advertised() {
         init(goal.clone(), json!({})),
         vec![(C2A, request("set")), (C2A, prompt("pause"))],
     ));
-    let hits = of(&findings, &rules::GOAL_ACTION_NOT_ADVERTISED);
-    let paths: Vec<&str> = hits.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(
-        paths,
+        paths(&of(&findings, &rules::GOAL_ACTION_NOT_ADVERTISED)),
         ["/params/action", "/params/_meta/lody/goalControl/action"]
     );
     assert_eq!(findings.len(), 2, "{findings:?}");
@@ -740,24 +743,18 @@ fn subagent_run_id_native() {
 
 #[test]
 fn usage_total_decreased() {
-    let findings = run(&with(
-        usage_init(),
-        vec![
-            (A2C, usage_update("s", "A", 100, None)),
-            (A2C, usage_update("s", "A", 50, None)),
-        ],
-    ));
+    let findings = run(&usage_stream(&[
+        ("s", "A", 100, None),
+        ("s", "A", 50, None),
+    ]));
     assert_eq!(rule_ids(&findings), ["usage-total-decreased"]);
     assert_eq!(findings[0].path, "/params/modelUsage/m/inputTokens");
     // A new scope starts from zero again.
-    assert_clean(&with(
-        usage_init(),
-        vec![
-            (A2C, usage_update("s", "A", 100, None)),
-            (A2C, usage_update("s", "A", 150, None)),
-            (A2C, usage_update("s", "B", 10, None)),
-        ],
-    ));
+    assert_clean(&usage_stream(&[
+        ("s", "A", 100, None),
+        ("s", "A", 150, None),
+        ("s", "B", 10, None),
+    ]));
 }
 
 /// Folds native snapshots through the reference-port accumulator and returns
@@ -827,23 +824,18 @@ fn usage_delta_mismatch() {
     assert_clean(&with(usage_init(), first));
 
     // Hand-written: a delta on the second update that is not the change.
-    let findings = run(&with(
-        usage_init(),
-        vec![
-            (A2C, usage_update("s", "A", 100, Some(100))),
-            (A2C, usage_update("s", "A", 150, Some(150))),
-        ],
-    ));
+    let findings = run(&usage_stream(&[
+        ("s", "A", 100, Some(100)),
+        ("s", "A", 150, Some(150)),
+    ]));
     assert_eq!(rule_ids(&findings), ["usage-delta-mismatch"]);
 }
 
 #[test]
 fn usage_matches_every_reference_vector() {
     // The reference accumulator's own outputs never break the usage rules.
-    let file = std::fs::File::open(shared("vectors/usage-accumulator.jsonl")).unwrap();
     let mut cases = 0;
-    for line in BufReader::new(file).lines() {
-        let case: Value = serde_json::from_str(&line.unwrap()).unwrap();
+    for case in read_jsonl(&shared("vectors/usage-accumulator.jsonl")) {
         let mut msgs = usage_init();
         msgs.push((
             C2A,
@@ -876,10 +868,8 @@ fn usage_matches_every_reference_vector() {
 
 #[test]
 fn subagent_rules_match_every_reference_emitter_vector() {
-    let file = std::fs::File::open(shared("vectors/subagent-emitter.jsonl")).unwrap();
     let mut events = 0;
-    for line in BufReader::new(file).lines() {
-        let case: Value = serde_json::from_str(&line.unwrap()).unwrap();
+    for case in read_jsonl(&shared("vectors/subagent-emitter.jsonl")) {
         let mut msgs = both_subagent_events();
         for e in case["events"].as_array().unwrap() {
             msgs.push((A2C, note("_lody/subagents/event", e.clone())));
@@ -898,25 +888,19 @@ fn subagent_rules_match_every_reference_emitter_vector() {
 
 #[test]
 fn usage_scope_reentered() {
-    let findings = run(&with(
-        usage_init(),
-        vec![
-            (A2C, usage_update("s", "A", 10, None)),
-            (A2C, usage_update("s", "B", 10, None)),
-            (A2C, usage_update("s", "A", 20, None)),
-        ],
-    ));
+    let findings = run(&usage_stream(&[
+        ("s", "A", 10, None),
+        ("s", "B", 10, None),
+        ("s", "A", 20, None),
+    ]));
     assert_eq!(rule_ids(&findings), ["usage-scope-reentered"]);
     assert_eq!(findings[0].path, "/params/_meta/lody/usageScopeId");
-    assert_clean(&with(
-        usage_init(),
-        vec![
-            (A2C, usage_update("s", "A", 10, None)),
-            (A2C, usage_update("s", "A", 20, None)),
-            (A2C, usage_update("s", "B", 10, None)),
-            (A2C, usage_update("s2", "A", 10, None)),
-        ],
-    ));
+    assert_clean(&usage_stream(&[
+        ("s", "A", 10, None),
+        ("s", "A", 20, None),
+        ("s", "B", 10, None),
+        ("s2", "A", 10, None),
+    ]));
 }
 
 #[test]
@@ -990,12 +974,8 @@ fn used_percent_range() {
         (C2A, req(3, "_lody/rate_limits/get", json!({}))),
         (A2C, ok(3, snapshot(-1.0))),
     ]);
-    let paths: Vec<&str> = of(&findings, &rules::USED_PERCENT_RANGE)
-        .iter()
-        .map(|f| f.path.clone().leak() as &str)
-        .collect();
     assert_eq!(
-        paths,
+        paths(&of(&findings, &rules::USED_PERCENT_RANGE)),
         [
             "/params/rateLimits/0/windows/0/usedPercent",
             "/result/rateLimits/0/windows/0/usedPercent"
@@ -1128,12 +1108,10 @@ fn conductor_traces_keep_one_hop_per_message() {
         json!({"type": "request", "ts": 0.4, "protocol": "mcp", "from": "Proxy(0)", "to": "Agent", "id": "m1", "method": "tools/call", "params": {"_meta": {"lody": {"x": 1}}}}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let found = check_text(&text, Format::Auto);
-    let hits: Vec<(u64, &str, &str)> = found
-        .iter()
-        .map(|(l, f)| (*l, f.rule, f.path.as_str()))
-        .collect();
-    assert_eq!(hits, [(5, "not-advertised", "/method")]);
+    assert_eq!(
+        located(&check_text(&text, Format::Auto)),
+        [(5, "not-advertised", "/method")]
+    );
 
     // Result pointers map back to the trace line's `payload`.
     let bad = json!({"type": "response", "ts": 0.2, "from": "Agent", "to": "Client", "id": 0, "is_error": false,
@@ -1154,12 +1132,10 @@ fn tap_transcripts_use_their_directions_and_point_into_msg() {
         json!({"dir": "a2c", "t": 0.2, "msg": note("_lody/session/usage_update", json!({"sessionId": "s", "usage": row(1)}))}),
     ];
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let found = check_text(&text, Format::Auto);
-    let hits: Vec<(u64, &str, &str)> = found
-        .iter()
-        .map(|(l, f)| (*l, f.rule, f.path.as_str()))
-        .collect();
-    assert_eq!(hits, [(3, "not-advertised", "/msg/method")]);
+    assert_eq!(
+        located(&check_text(&text, Format::Auto)),
+        [(3, "not-advertised", "/msg/method")]
+    );
 }
 
 #[test]
@@ -1174,13 +1150,8 @@ fn loose_shapes_become_messages() {
 {"updates": [{"sessionUpdate": "plan", "entries": [], "_meta": {"lody": {"turnEnded": true}}}], "response": {"stopReason": "end_turn"}}
 {"version": 1, "sessionId": "s", "runId": "", "type": "progress", "progress": {}}
 "#;
-    let found = check_text(text, Format::Auto);
-    let hits: Vec<(u64, &str, &str)> = found
-        .iter()
-        .map(|(l, f)| (*l, f.rule, f.path.as_str()))
-        .collect();
     assert_eq!(
-        hits,
+        located(&check_text(text, Format::Auto)),
         [
             (2, "shape", "/_meta/lody/goal/status"),
             (3, "unknown-meta-key", "/args/0/update/_meta/lody/extra"),
@@ -1212,6 +1183,14 @@ fn corpus_files() -> Vec<PathBuf> {
     }
     files.sort();
     files
+}
+
+/// The corpus file whose path ends with `suffix`.
+fn corpus_file(suffix: &str) -> PathBuf {
+    corpus_files()
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(suffix))
+        .unwrap()
 }
 
 fn check_file(path: &Path) -> Vec<(u64, Finding)> {
@@ -1302,10 +1281,7 @@ fn every_corpus_file_is_read_and_only_known_deviations_are_found() {
 
 #[test]
 fn codex_v2_initialize_is_read_from_capabilities() {
-    let path = corpus_files()
-        .into_iter()
-        .find(|p| p.to_string_lossy().ends_with("initialize-v2-response.json"))
-        .unwrap();
+    let path = corpus_file("initialize-v2-response.json");
     let value: Value = serde_json::from_reader(std::fs::File::open(path).unwrap()).unwrap();
     let mut c = Checker::new();
     let findings = c.message_with_method(
@@ -1338,10 +1314,7 @@ fn codex_v2_initialize_is_read_from_capabilities() {
 
 #[test]
 fn claude_setup_negotiates_from_its_initialize_line() {
-    let path = corpus_files()
-        .into_iter()
-        .find(|p| p.to_string_lossy().ends_with("session-setup.jsonl"))
-        .unwrap();
+    let path = corpus_file("session-setup.jsonl");
     // The same file with a usage update appended that the agent advertised,
     // and an mcp app meta it did not.
     let mut text = std::fs::read_to_string(path).unwrap();
@@ -1390,12 +1363,8 @@ fn adapter_deviations_listed_in_the_corpus_readme() {
             ),
         ),
     ]);
-    let paths: Vec<&str> = of(&findings, &rules::UNKNOWN_META_KEY)
-        .iter()
-        .map(|f| f.path.clone().leak() as &str)
-        .collect();
     assert_eq!(
-        paths,
+        paths(&of(&findings, &rules::UNKNOWN_META_KEY)),
         [
             "/params/update/_meta/lody/turnOrigin",
             "/params/update/_meta/lody/turnEnded",
@@ -1554,7 +1523,7 @@ fn tmp(name: &str, text: &str) -> PathBuf {
 }
 
 fn acp_ext(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_acp-ext"))
+    let out = Command::new(EXE)
         .args(args)
         .env("NO_COLOR", "1")
         .output()

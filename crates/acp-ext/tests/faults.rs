@@ -13,29 +13,23 @@
 //! "did not hang within [`HANG`]".
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::procfs::{peak_rss, rss};
+use common::{EXE, read_jsonl, scratch, send_signal, spawn_tap, xorshift};
 use serde_json::Value;
-
-const EXE: &str = env!("CARGO_BIN_EXE_acp-ext");
 
 /// The longest anything may take before it counts as hung (generous: the
 /// machine may be a loaded 2-core box running debug builds).
 const HANG: Duration = Duration::from_secs(60);
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("acp-ext-faults-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// An agent command line: `sh` that writes its pid to `pidfile`, then runs
 /// `script`.
@@ -45,19 +39,6 @@ fn agent(pidfile: &Path, script: &str) -> Vec<String> {
         "-c".into(),
         format!("echo $$ > '{}'; {script}", pidfile.display()),
     ]
-}
-
-fn spawn_tap(tap_args: &[&str], agent: &[String]) -> Child {
-    Command::new(EXE)
-        .arg("tap")
-        .args(tap_args)
-        .arg("--")
-        .args(agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acp-ext tap")
 }
 
 /// Waits for the pid the agent wrote.
@@ -96,17 +77,28 @@ fn assert_gone(pid: i32, what: &str) {
 
 /// Waits for `child` at most [`HANG`]; kills it and fails if it hangs.
 fn wait(child: &mut Child, what: &str) -> ExitStatus {
+    wait_measured(child, what).0
+}
+
+/// Like [`wait`], also measuring the peak resident memory of `child` (its
+/// last `VmHWM` before it exits).
+fn wait_measured(child: &mut Child, what: &str) -> (ExitStatus, u64) {
     let deadline = Instant::now() + HANG;
+    let mut peak = 0;
     loop {
+        // Read before checking for the exit: a process that exited is gone.
+        if let Some(p) = peak_rss(child.id()) {
+            peak = peak.max(p);
+        }
         if let Some(status) = child.try_wait().unwrap() {
-            return status;
+            return (status, peak);
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
             panic!("{what}: hung");
         }
-        thread::sleep(Duration::from_millis(10));
+        thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -144,14 +136,6 @@ fn modes(record: &Path) -> Vec<Vec<String>> {
 
 fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
-}
-
-fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 // ---- agent killed mid-message ------------------------------------------
@@ -210,11 +194,7 @@ fn agent_killed_from_outside_mid_message() {
     let mut got = vec![0u8; prefix.len()];
     stdout.read_exact(&mut got).unwrap();
     assert!(got == prefix.as_bytes(), "the prefix came out changed");
-    let killed = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    send_signal("KILL", pid);
     let rest = recv(&read_all(stdout), "client output");
     let status = wait(&mut tap, "tap");
     assert_eq!(rest, b"", "nothing after the prefix");
@@ -301,11 +281,7 @@ fn an_agent_ignoring_its_input_ends_with_the_taps_signal() {
     let mut stdin = tap.stdin.take().unwrap();
     stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n").unwrap();
     drop(stdin);
-    let sent = Command::new("kill")
-        .args(["-TERM", &tap.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal("TERM", tap.id());
     let status = wait(&mut tap, "tap");
     assert_eq!(status.code(), Some(128 + 15));
     assert_eq!(recv(&out, "client output"), b"");
@@ -332,7 +308,14 @@ fn a_killed_tap_leaves_no_agent_behind() {
     assert_gone(pid, "agent of a killed tap");
 }
 
+/// `acp-ext probe --json --quiet ARGS -- AGENT`: its exit status and report.
 fn probe(args: &[&str], agent: &[String]) -> (ExitStatus, Value) {
+    let (status, report, _) = probe_measured(args, agent);
+    (status, report)
+}
+
+/// Like [`probe`], also measuring the probe's peak resident memory.
+fn probe_measured(args: &[&str], agent: &[String]) -> (ExitStatus, Value, u64) {
     let mut child = Command::new(EXE)
         .arg("probe")
         .args(["--json", "--quiet"])
@@ -346,7 +329,7 @@ fn probe(args: &[&str], agent: &[String]) -> (ExitStatus, Value) {
         .expect("run acp-ext probe");
     let out = read_all(child.stdout.take().unwrap());
     let err = read_all(child.stderr.take().unwrap());
-    let status = wait(&mut child, "probe");
+    let (status, peak) = wait_measured(&mut child, "probe");
     let out = recv(&out, "probe output");
     let err = recv(&err, "probe stderr");
     let report = serde_json::from_slice(&out).unwrap_or_else(|e| {
@@ -356,7 +339,7 @@ fn probe(args: &[&str], agent: &[String]) -> (ExitStatus, Value) {
             String::from_utf8_lossy(&err)
         )
     });
-    (status, report)
+    (status, report, peak)
 }
 
 fn messages(report: &Value) -> String {
@@ -440,11 +423,7 @@ fn a_probe_stopped_by_sigterm_leaves_no_agent_behind() {
         .spawn()
         .unwrap();
     let pid = read_pid(&pidfile);
-    let sent = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal("TERM", child.id());
     let status = wait(&mut child, "probe");
     assert_eq!(status.code(), Some(128 + 15), "{status:?}");
     assert_gone(pid, "agent behind a stopped probe");
@@ -493,26 +472,6 @@ fn flood_bytes(n: usize) -> Vec<u8> {
     }
     v.truncate(n);
     v
-}
-
-/// A memory figure of `pid` from `/proc/<pid>/status` (`key` such as
-/// `VmRSS`), in bytes.
-fn proc_status_bytes(pid: u32, key: &str) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// Resident memory of `pid` in bytes.
-fn rss(pid: u32) -> Option<u64> {
-    proc_status_bytes(pid, "VmRSS")
 }
 
 #[test]
@@ -650,10 +609,7 @@ fn pieces(bytes: &[u8], mut seed: u64) -> Vec<&[u8]> {
     let mut out = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = (1 + (seed % 300) as usize).min(bytes.len() - at);
+        let n = (1 + (xorshift(&mut seed) % 300) as usize).min(bytes.len() - at);
         out.push(&bytes[at..at + n]);
         at += n;
     }
@@ -789,57 +745,6 @@ fn assert_group_gone(pgid: i32, what: &str) {
     }
 }
 
-/// The peak resident memory of `pid` so far (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> Option<u64> {
-    proc_status_bytes(pid, "VmHWM")
-}
-
-/// Like [`probe`], also measuring the probe's peak resident memory (its
-/// last `VmHWM` before it exits).
-fn probe_measured(args: &[&str], agent: &[String]) -> (ExitStatus, Value, u64) {
-    let mut child = Command::new(EXE)
-        .arg("probe")
-        .args(["--json", "--quiet"])
-        .args(args)
-        .arg("--")
-        .args(agent)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acp-ext probe");
-    let pid = child.id();
-    let out = read_all(child.stdout.take().unwrap());
-    let err = read_all(child.stderr.take().unwrap());
-    let deadline = Instant::now() + HANG;
-    let mut peak = 0;
-    let status = loop {
-        // Read before checking for the exit: a process that exited is gone.
-        if let Some(p) = peak_rss(pid) {
-            peak = peak.max(p);
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("probe: hung");
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    let out = recv(&out, "probe output");
-    let err = recv(&err, "probe stderr");
-    let report = serde_json::from_slice(&out).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out),
-            String::from_utf8_lossy(&err)
-        )
-    });
-    (status, report, peak)
-}
-
 /// The part of a probe report that does not depend on timing or on the
 /// agent's command line: everything but `command`, `sessionId` and each
 /// prompt's `millis`.
@@ -854,24 +759,13 @@ fn comparable(report: &Value) -> Value {
     r
 }
 
-/// Every scripted behaviour of `serve`, with multi-byte text it echoes.
+/// The demo's script (every scripted behaviour of `serve`), its plain
+/// prompt replaced by multi-byte text that `serve` echoes.
 fn probe_script() -> Vec<String> {
     let mut args = Vec::new();
     let text = format!("Summarize {}", "é€😀".repeat(60));
-    for p in [
-        text.as_str(),
-        "/tool",
-        "/subagents 2",
-        "/background 0.1",
-        "/schedule 0.1",
-        "/compact",
-        "/goal set Ship the parser rewrite",
-        "/ask",
-        "/title",
-        "/limits",
-        "/app",
-        "/slow 0.2",
-    ] {
+    for p in acp_ext::demo::SCRIPT {
+        let p = if p.starts_with('/') { p } else { text.as_str() };
         args.push("--prompt".to_string());
         args.push(p.to_string());
     }
@@ -897,10 +791,7 @@ fn sizes(total: usize, max: u64, mut seed: u64) -> Vec<usize> {
     let mut out = Vec::new();
     let mut sum = 0;
     while sum < total {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = 1 + (seed % max) as usize;
+        let n = 1 + (xorshift(&mut seed) % max) as usize;
         out.push(n);
         sum += n;
     }
@@ -936,7 +827,10 @@ fn probe_sees_the_same_agent_through_random_split_points() {
     assert!(status.success(), "{status:?}: {split:#}");
     assert_eq!(comparable(&split), comparable(&plain));
     assert_eq!(split["findings"], Value::Array(vec![]));
-    assert_eq!(split["prompts"].as_array().unwrap().len(), 12);
+    assert_eq!(
+        split["prompts"].as_array().unwrap().len(),
+        acp_ext::demo::SCRIPT.len()
+    );
     assert_group_gone(read_pid(&pidfile), "split serve behind probe");
 }
 
@@ -961,6 +855,21 @@ fn probe_exit_code(report: &Value) -> i32 {
     i32::from(errors)
 }
 
+/// Probes `serve` (one prompt) behind an agent that first writes the file
+/// `before` (its pid file goes beside it), asserting that the probe got
+/// through to `serve`. Returns the report, the probe's peak resident
+/// memory and the agent's pid.
+fn probe_serve_after(before: &Path) -> (Value, u64, i32) {
+    let pidfile = before.with_file_name("pid");
+    let script = format!("cat '{}'; exec {} serve", before.display(), quote(EXE));
+    let (status, report, peak) = probe_measured(&["--prompt", "hello"], &agent(&pidfile, &script));
+    assert_eq!(report["agentInfo"]["name"], "acp-ext-serve");
+    assert_eq!(report["prompts"][0]["stopReason"], "end_turn");
+    assert_eq!(probe_failures(&report), Vec::<&Value>::new());
+    assert_eq!(status.code(), Some(probe_exit_code(&report)), "{report:#}");
+    (report, peak, read_pid(&pidfile))
+}
+
 #[test]
 fn probe_gets_through_an_agent_flooding_notifications_before_it_answers() {
     // The agent writes 8 MiB of `session/update` chunks for a session
@@ -974,19 +883,13 @@ fn probe_gets_through_an_agent_flooding_notifications_before_it_answers() {
     flood.truncate(end + 1);
     std::fs::write(&file, &flood).unwrap();
     drop(flood);
-    let pidfile = dir.join("pid");
-    let script = format!("cat '{}'; exec {} serve", file.display(), quote(EXE));
-    let (status, report, peak) = probe_measured(&["--prompt", "hello"], &agent(&pidfile, &script));
+    let (_, peak, pid) = probe_serve_after(&file);
     eprintln!(
         "probe under a {} MiB flood: peak RSS {} MiB",
         SIZE >> 20,
         peak >> 20
     );
-    assert_eq!(report["agentInfo"]["name"], "acp-ext-serve");
-    assert_eq!(report["prompts"][0]["stopReason"], "end_turn");
-    assert_eq!(probe_failures(&report), Vec::<&Value>::new());
-    assert_eq!(status.code(), Some(probe_exit_code(&report)), "{report:#}");
-    assert_group_gone(read_pid(&pidfile), "flooding agent behind probe");
+    assert_group_gone(pid, "flooding agent behind probe");
     // Generous: the SDK's transport parses lines ahead of its dispatcher
     // into an unbounded queue, so the peak grows with the flood (about
     // 8 bytes per byte of flood on top of 25 MiB, debug build).
@@ -1017,21 +920,15 @@ fn probe_reads_a_64_mb_line_and_reports_briefly() {
     line.extend_from_slice(tail.as_bytes());
     std::fs::write(&file, &line).unwrap();
     drop(line);
-    let pidfile = dir.join("pid");
-    let script = format!("cat '{}'; exec {} serve", file.display(), quote(EXE));
-    let (status, report, peak) = probe_measured(&["--prompt", "hello"], &agent(&pidfile, &script));
+    let (report, peak, pid) = probe_serve_after(&file);
     eprintln!("probe reading a 64 MiB line: peak RSS {} MiB", peak >> 20);
-    assert_eq!(report["agentInfo"]["name"], "acp-ext-serve");
-    assert_eq!(report["prompts"][0]["stopReason"], "end_turn");
-    assert_eq!(probe_failures(&report), Vec::<&Value>::new());
-    assert_eq!(status.code(), Some(probe_exit_code(&report)), "{report:#}");
     // Whatever it says about the line, it does not repeat it.
     assert!(
         report.to_string().len() < 64 << 10,
         "a report of {} bytes",
         report.to_string().len()
     );
-    assert_group_gone(read_pid(&pidfile), "agent with a long line behind probe");
+    assert_group_gone(pid, "agent with a long line behind probe");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1062,7 +959,6 @@ fn a_client_flooding_a_slow_agent_loses_nothing_either_way() {
         let _ = std::fs::remove_file(&pidfile);
         let _ = std::fs::remove_file(&got);
         let mut tap = spawn_tap(&strs(&mode), &agent(&pidfile, &script));
-        let tap_pid = tap.id();
         let out = read_all(tap.stdout.take().unwrap());
         // The tap reports its findings on stderr (the client messages
         // echoed back go the wrong way): drained, or the tap would block.
@@ -1075,18 +971,7 @@ fn a_client_flooding_a_slow_agent_loses_nothing_either_way() {
             })
         };
         let pid = read_pid(&pidfile);
-        let deadline = Instant::now() + HANG;
-        let mut peak = 0;
-        let status = loop {
-            if let Some(p) = peak_rss(tap_pid) {
-                peak = peak.max(p);
-            }
-            if let Some(status) = tap.try_wait().unwrap() {
-                break status;
-            }
-            assert!(Instant::now() < deadline, "{mode:?}: tap hung");
-            thread::sleep(Duration::from_millis(5));
-        };
+        let (status, peak) = wait_measured(&mut tap, &format!("{mode:?}: tap"));
         writer.join().unwrap();
         let echoed = recv(&out, "client output");
         recv(&err, "tap stderr");

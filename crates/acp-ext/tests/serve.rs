@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome,
 };
-use agent_client_protocol::{Agent, Client, Error, Lines, UntypedMessage};
+use agent_client_protocol::{Agent, Client, Error, ErrorCode, Lines, UntypedMessage};
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -94,6 +94,13 @@ impl Peer {
         r["sessionId"].as_str().unwrap().to_owned()
     }
 
+    /// `initialize` with [`full_client_caps`], then `session/new`: the usual
+    /// start. Returns the session id.
+    async fn start_session(&self) -> String {
+        self.init(full_client_caps()).await;
+        self.new_session().await
+    }
+
     async fn prompt(&self, sid: &str, text: &str) -> Result<Value, Error> {
         self.call(
             "session/prompt",
@@ -102,8 +109,45 @@ impl Peer {
         .await
     }
 
+    /// Prompts `text`, asserting that the turn ends with `end_turn`; returns
+    /// the response.
+    async fn turn(&self, sid: &str, text: &str) -> Value {
+        let r = self.prompt(sid, text).await.unwrap();
+        assert_eq!(r["stopReason"], "end_turn", "{text}");
+        r
+    }
+
+    /// Prompts `text` on a task of its own and waits until a turn is
+    /// running, so the test can act on it.
+    async fn prompt_running(
+        &self,
+        sid: &str,
+        text: &str,
+    ) -> tokio::task::JoinHandle<Result<Value, Error>> {
+        let turn = {
+            let peer = self.clone();
+            let (sid, text) = (sid.to_owned(), text.to_owned());
+            tokio::spawn(async move { peer.prompt(&sid, &text).await })
+        };
+        self.wait_for("the slow turn", |m| {
+            m.iter().any(|m| m["params"]["state"] == "running")
+        })
+        .await;
+        turn
+    }
+
     fn messages(&self) -> Vec<Value> {
         self.log.lock().unwrap().clone()
+    }
+
+    /// The text of the last `final_answer` chunk in `sid`.
+    fn final_answer(&self, sid: &str) -> String {
+        self.updates(sid)
+            .iter()
+            .filter(|u| u["_meta"]["lody"]["messagePhase"] == "final_answer")
+            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+            .next_back()
+            .unwrap()
     }
 
     /// `session/update` params.update values for `sid`, in order.
@@ -247,6 +291,33 @@ fn meta<'a>(v: &'a Value, ns: &str) -> &'a Value {
     &v["_meta"][ns]
 }
 
+/// The first update of `kind` (its `sessionUpdate`).
+fn first<'a>(updates: &'a [Value], kind: &str) -> &'a Value {
+    updates.iter().find(|u| u["sessionUpdate"] == kind).unwrap()
+}
+
+/// The last `tool_call_update` of tool call `id`.
+fn last_tool_update<'a>(updates: &'a [Value], id: &str) -> &'a Value {
+    updates
+        .iter()
+        .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
+        .unwrap()
+}
+
+/// Each `_lody/session/activity_update` as `(state, backgroundTaskCount)`.
+fn activity(messages: &[Value]) -> Vec<(&str, u64)> {
+    messages
+        .iter()
+        .filter(|m| m["method"] == "_lody/session/activity_update")
+        .map(|m| {
+            (
+                m["params"]["state"].as_str().unwrap(),
+                m["params"]["backgroundTaskCount"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn kinds(updates: &[Value]) -> Vec<String> {
     updates
         .iter()
@@ -344,11 +415,7 @@ async fn only_advertises_a_subset_and_serves_nothing_else() {
                 .call(method, json!({"sessionId": "x"}))
                 .await
                 .unwrap_err();
-            assert_eq!(
-                e.code,
-                agent_client_protocol::ErrorCode::METHOD_NOT_FOUND,
-                "{method}"
-            );
+            assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND, "{method}");
         }
         let sid = peer.new_session().await;
         peer.prompt(&sid, "/limits").await.unwrap();
@@ -412,10 +479,8 @@ async fn extension_messages_follow_the_client_namespace() {
 async fn plain_text_streams_commentary_then_final_answer_with_usage() {
     let mut sid = String::new();
     let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        sid = peer.new_session().await;
-        let r = peer.prompt(&sid, "Explain the parser").await.unwrap();
-        assert_eq!(r["stopReason"], "end_turn");
+        sid = peer.start_session().await;
+        let r = peer.turn(&sid, "Explain the parser").await;
         let turn = r["_meta"]["lody"]["turnId"].as_str().unwrap().to_owned();
         let updates = peer.updates(&sid);
         let chunks: Vec<&Value> = updates
@@ -503,23 +568,17 @@ async fn plain_text_streams_commentary_then_final_answer_with_usage() {
     .await;
 
     // Activity: running while the turn runs, idle afterwards.
-    let activity: Vec<(String, u64)> = messages
+    for m in messages
         .iter()
         .filter(|m| m["method"] == "_lody/session/activity_update")
-        .map(|m| {
-            assert_eq!(m["params"]["version"], 1);
-            assert_eq!(m["params"]["sessionId"], sid.as_str());
-            (
-                m["params"]["state"].as_str().unwrap().to_owned(),
-                m["params"]["backgroundTaskCount"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    let expected: Vec<(String, u64)> = [("running", 0), ("idle", 0), ("running", 0), ("idle", 0)]
-        .iter()
-        .map(|(s, n)| ((*s).to_owned(), *n))
-        .collect();
-    assert_eq!(activity, expected);
+    {
+        assert_eq!(m["params"]["version"], 1);
+        assert_eq!(m["params"]["sessionId"], sid.as_str());
+    }
+    assert_eq!(
+        activity(&messages),
+        [("running", 0), ("idle", 0), ("running", 0), ("idle", 0)]
+    );
 }
 
 /// Removes what legitimately differs between two runs: timestamps, the
@@ -551,8 +610,7 @@ fn normalize(v: &mut Value) {
 #[tokio::test]
 async fn the_same_input_gives_the_same_output() {
     let script = async |peer: Peer| {
-        peer.init(full_client_caps()).await;
-        let a = peer.new_session().await;
+        let a = peer.start_session().await;
         let b = peer.new_session().await;
         for text in [
             "hello",
@@ -585,15 +643,10 @@ async fn tool_asks_permission_and_honours_allow_and_deny() {
             ..Answers::default()
         };
         session(ServeOptions::new(), answers, async |peer| {
-            peer.init(full_client_caps()).await;
-            let sid = peer.new_session().await;
-            let r = peer.prompt(&sid, "/tool").await.unwrap();
-            assert_eq!(r["stopReason"], "end_turn");
+            let sid = peer.start_session().await;
+            peer.turn(&sid, "/tool").await;
             let updates = peer.updates(&sid);
-            let call = updates
-                .iter()
-                .find(|u| u["sessionUpdate"] == "tool_call")
-                .unwrap();
+            let call = first(&updates, "tool_call");
             let id = call["toolCallId"].as_str().unwrap();
             assert!(meta(call, "lody")["toolName"].is_string());
             let asks = peer.requests("session/request_permission");
@@ -606,10 +659,7 @@ async fn tool_asks_permission_and_honours_allow_and_deny() {
                 .map(|o| o["kind"].as_str().unwrap())
                 .collect();
             assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"));
-            let last = updates
-                .iter()
-                .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
-                .unwrap();
+            let last = last_tool_update(&updates, id);
             assert_eq!(last["status"], status, "{answer}");
             assert!(meta(last, "lody")["toolName"].is_string());
             // While the permission was pending the session required action.
@@ -635,13 +685,9 @@ async fn app_is_tagged_and_served_when_mcp_apps_is_negotiated() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
         peer.init(mcp_apps_client_caps()).await;
         let sid = peer.new_session().await;
-        let r = peer.prompt(&sid, "/app").await.unwrap();
-        assert_eq!(r["stopReason"], "end_turn");
+        peer.turn(&sid, "/app").await;
         let updates = peer.updates(&sid);
-        let call = updates
-            .iter()
-            .find(|u| u["sessionUpdate"] == "tool_call")
-            .unwrap();
+        let call = first(&updates, "tool_call");
         let id = call["toolCallId"].as_str().unwrap();
         let app = &meta(call, "lody")["mcpApp"];
         assert_eq!(app["version"], 1);
@@ -649,10 +695,7 @@ async fn app_is_tagged_and_served_when_mcp_apps_is_negotiated() {
         assert_eq!(app["tool"], "chart");
         assert_eq!(app["resourceUri"], "ui://demo/chart");
         assert_eq!(app["preferredDisplayMode"], "inline");
-        let done = updates
-            .iter()
-            .rfind(|u| u["sessionUpdate"] == "tool_call_update" && u["toolCallId"] == id)
-            .unwrap();
+        let done = last_tool_update(&updates, id);
         assert_eq!(done["status"], "completed");
         assert_eq!(done["content"][0]["content"]["type"], "text");
 
@@ -699,7 +742,7 @@ async fn app_is_tagged_and_served_when_mcp_apps_is_negotiated() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("delete_everything"), "{}", e.message);
         assert!(
             e.message.contains("not visible to the app"),
@@ -716,11 +759,7 @@ async fn app_is_tagged_and_served_when_mcp_apps_is_negotiated() {
                 .call("_lody/mcp_apps/load", params.clone())
                 .await
                 .unwrap_err();
-            assert_eq!(
-                e.code,
-                agent_client_protocol::ErrorCode::INVALID_PARAMS,
-                "{params}"
-            );
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{params}");
         }
     })
     .await;
@@ -729,14 +768,10 @@ async fn app_is_tagged_and_served_when_mcp_apps_is_negotiated() {
 #[tokio::test]
 async fn app_has_no_mcp_app_meta_without_the_client_capability() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "/app").await.unwrap();
         let updates = peer.updates(&sid);
-        let call = updates
-            .iter()
-            .find(|u| u["sessionUpdate"] == "tool_call")
-            .unwrap();
+        let call = first(&updates, "tool_call");
         assert!(meta(call, "lody").get("mcpApp").is_none(), "{call}");
         assert!(meta(call, "ua").get("mcpApp").is_none(), "{call}");
         let id = call["toolCallId"].as_str().unwrap();
@@ -748,7 +783,7 @@ async fn app_has_no_mcp_app_meta_without_the_client_capability() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::METHOD_NOT_FOUND);
+        assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND);
     })
     .await;
 }
@@ -765,10 +800,8 @@ fn events(messages: &[Value]) -> Vec<Value> {
 async fn subagents_stream_through_the_emitter_and_are_listed() {
     let mut sid = String::new();
     let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        sid = peer.new_session().await;
-        let r = peer.prompt(&sid, "/subagents 2").await.unwrap();
-        assert_eq!(r["stopReason"], "end_turn");
+        sid = peer.start_session().await;
+        peer.turn(&sid, "/subagents 2").await;
         let list = peer
             .ok("_lody/subagents/list", json!({"sessionId": sid}))
             .await;
@@ -872,8 +905,7 @@ async fn subagent_events_are_never_sent_without_negotiation() {
 #[tokio::test]
 async fn a_subagent_can_be_cancelled_while_it_runs() {
     let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let turn = {
             let peer = peer.clone();
             let sid = sid.clone();
@@ -911,7 +943,7 @@ async fn a_subagent_can_be_cancelled_while_it_runs() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("taskId"));
         let r = turn.await.unwrap().unwrap();
         assert_eq!(r["stopReason"], "end_turn");
@@ -965,18 +997,14 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
     ] {
         let mut sid = String::new();
         let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
-            peer.init(full_client_caps()).await;
-            sid = peer.new_session().await;
+            sid = peer.start_session().await;
             let r = peer.prompt(&sid, command).await.unwrap();
             assert_eq!(
                 r["stopReason"], "end_turn",
                 "the turn ends while the task runs"
             );
             let updates = peer.updates(&sid);
-            let call = updates
-                .iter()
-                .find(|u| u["sessionUpdate"] == "tool_call")
-                .unwrap();
+            let call = first(&updates, "tool_call");
             let task = &meta(call, "lody")["task"];
             assert_eq!(task["version"], 1);
             assert_eq!(task["kind"], kind);
@@ -999,23 +1027,9 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
             .await;
         })
         .await;
-        let levels: Vec<(String, u64)> = messages
-            .iter()
-            .filter(|m| m["method"] == "_lody/session/activity_update")
-            .map(|m| {
-                (
-                    m["params"]["state"].as_str().unwrap().to_owned(),
-                    m["params"]["backgroundTaskCount"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        let expected: Vec<(String, u64)> =
-            [("running", 0), ("running", 1), ("idle", 1), ("idle", 0)]
-                .iter()
-                .map(|(s, n)| ((*s).to_owned(), *n))
-                .collect();
         assert_eq!(
-            levels, expected,
+            activity(&messages),
+            [("running", 0), ("running", 1), ("idle", 1), ("idle", 0)],
             "{command}: activity also changes between prompts"
         );
         // The completion came after the prompt response.
@@ -1041,8 +1055,7 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
 #[tokio::test]
 async fn cancel_without_a_turn_stops_background_work() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "/background 30").await.unwrap();
         peer.notify("session/cancel", json!({"sessionId": sid}));
         peer.wait_for("the task to fail as cancelled", |m| {
@@ -1057,17 +1070,13 @@ async fn cancel_without_a_turn_stops_background_work() {
 #[tokio::test]
 async fn compact_reports_compaction_activity() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "fill the context a little")
             .await
             .unwrap();
         peer.prompt(&sid, "/compact").await.unwrap();
         let updates = peer.updates(&sid);
-        let call = updates
-            .iter()
-            .find(|u| u["sessionUpdate"] == "tool_call")
-            .unwrap();
+        let call = first(&updates, "tool_call");
         let activity = &meta(call, "lody")["activity"];
         assert_eq!(activity["version"], 1);
         assert_eq!(activity["kind"], "context_compaction");
@@ -1107,8 +1116,7 @@ fn goals(updates: &[Value]) -> Vec<Value> {
 #[tokio::test]
 async fn goals_travel_on_prompts_and_the_control_request() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "/goal set ship the parser")
             .await
             .unwrap();
@@ -1147,7 +1155,7 @@ async fn goals_travel_on_prompts_and_the_control_request() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("action"));
 
         // `resume` through prompt metadata starts a goal turn.
@@ -1186,8 +1194,7 @@ async fn goals_travel_on_prompts_and_the_control_request() {
 async fn ask_sends_a_note_only_to_clients_that_keep_notes() {
     // answerNotes advertised: the note property references the question.
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "/ask").await.unwrap();
         let asks = peer.requests("elicitation/create");
         assert_eq!(asks.len(), 1);
@@ -1212,13 +1219,7 @@ async fn ask_sends_a_note_only_to_clients_that_keep_notes() {
         let question = &req["_meta"]["lody"]["elicitation"]["questions"][0];
         assert_eq!(question["note"]["fieldId"], notes[0].0.as_str());
         let answer = peer.updates(&sid).last().cloned();
-        let text = peer
-            .updates(&sid)
-            .iter()
-            .filter(|u| u["_meta"]["lody"]["messagePhase"] == "final_answer")
-            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
-            .next_back()
-            .unwrap();
+        let text = peer.final_answer(&sid);
         assert!(
             text.contains("Small change") && text.contains("Keep the public API stable."),
             "{answer:?}"
@@ -1249,8 +1250,7 @@ async fn ask_sends_a_note_only_to_clients_that_keep_notes() {
 #[tokio::test]
 async fn title_is_generated_and_tagged() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "fix the flaky login test").await.unwrap();
         peer.prompt(&sid, "/title").await.unwrap();
         let info = peer
@@ -1270,27 +1270,15 @@ async fn title_is_generated_and_tagged() {
 #[tokio::test]
 async fn cancel_ends_a_slow_turn_with_cancelled() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let started = tokio::time::Instant::now();
-        let slow = {
-            let peer = peer.clone();
-            let sid = sid.clone();
-            tokio::spawn(async move { peer.prompt(&sid, "/slow 30").await })
-        };
-        peer.wait_for("the slow turn", |m| {
-            m.iter().any(|m| m["params"]["state"] == "running")
-        })
-        .await;
+        let slow = peer.prompt_running(&sid, "/slow 30").await;
         peer.notify("session/cancel", json!({"sessionId": sid}));
         let r = slow.await.unwrap().unwrap();
         assert_eq!(r["stopReason"], "cancelled");
         assert!(started.elapsed() < Duration::from_secs(5));
         // The slot is free again.
-        assert_eq!(
-            peer.prompt(&sid, "after").await.unwrap()["stopReason"],
-            "end_turn"
-        );
+        peer.turn(&sid, "after").await;
     })
     .await;
 }
@@ -1298,8 +1286,7 @@ async fn cancel_ends_a_slow_turn_with_cancelled() {
 #[tokio::test]
 async fn cancel_request_on_the_prompt_ends_the_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let sent = peer.cx.send_request(
             UntypedMessage::new(
                 "session/prompt",
@@ -1324,18 +1311,12 @@ async fn cancel_request_on_the_prompt_ends_the_turn() {
 #[tokio::test]
 async fn steer_is_injected_into_a_running_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let r = peer
             .ok("_lody/session/steer", json!({"sessionId": sid, "steerId": "s0", "prompt": [{"type": "text", "text": "x"}]}))
             .await;
         assert_eq!(r["outcome"], "failed", "nothing to steer without a turn");
-        let slow = {
-            let peer = peer.clone();
-            let sid = sid.clone();
-            tokio::spawn(async move { peer.prompt(&sid, "/slow 0.3").await })
-        };
-        peer.wait_for("the slow turn", |m| m.iter().any(|m| m["params"]["state"] == "running")).await;
+        let slow = peer.prompt_running(&sid, "/slow 0.3").await;
         let r = peer
             .ok(
                 "_lody/session/steer",
@@ -1347,14 +1328,7 @@ async fn steer_is_injected_into_a_running_turn() {
         assert_eq!(r["stopReason"], "end_turn");
         let applied = peer.notes("_lody/session/steer_applied");
         assert_eq!(applied, [json!({"sessionId": sid, "steerId": "steer-a"})]);
-        let last = peer
-            .updates(&sid)
-            .iter()
-            .filter(|u| u["_meta"]["lody"]["messagePhase"] == "final_answer")
-            .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
-            .next_back()
-            .unwrap();
-        assert!(last.contains("use tabs"));
+        assert!(peer.final_answer(&sid).contains("use tabs"));
     })
     .await;
 }
@@ -1399,8 +1373,7 @@ async fn rate_limits_are_pushed_and_queryable() {
 #[tokio::test]
 async fn fail_sends_an_error_notice_and_fails_the_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let e = peer.prompt(&sid, "/fail").await.unwrap_err();
         assert!(e.message.to_lowercase().contains("fail"));
         let notice = peer
@@ -1410,10 +1383,7 @@ async fn fail_sends_an_error_notice_and_fails_the_turn() {
             .expect("an error notice");
         assert_eq!(notice["level"], "error");
         assert!(notice["message"].is_string());
-        assert_eq!(
-            peer.prompt(&sid, "still here").await.unwrap()["stopReason"],
-            "end_turn"
-        );
+        peer.turn(&sid, "still here").await;
     })
     .await;
 }
@@ -1461,11 +1431,7 @@ async fn bad_params_get_invalid_params_naming_the_field() {
         peer.new_session().await;
         for (method, params, field) in cases {
             let e = peer.call(method, params.clone()).await.unwrap_err();
-            assert_eq!(
-                e.code,
-                agent_client_protocol::ErrorCode::INVALID_PARAMS,
-                "{method} {params}"
-            );
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS, "{method} {params}");
             assert!(
                 e.message.contains(field),
                 "{method}: {:?} should name {field}",
@@ -1474,10 +1440,7 @@ async fn bad_params_get_invalid_params_naming_the_field() {
         }
         // The connection is still up and serving.
         let sid = peer.new_session().await;
-        assert_eq!(
-            peer.prompt(&sid, "ok").await.unwrap()["stopReason"],
-            "end_turn"
-        );
+        peer.turn(&sid, "ok").await;
     })
     .await;
 }
@@ -1493,20 +1456,13 @@ async fn unknown_methods_are_method_not_found() {
             "session/unknown",
         ] {
             let e = peer.call(method, json!({})).await.unwrap_err();
-            assert_eq!(
-                e.code,
-                agent_client_protocol::ErrorCode::METHOD_NOT_FOUND,
-                "{method}"
-            );
+            assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND, "{method}");
         }
         // Unknown notifications are ignored.
         peer.notify("_x/notify", json!({"a": 1}));
         peer.notify("session/cancel", json!({"sessionId": "no-such-session"}));
         let sid = peer.new_session().await;
-        assert_eq!(
-            peer.prompt(&sid, "ok").await.unwrap()["stopReason"],
-            "end_turn"
-        );
+        peer.turn(&sid, "ok").await;
     })
     .await;
 }
@@ -1528,11 +1484,7 @@ async fn unknown_sessions_are_resource_not_found() {
             ("_lody/subagents/list", json!({"sessionId": "ghost"})),
         ] {
             let e = peer.call(method, params).await.unwrap_err();
-            assert_eq!(
-                e.code,
-                agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
-                "{method}"
-            );
+            assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND, "{method}");
         }
     })
     .await;
@@ -1541,26 +1493,14 @@ async fn unknown_sessions_are_resource_not_found() {
 #[tokio::test]
 async fn a_second_prompt_in_flight_is_refused() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let other = peer.new_session().await;
-        let slow = {
-            let peer = peer.clone();
-            let sid = sid.clone();
-            tokio::spawn(async move { peer.prompt(&sid, "/slow 0.3").await })
-        };
-        peer.wait_for("the slow turn", |m| {
-            m.iter().any(|m| m["params"]["state"] == "running")
-        })
-        .await;
+        let slow = peer.prompt_running(&sid, "/slow 0.3").await;
         let e = peer.prompt(&sid, "me too").await.unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_REQUEST);
+        assert_eq!(e.code, ErrorCode::INVALID_REQUEST);
         assert!(e.message.contains("in flight"), "{}", e.message);
         // Another session is independent.
-        assert_eq!(
-            peer.prompt(&other, "meanwhile").await.unwrap()["stopReason"],
-            "end_turn"
-        );
+        peer.turn(&other, "meanwhile").await;
         assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "end_turn");
     })
     .await;
@@ -1625,8 +1565,7 @@ async fn two_hundred_sessions_share_one_connection() {
 #[tokio::test]
 async fn load_replays_resume_does_not_and_close_ends_the_lifetime() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "first").await.unwrap();
         let scope1 =
             peer.notes("_lody/session/usage_update")[0]["_meta"]["lody"]["usageScopeId"].clone();
@@ -1654,7 +1593,7 @@ async fn load_replays_resume_does_not_and_close_ends_the_lifetime() {
             json!({})
         );
         let e = peer.prompt(&sid, "closed?").await.unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND);
+        assert_eq!(e.code, ErrorCode::RESOURCE_NOT_FOUND);
         // Loading reopens it with a new accounting lifetime and a new scope.
         peer.ok(
             "session/load",
@@ -1686,17 +1625,8 @@ async fn load_replays_resume_does_not_and_close_ends_the_lifetime() {
 #[tokio::test]
 async fn close_cancels_the_running_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
-        let slow = {
-            let peer = peer.clone();
-            let sid = sid.clone();
-            tokio::spawn(async move { peer.prompt(&sid, "/slow 30").await })
-        };
-        peer.wait_for("the slow turn", |m| {
-            m.iter().any(|m| m["params"]["state"] == "running")
-        })
-        .await;
+        let sid = peer.start_session().await;
+        let slow = peer.prompt_running(&sid, "/slow 30").await;
         peer.ok("session/close", json!({"sessionId": sid})).await;
         assert_eq!(slow.await.unwrap().unwrap()["stopReason"], "cancelled");
     })
@@ -1706,8 +1636,7 @@ async fn close_cancels_the_running_turn() {
 #[tokio::test]
 async fn fork_copies_history_up_to_the_requested_turn() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         let t1 = peer.prompt(&sid, "one").await.unwrap()["_meta"]["lody"]["turnId"].clone();
         peer.prompt(&sid, "two").await.unwrap();
         let fork = peer
@@ -1733,10 +1662,10 @@ async fn fork_copies_history_up_to_the_requested_turn() {
             )
             .await
             .unwrap_err();
-        assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+        assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
         assert!(e.message.contains("forkAtTurn"));
         // The fork is a live session of its own.
-        assert_eq!(peer.prompt(&child, "three").await.unwrap()["stopReason"], "end_turn");
+        peer.turn(&child, "three").await;
     })
     .await;
 }
@@ -1764,22 +1693,14 @@ async fn worktree_project_and_session_config_are_honoured() {
         assert_eq!(plan["type"], "boolean");
         assert_eq!(plan["currentValue"], true);
         let sid = r["sessionId"].as_str().unwrap().to_owned();
-        let answer = |peer: &Peer| {
-            peer.updates(&sid)
-                .iter()
-                .filter(|u| u["_meta"]["lody"]["messagePhase"] == "final_answer")
-                .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
-                .next_back()
-                .unwrap()
-        };
         peer.prompt(&sid, "change things").await.unwrap();
-        assert!(answer(&peer).contains("Plan mode"));
+        assert!(peer.final_answer(&sid).contains("Plan mode"));
         let r = peer
             .ok("session/set_config_option", json!({"sessionId": sid, "configId": "plan_mode", "type": "boolean", "value": false}))
             .await;
         assert_eq!(r["configOptions"][0]["currentValue"], false);
         peer.prompt(&sid, "change things").await.unwrap();
-        assert!(!answer(&peer).contains("Plan mode"));
+        assert!(!peer.final_answer(&sid).contains("Plan mode"));
 
         // Load keeps the existing project assignment.
         let r = peer
@@ -1801,7 +1722,7 @@ async fn worktree_project_and_session_config_are_honoured() {
                 )
                 .await
                 .unwrap_err();
-            assert_eq!(e.code, agent_client_protocol::ErrorCode::INVALID_PARAMS);
+            assert_eq!(e.code, ErrorCode::INVALID_PARAMS);
             assert!(e.message.contains("worktreeProject"), "{}", e.message);
         }
         let e = peer
@@ -1820,8 +1741,7 @@ async fn worktree_project_and_session_config_are_honoured() {
 #[tokio::test]
 async fn history_read_replays_the_transcript() {
     session(ServeOptions::new(), Answers::default(), async |peer| {
-        peer.init(full_client_caps()).await;
-        let sid = peer.new_session().await;
+        let sid = peer.start_session().await;
         peer.prompt(&sid, "remember me").await.unwrap();
         let before = peer.updates(&sid).len();
         assert_eq!(

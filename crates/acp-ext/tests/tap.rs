@@ -2,38 +2,15 @@
 //! process, through pipes) and small agents (`cat`, `sh -c …`).
 #![cfg(unix)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::{read_jsonl, scratch, send_signal, spawn_tap, xorshift};
 use serde_json::{Value, json};
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_acp-ext")
-}
-
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("acp-ext-tap-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn spawn_tap(tap_args: &[&str], agent: &[&str]) -> Child {
-    Command::new(bin())
-        .arg("tap")
-        .args(tap_args)
-        .arg("--")
-        .args(agent)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run acp-ext")
-}
 
 /// Runs the tap with `input` as the client's whole output; returns what the
 /// client received, stderr and the exit status.
@@ -56,14 +33,6 @@ fn stats(stderr: &[u8]) -> Value {
         .find_map(|l| l.strip_prefix("acp-ext tap: stats "))
         .unwrap_or_else(|| panic!("no stats line in {text}"));
     serde_json::from_str(line).unwrap()
-}
-
-fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
 }
 
 /// A mix of everything a stdio stream may carry.
@@ -132,10 +101,7 @@ fn forwards_writes_split_at_random_points() {
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut at = 0;
     while at < input.len() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = (1 + (seed % 300) as usize).min(input.len() - at);
+        let n = (1 + (xorshift(&mut seed) % 300) as usize).min(input.len() - at);
         stdin.write_all(&input[at..at + n]).unwrap();
         stdin.flush().unwrap();
         at += n;
@@ -253,12 +219,7 @@ fn signal_is_forwarded(signal: &str, trap: &str) {
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
     assert_eq!(line, "ready\n");
-    let sent = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(child.id().to_string())
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(signal, child.id());
     line.clear();
     out.read_line(&mut line).unwrap();
     assert_eq!(line, format!("got-{signal}\n"));

@@ -1,0 +1,86 @@
+//! Helpers shared by the integration tests.
+// Each test binary uses only some of them.
+#![allow(dead_code)]
+
+pub mod procfs;
+
+use std::ffi::OsStr;
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// The `acp-ext` binary under test.
+pub const EXE: &str = env!("CARGO_BIN_EXE_acp-ext");
+
+/// A path inside `shared/` beside the checkout (the vectors and corpus),
+/// found by walking up from the crate directory. Panics when missing: a
+/// test that cannot find its data must fail, not pass silently.
+pub fn shared(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared"))
+        .find(|p| p.join("vectors").is_dir())
+        .unwrap_or_else(|| {
+            panic!(
+                "no shared/ folder with vectors/ above {}",
+                env!("CARGO_MANIFEST_DIR")
+            )
+        })
+        .join(rel)
+}
+
+/// A fresh scratch directory for one test, named after the test binary.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "acp-ext-{}-{}-{name}",
+        env!("CARGO_CRATE_NAME"),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts `acp-ext tap TAP_ARGS -- AGENT` with all three streams piped.
+pub fn spawn_tap(tap_args: &[&str], agent: &[impl AsRef<OsStr>]) -> Child {
+    Command::new(EXE)
+        .arg("tap")
+        .args(tap_args)
+        .arg("--")
+        .args(agent)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run acp-ext tap")
+}
+
+/// Sends `signal` (a name such as `TERM`) to process `pid` with kill(1).
+pub fn send_signal(signal: &str, pid: impl Display) {
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -{signal} {pid}");
+}
+
+/// Every line of a JSONL file, parsed.
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The next number of a xorshift64 sequence: deterministic pseudo-random
+/// split points and pauses.
+pub fn xorshift(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
