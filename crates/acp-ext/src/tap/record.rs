@@ -105,7 +105,7 @@ impl<W: Write> RecordWriter<W> {
     fn fast_line(&mut self, direction: Direction, t: f64, line: &[u8]) -> Option<io::Result<()>> {
         // Ignored string values are not checked for UTF-8 by the parser.
         let text = std::str::from_utf8(line).ok()?;
-        if !text.trim_start().starts_with('{') {
+        if !text.trim_start().starts_with('{') || !tree_safe(text) {
             return None;
         }
         let env: Envelope<'_> = serde_json::from_str(text).ok()?;
@@ -409,4 +409,52 @@ fn conductor_event<'a, V: ?Sized + Serialize>(
             })
         }
     }
+}
+
+/// Whether `text`, once known to be JSON, holds only numbers and escapes a
+/// JSON tree can take, so that the fast path (whose skipping parse checks
+/// neither) agrees with the validator on what is JSON: no exponent and no
+/// run of more than 300 digits outside strings (either may overflow an
+/// `f64`), no surrogate escape inside them (it may be unpaired). When in
+/// doubt, the full parse decides.
+fn tree_safe(text: &str) -> bool {
+    let b = text.as_bytes();
+    let mut in_string = false;
+    let mut digits = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'"' => in_string = false,
+                b'\\' => {
+                    if b.get(i + 1) == Some(&b'u')
+                        && matches!(b.get(i + 2), Some(b'd' | b'D'))
+                        && matches!(b.get(i + 3), Some(b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'))
+                    {
+                        return false;
+                    }
+                    i += 1;
+                }
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'e' | b'E' if digits > 0 => return false,
+                b'0'..=b'9' => {
+                    digits += 1;
+                    if digits > 300 {
+                        return false;
+                    }
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            digits = 0;
+        }
+        i += 1;
+    }
+    true
 }

@@ -14,7 +14,7 @@ use super::fuzzing::Captured;
 use super::monitor::{
     Body, ChunkSender, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
 };
-use super::{Counters, FindingSink};
+use super::{Counters, FindingSink, RecordFormat, RecordWriter};
 use crate::check::{Direction, Finding, Severity};
 
 /// The JSON lines written to `c`.
@@ -236,4 +236,45 @@ fn chunk_buffers_stay_close_to_the_bytes_they_hold() {
     assert!(shared.buffer(32 << 10).capacity() <= 4 * (32 << 10));
     assert!(shared.buffer(100).capacity() < 4 * 100);
     assert_eq!(shared.pool.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn the_record_calls_json_what_the_validator_calls_json() {
+    let big = format!("1{}", "0".repeat(400));
+    let lines = [
+        // The grammar allows these, but no JSON tree holds them: the
+        // validator reports them as not JSON, so the record keeps them raw.
+        r#"{"jsonrpc":"2.0","method":"m","params":{"n":1e400}}"#.to_owned(),
+        format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"n":{big}}}}}"#),
+        r#"{"jsonrpc":"2.0","method":"m","params":{"n":-1E+999}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"m","params":{"s":"\ud800"}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":1,"result":{"s":"\uDC00x"}}"#.to_owned(),
+        // And these are JSON.
+        r#"{"jsonrpc":"2.0","method":"m","params":{"n":1e300,"m":-2.5E-400}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"m","params":{"s":"\u00e9 \ud83d\ude00","e":"1e999"}}"#
+            .to_owned(),
+    ];
+    for format in [RecordFormat::Jsonl, RecordFormat::Conductor] {
+        for line in &lines {
+            let mut w = RecordWriter::new(Vec::new(), format);
+            w.line(Direction::ClientToAgent, 0.0, line.as_bytes())
+                .unwrap();
+            let out = String::from_utf8(w.into_inner()).unwrap();
+            let is_json = serde_json::from_str::<Value>(line).is_ok();
+            match format {
+                RecordFormat::Jsonl => {
+                    let entry: Value = serde_json::from_str(&out).unwrap();
+                    assert_eq!(entry.get("msg").is_some(), is_json, "{line} -> {out}");
+                    assert_eq!(entry.get("raw").is_some(), !is_json, "{line} -> {out}");
+                }
+                _ => {
+                    // Not-JSON lines are left out of a conductor trace.
+                    assert_eq!(!out.is_empty(), is_json, "{line} -> {out}");
+                    if is_json {
+                        serde_json::from_str::<Value>(&out).unwrap();
+                    }
+                }
+            }
+        }
+    }
 }
