@@ -336,7 +336,9 @@ pub fn check(data: &[u8]) {
 /// Each output holds exactly the bytes of its input; the lines framed
 /// (numbered per direction, blank ones counted but not validated, a
 /// trailing carriage return ignored) are exactly the input split on line
-/// feeds; the record has one JSON entry per non-blank line.
+/// feeds; the record has one JSON entry per non-blank line, in order per
+/// direction, holding the message (`msg`) exactly when the validator was
+/// given one.
 pub fn tap_framing(data: &[u8]) {
     let [count, cut, write, rest @ ..] = data else {
         return;
@@ -352,7 +354,7 @@ pub fn tap_framing(data: &[u8]) {
     };
     let observed = crate::tap::fuzzing::run(inputs, &sizes, write_max, write & 1 == 1);
 
-    let mut non_blank = 0;
+    let mut non_blank = Vec::new();
     for (slot, input) in inputs.into_iter().enumerate() {
         assert_eq!(observed.forwarded[slot], input, "the tap altered bytes");
         assert_eq!(observed.forwarded_count[slot], input.len() as u64);
@@ -370,9 +372,14 @@ pub fn tap_framing(data: &[u8]) {
                 expected.push((i as u64 + 1, message));
             }
         }
-        non_blank += expected.len();
         assert_eq!(observed.lines[slot], lines, "lines framed");
         assert_eq!(observed.validated[slot], expected, "lines validated");
+        non_blank.push(
+            expected
+                .iter()
+                .map(|(_, m)| m.is_some())
+                .collect::<Vec<_>>(),
+        );
     }
     assert_eq!(observed.lost, 0, "nothing is lost within the budgets");
     let record: Vec<&[u8]> = observed
@@ -380,15 +387,27 @@ pub fn tap_framing(data: &[u8]) {
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .collect();
-    assert_eq!(record.len(), non_blank, "one record entry per line");
+    // Per direction, in order (a direction's unterminated last line is
+    // recorded when the connection ends, after the other's lines).
+    let mut recorded = [Vec::new(), Vec::new()];
     for entry in record {
         let entry: Value = serde_json::from_slice(entry).expect("record entries are JSON");
-        assert!(entry["dir"] == "c2a" || entry["dir"] == "a2c", "{entry}");
+        let slot = match entry["dir"].as_str() {
+            Some("c2a") => 0,
+            Some("a2c") => 1,
+            _ => panic!("a record entry without a direction: {entry}"),
+        };
         assert!(
             entry.get("msg").is_some() != entry.get("raw").is_some(),
             "{entry}"
         );
+        recorded[slot].push(entry.get("msg").is_some());
     }
+    assert_eq!(
+        recorded.as_slice(),
+        non_blank,
+        "one record entry per line, `msg` exactly when the validator was given a message"
+    );
 }
 
 /// A usage row as the ledger merges it: six counters and a cost.
