@@ -152,6 +152,13 @@ enum UsageCommand {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    {
+        let mut args = std::env::args_os().skip(1);
+        if args.next().is_some_and(|a| a == acp_ext::tap::GUARD_ARG) {
+            std::process::exit(acp_ext::tap::guard_main(args));
+        }
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -371,6 +378,10 @@ fn tap(
     command: Vec<OsString>,
 ) -> ExitCode {
     let mut options = TapOptions::new().validate(!no_validate);
+    // The guard ends the agent's process group if this process is killed.
+    if let Ok(exe) = std::env::current_exe() {
+        options = options.agent_guard(exe);
+    }
     if let Some(path) = record {
         options = options.record(path, format);
     }

@@ -16,6 +16,7 @@
 mod common;
 
 use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -306,6 +307,84 @@ fn a_killed_tap_leaves_no_agent_behind() {
     let status = wait(&mut tap, "tap");
     assert_eq!(status.code(), None, "killed by a signal");
     assert_gone(pid, "agent of a killed tap");
+}
+
+/// The process group of `pid`.
+fn pgid_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // After the command name: state, ppid, pgrp.
+    stat.rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(2)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// A wrapper agent (`sh -c "sleep 1000; true"`, as `npx …` or an npm
+/// script starts a native binary) whose child ignores its input, started
+/// by a tap that leads a process group of its own (as a terminal's
+/// foreground job would). Returns the tap, and the agent's process group
+/// once both the wrapper and its child run in it.
+fn tap_with_wrapper_agent(name: &str) -> (Child, i32) {
+    let dir = scratch(name);
+    let pidfile = dir.join("pid");
+    let mut tap = Command::new(EXE)
+        .arg("tap")
+        .arg("--")
+        .args(agent(&pidfile, "sleep 1000; true"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pid = read_pid(&pidfile);
+    let pgid = pgid_of(pid);
+    assert_ne!(
+        pgid,
+        tap.id() as i32,
+        "the agent runs in a group of its own"
+    );
+    let deadline = Instant::now() + HANG;
+    // Besides the wrapper (and a guard leading the group): its child.
+    while !group(pgid).iter().any(|&p| p != pid && p != pgid) {
+        assert!(
+            Instant::now() < deadline,
+            "the wrapper never started its child"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    // The client's ends stay open (in `tap`): the agent sees no EOF.
+    (tap, pgid)
+}
+
+#[test]
+fn ctrl_c_on_the_taps_group_ends_the_agents_whole_tree() {
+    // A terminal's Ctrl-C goes to the foreground group: the tap. Without
+    // the tap, the wrapper and its child would both get it.
+    let (mut tap, pgid) = tap_with_wrapper_agent("ctrl-c-tree");
+    let sent = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", tap.id())])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = wait(&mut tap, "tap");
+    assert_eq!(status.code(), Some(128 + 2), "the agent's signal death");
+    assert_group_gone(pgid, "Ctrl-C on the tap");
+}
+
+#[test]
+fn a_sigkilled_tap_ends_the_agents_whole_tree() {
+    // Clients stop agents with SIGKILL; killing the tap instead must not
+    // leave the wrapper or its child (which ignores its input) running.
+    let (mut tap, pgid) = tap_with_wrapper_agent("sigkill-tree");
+    tap.kill().unwrap();
+    let status = wait(&mut tap, "tap");
+    assert_eq!(status.code(), None, "killed by a signal");
+    assert_group_gone(pgid, "SIGKILLed tap");
 }
 
 /// `acp-ext probe --json --quiet ARGS -- AGENT`: its exit status and report.

@@ -24,7 +24,11 @@
 //!
 //! Process handling (Unix): the agent runs in its own process group, so a
 //! terminal's Ctrl-C reaches it once, through the tap, which forwards
-//! SIGINT, SIGTERM, SIGHUP and SIGQUIT. The client's end of input closes the
+//! SIGINT, SIGTERM, SIGHUP and SIGQUIT to that whole group (a wrapper such
+//! as `npx …` or `sh -c …` and the program it started get them, as they
+//! would from the terminal). With [`TapOptions::agent_guard`] (what
+//! `acp-ext tap` uses) a guard process leads the group and kills all of it
+//! when the tap dies, even by SIGKILL. The client's end of input closes the
 //! agent's stdin; the agent's exit ends the tap with the agent's exit code
 //! (128 + signal number for a signal death). The agent is always reaped.
 //!
@@ -43,6 +47,8 @@
 mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(unix)]
+mod guard;
 mod monitor;
 mod process;
 mod record;
@@ -64,6 +70,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+#[cfg(unix)]
+pub use guard::{GUARD_ARG, guard_main};
 pub use monitor::NOT_JSON;
 pub use record::{RAW_LIMIT, RecordFormat, RecordWriter, dir_name};
 pub use redact::{REDACTED, Redactor};
@@ -100,6 +108,7 @@ pub struct TapOptions {
     validate: bool,
     validator: Option<Validator>,
     limits: Limits,
+    guard: Option<PathBuf>,
 }
 
 impl Default for TapOptions {
@@ -115,6 +124,7 @@ impl fmt::Debug for TapOptions {
             .field("findings", &self.findings)
             .field("validate", &self.validate)
             .field("custom_validator", &self.validator.is_some())
+            .field("agent_guard", &self.guard)
             .finish()
     }
 }
@@ -132,6 +142,7 @@ impl TapOptions {
                 validator_messages: 1024,
                 validator_bytes: 32 << 20,
             },
+            guard: None,
         }
     }
 
@@ -171,6 +182,18 @@ impl TapOptions {
     pub fn queue_limits(mut self, monitor_bytes: usize, validator_messages: usize) -> Self {
         self.limits.monitor_bytes = monitor_bytes.max(1);
         self.limits.validator_messages = validator_messages.max(1);
+        self
+    }
+
+    /// Runs the agent under the guard of `exe` (Unix): a small process that
+    /// ends the agent's whole process group when the tap dies, even when it
+    /// is killed with SIGKILL (Linux: the kernel's parent-death signal).
+    /// `exe` must run [`guard_main`] when its first argument is
+    /// [`GUARD_ARG`]; the `acp-ext` binary does, and `acp-ext tap` passes
+    /// itself. Without a guard (the default for embedders) a SIGKILLed tap
+    /// leaves the agent to notice the end of its input.
+    pub fn agent_guard(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.guard = Some(exe.into());
         self
     }
 
@@ -393,7 +416,7 @@ where
     };
 
     let signals = process::SignalForwarder::install()?;
-    let mut child = match process::spawn(program.as_ref(), args) {
+    let mut child = match process::spawn(program.as_ref(), args, options.guard.as_deref()) {
         Ok(child) => child,
         Err(e) => {
             signals.close();

@@ -3,15 +3,33 @@
 
 use std::ffi::OsStr;
 use std::io;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 
-/// Spawns the agent with piped stdin and stdout and inherited stderr.
-pub(crate) fn spawn<I, S>(program: &OsStr, args: I) -> io::Result<Child>
+/// Spawns the agent with piped stdin and stdout and inherited stderr, in a
+/// process group of its own; under `guard` (a binary that runs
+/// [`super::guard_main`]) when given, which then leads the group.
+pub(crate) fn spawn<I, S>(program: &OsStr, args: I, guard: Option<&Path>) -> io::Result<Child>
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut command = Command::new(program);
+    let mut command = match guard {
+        #[cfg(unix)]
+        Some(guard) => {
+            // The guard reports a program it cannot start only by its exit
+            // code; a missing one is an error here, as without the guard.
+            resolve(program)?;
+            let mut command = Command::new(guard);
+            command
+                .arg(super::GUARD_ARG)
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(program);
+            command
+        }
+        _ => Command::new(program),
+    };
     command
         .args(args)
         .stdin(Stdio::piped())
@@ -20,8 +38,8 @@ where
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
-        // Own process group: a terminal's Ctrl-C reaches the agent once,
-        // forwarded by the tap, not twice.
+        // Own process group: a terminal's Ctrl-C reaches the agent's group
+        // once, forwarded by the tap, not twice.
         command.process_group(0);
     }
     let child = command.spawn().map_err(|e| {
@@ -44,6 +62,35 @@ where
         }
     }
     Ok(child)
+}
+
+/// Finds `program` as `Command` would (a path, or a name on `PATH`), or
+/// fails with `NotFound` naming it.
+#[cfg(unix)]
+fn resolve(program: &OsStr) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let path = Path::new(program);
+    let found = if program.as_encoded_bytes().contains(&b'/') {
+        path.exists()
+    } else {
+        std::env::var_os("PATH").is_some_and(|dirs| {
+            std::env::split_paths(&dirs).any(|dir| runnable(&dir.join(program)))
+        })
+    };
+    if found {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "cannot run {}: No such file or directory",
+                program.to_string_lossy()
+            ),
+        ))
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -148,11 +195,11 @@ mod unix {
     use std::sync::{Arc, Mutex};
     use std::thread::{self, JoinHandle};
 
-    use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process, waitid};
+    use rustix::process::{Pid, Signal, WaitId, WaitIdOptions, kill_process_group, waitid};
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     use signal_hook::iterator::{Handle, Signals};
 
-    /// Signals forwarded to the agent.
+    /// Signals forwarded to the agent's process group.
     const FORWARDED: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 
     #[derive(Default)]
@@ -166,16 +213,19 @@ mod unix {
     }
 
     /// Catches SIGINT, SIGTERM, SIGHUP and SIGQUIT (installed before the
-    /// agent is spawned, so none is lost) and sends them to the agent.
+    /// agent is spawned, so none is lost) and sends them to the agent's
+    /// process group.
     pub(crate) struct SignalForwarder {
         state: Arc<Mutex<State>>,
         handle: Handle,
         thread: Option<JoinHandle<()>>,
     }
 
+    /// Sends `sig` to the group led by `pid`: the agent and every child
+    /// it left in its group, as a terminal's Ctrl-C would reach them all.
     fn send(pid: Pid, sig: i32) {
         if let Some(sig) = Signal::from_named_raw(sig) {
-            let _ = kill_process(pid, sig);
+            let _ = kill_process_group(pid, sig);
         }
     }
 

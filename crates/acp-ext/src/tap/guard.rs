@@ -1,0 +1,122 @@
+//! The agent guard: a small process between the tap and the agent that ends
+//! the agent's whole process group when the tap dies, even by SIGKILL.
+//!
+//! A signal handler cannot run in a process killed with SIGKILL, so the tap
+//! cannot clean up after itself. Instead it starts `EXE __tap-guard PID --
+//! AGENT…` (`EXE` is the `acp-ext` binary, or any binary whose `main` calls
+//! [`main`] for that first argument). The guard leads a process group of
+//! its own, asks the kernel for a signal when its parent dies
+//! (`PR_SET_PDEATHSIG`, Linux), starts the agent in the same group with
+//! the same stdin, stdout and stderr, lets go of its own copies of the
+//! pipes (so the end of the agent's output is seen when the agent closes
+//! it), and waits. Then:
+//!
+//! - the agent exits: the guard exits with the agent's code (128 + signal
+//!   number for a signal death), which the tap reports;
+//! - the tap dies: the kernel signals the guard, which sends SIGKILL to
+//!   the whole group, the agent and every child it left in the group
+//!   (`npx` and `sh -c` wrappers, an npm script's native binary) with it;
+//! - a signal the tap forwards to the group (SIGINT, SIGTERM, SIGHUP,
+//!   SIGQUIT) reaches the agent and its children; the guard itself ignores
+//!   it and goes on waiting for the agent.
+//!
+//! The group's id is the guard's pid, which cannot be reused while the
+//! guard lives, so nothing is ever sent to an unrelated process.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::process::{Command, Stdio};
+
+use rustix::process::{Pid, Signal, getpgrp, getppid, kill_process_group};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::Signals;
+
+/// The first argument that makes a binary run the guard.
+pub const GUARD_ARG: &str = "__tap-guard";
+
+/// The signal the kernel sends the guard when the tap dies.
+const PARENT_DIED: i32 = SIGUSR1;
+
+/// Runs the guard with the arguments after [`GUARD_ARG`]: `PARENT_PID --
+/// PROGRAM [ARGS…]`, and returns the exit code to end the process with.
+/// Never returns while the agent runs.
+///
+/// A binary that passes its own path to
+/// [`TapOptions::agent_guard`](super::TapOptions::agent_guard) calls this
+/// first thing in `main` when its first argument is [`GUARD_ARG`]:
+///
+/// ```no_run
+/// let mut args = std::env::args_os().skip(1);
+/// if args.next().is_some_and(|a| a == acp_ext::tap::GUARD_ARG) {
+///     std::process::exit(acp_ext::tap::guard_main(args));
+/// }
+/// ```
+pub fn guard_main(args: impl IntoIterator<Item = OsString>) -> i32 {
+    let mut args = args.into_iter();
+    let parent: Option<i32> = args.next().and_then(|p| p.to_str()?.parse().ok());
+    let separator = args.next();
+    let program = args.next();
+    let (Some(parent), Some(_), Some(program)) = (parent, separator, program) else {
+        eprintln!("acp-ext: usage: acp-ext {GUARD_ARG} PARENT_PID -- PROGRAM [ARGS…]");
+        return 2;
+    };
+    match guard(parent, program, args.collect()) {
+        Ok(code) => code,
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "acp-ext tap: {e}");
+            // What a shell answers for a command it cannot find or run.
+            if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            }
+        }
+    }
+}
+
+fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32> {
+    // Handlers first: from here on, the forwarded signals and the parent's
+    // death are caught rather than fatal.
+    let mut signals = Signals::new([PARENT_DIED, SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    rustix::process::set_parent_process_death_signal(Signal::from_named_raw(PARENT_DIED))?;
+    // The tap may have died before the request took effect.
+    if Pid::as_raw(getppid()) != parent {
+        return Ok(128 + 9);
+    }
+    std::thread::Builder::new()
+        .name("tap-guard-signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if sig == PARENT_DIED {
+                    // The tap is gone: end the agent's whole group, this
+                    // process included.
+                    let _ = kill_process_group(getpgrp(), Signal::KILL);
+                }
+                // A forwarded signal went to the agent's group too; the
+                // guard waits for the agent to act on it.
+            }
+        })?;
+    let mut child = Command::new(&program)
+        .args(args)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot run {}: {e}", program.to_string_lossy()),
+            )
+        })?;
+    // Only the agent holds the pipes now: its end of output is the end.
+    super::process::close_stdin();
+    super::process::close_stdout();
+    let status = loop {
+        match child.wait() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => break other?,
+        }
+    };
+    Ok(super::process::exit_code(status))
+}
