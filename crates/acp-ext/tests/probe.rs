@@ -86,7 +86,12 @@ async fn a_failing_turn_and_a_timeout_are_findings_not_crashes() {
         .timeout(Duration::from_millis(300))
         .prompt("/slow 5");
     let report = probe::run(serve(&[]), options).await.unwrap();
-    assert_eq!(report.prompts[0].error.as_deref(), Some("timed out"));
+    assert_eq!(
+        report.prompts[0].error.as_deref(),
+        Some(
+            "timed out: no answer to session/prompt within 0.3 s (--timeout SECONDS raises the limit)"
+        )
+    );
     assert!(
         report
             .findings
@@ -190,5 +195,175 @@ async fn probe_a_real_agent_from_npm() {
             "{:#?}",
             report.findings
         );
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.rule == "prompt-skipped" && f.severity == Severity::Error),
+            "{:#?}",
+            report.findings
+        );
     }
+}
+
+// ---- a scripted agent that answers like real ones (tests/agents/scripted.py)
+
+fn scripted(mode: &str) -> Vec<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/agents/scripted.py");
+    vec!["python3".into(), script.into(), mode.into()]
+}
+
+fn finding<'a>(report: &'a probe::Report, rule: &str) -> Vec<&'a acp_ext::check::Finding> {
+    report.findings.iter().filter(|f| f.rule == rule).collect()
+}
+
+#[tokio::test]
+async fn an_error_text_answer_is_shown_with_the_turns_traffic() {
+    let options = ProbeOptions::default().quiet(true).prompt("hi");
+    let report = probe::run(scripted("text"), options).await.unwrap();
+    let p = &report.prompts[0];
+    assert_eq!(p.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(
+        p.answer.as_deref(),
+        Some("Unable to process your request because cursor-agent CLI is not authenticated")
+    );
+    assert_eq!(p.updates.get("agent_message_chunk"), Some(&1));
+    assert_eq!(p.updates.len(), 1);
+    let mut out = Vec::new();
+    report
+        .print_human(&mut out, acp_ext::output::Style::plain())
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("answer: \"Unable to process your request"),
+        "{text}"
+    );
+    assert!(text.contains("updates: agent_message_chunk ×1"), "{text}");
+}
+
+#[tokio::test]
+async fn answers_are_cut_and_extension_notifications_counted() {
+    let long = "x".repeat(300);
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .prompt(long.clone())
+        .prompt("/subagents 1");
+    let report = probe::run(serve(&["--namespace", "lody"]), options)
+        .await
+        .unwrap();
+    // "You said: " and 300 x's, cut to 200 characters and an ellipsis.
+    let answer = report.prompts[0].answer.as_deref().unwrap();
+    assert_eq!(answer.chars().count(), probe::ANSWER_CHARS + 1);
+    assert!(answer.starts_with("You said: xxx") && answer.ends_with("x…"));
+    let subagents = &report.prompts[1];
+    // One run: a running snapshot, progress, three outputs (a text chunk,
+    // a tool call, its update), progress, a final text chunk, a completed
+    // snapshot (the serve script's `/subagents`).
+    assert_eq!(
+        subagents.extension_notifications["_lody/subagents/event"], 8,
+        "{:?}",
+        subagents.extension_notifications
+    );
+    assert_eq!(
+        subagents.extension_notifications["_lody/session/activity_update"],
+        2
+    );
+    assert_eq!(subagents.updates["tool_call"], 1);
+    // Only the final answer's phase, not the commentary.
+    assert_eq!(
+        subagents.answer.as_deref(),
+        Some("Ran 1 subagents: 1 completed, 0 cancelled.")
+    );
+}
+
+#[test]
+fn prompts_that_were_never_sent_are_errors_and_the_exit_status_follows() {
+    let out = Command::new(EXE)
+        .args([
+            "probe", "--json", "--quiet", "--prompt", "hi", "--prompt", "again", "--",
+        ])
+        .args(scripted("auth"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let skipped: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "prompt-skipped")
+        .collect();
+    assert_eq!(skipped.len(), 2, "{report:#}");
+    assert_eq!(skipped[0]["severity"], "error");
+    assert!(
+        skipped[1]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("prompt \"again\" was not sent: session/new needs authentication"),
+        "{report:#}"
+    );
+    assert_eq!(report["prompts"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn terminal_auth_is_advertised_and_error_data_kept() {
+    let options = ProbeOptions::default().quiet(true).prompt("hi");
+    let report = probe::run(scripted("error-data"), options).await.unwrap();
+    // The agent lists its terminal method only to clients that can run it.
+    let ids: Vec<&str> = report
+        .auth_methods
+        .as_ref()
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["api-key", "vendor-login"]);
+    let error = report.prompts[0].error.as_deref().unwrap();
+    assert_eq!(
+        error,
+        r#"error -32603: Internal error (data: {"details":"Query closed before response received"})"#
+    );
+    assert_eq!(finding(&report, "probe-prompt").len(), 1);
+}
+
+#[tokio::test]
+async fn vendor_metadata_and_both_namespaces_are_shown() {
+    let report = probe::run(scripted("text"), ProbeOptions::default().quiet(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        report.vendor_meta,
+        Some(serde_json::json!({"claudeCode": {"promptQueueing": true}}))
+    );
+    assert_eq!(report.extensions.len(), 1);
+    assert_eq!(report.extensions[0].namespaces, ["ua", "lody"]);
+    let mut out = Vec::new();
+    report
+        .print_human(&mut out, acp_ext::output::Style::plain())
+        .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(r#"Vendor metadata: {"claudeCode":{"promptQueueing":true}}"#),
+        "{text}"
+    );
+    assert!(text.contains("usage    ua, lody  1"), "{text}");
+}
+
+#[tokio::test]
+async fn a_timeout_names_the_request_the_limit_and_the_option() {
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .timeout(Duration::from_millis(500))
+        .prompt("hi");
+    let report = probe::run(scripted("slow-init"), options).await.unwrap();
+    let messages: Vec<&str> = report.findings.iter().map(|f| f.message.as_str()).collect();
+    assert!(
+        messages.contains(
+            &"initialize failed: timed out: no answer to initialize within 0.5 s (--timeout SECONDS raises the limit)"
+        ),
+        "{messages:#?}"
+    );
+    assert_eq!(finding(&report, "prompt-skipped").len(), 1, "{messages:#?}");
 }

@@ -34,7 +34,7 @@ use serde_json::{Value, json};
 
 use crate::check::{Checker, Direction, Finding, Severity};
 
-pub use report::{ExtensionRow, PromptResult, QueryResult, Report, ReportFinding};
+pub use report::{ANSWER_CHARS, ExtensionRow, PromptResult, QueryResult, Report, ReportFinding};
 
 /// What the probe does besides `initialize`.
 #[derive(Debug, Clone)]
@@ -129,12 +129,20 @@ pub fn client_extensions() -> ClientExtensionCapabilities {
         .mcp_apps(VersionOneCapability::new())
 }
 
+/// What the probe advertises: a capable client's capabilities. File reads
+/// and writes are served inside the session's temporary directory; terminal
+/// authentication is advertised (in the SDK's `auth.terminal` and the older
+/// `_meta["terminal-auth"]` spelling) so agents list such methods, which
+/// the report shows; the probe never runs them, nor any command.
 fn client_capabilities(ns: NamespaceSet) -> Value {
+    let mut meta = client_extensions().to_meta(ns);
+    meta.insert("terminal-auth".into(), Value::Bool(true));
     json!({
-        "fs": {"readTextFile": false, "writeTextFile": false},
+        "fs": {"readTextFile": true, "writeTextFile": true},
         "terminal": false,
+        "auth": {"terminal": true},
         "elicitation": {"form": {}},
-        "_meta": client_extensions().to_meta(ns),
+        "_meta": meta,
     })
 }
 
@@ -245,9 +253,9 @@ where
     let outcome = Arc::new(Mutex::new(report::Outcome::default()));
     let result = drive(agent, &options, outcome.clone()).await;
     // The connection is closed and the agent reaped: the channel ends.
-    let findings = checker.join().unwrap_or_default();
+    let (findings, turns) = checker.join().unwrap_or_default();
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut report = Report::build(outcome, findings, &options);
+    let mut report = Report::build(outcome, findings, turns, &options);
     if let Err(e) = result {
         report.push_finding(
             Severity::Error,
@@ -265,11 +273,15 @@ where
 fn check_lines(
     rx: mpsc::Receiver<(Direction, Duration, String)>,
     mut observer: Option<Observer>,
-) -> Vec<Finding> {
+) -> (Vec<Finding>, Vec<report::TurnTraffic>) {
     let mut checker = Checker::new();
     let mut all = Vec::new();
+    let mut turns = Turns::default();
     for (direction, elapsed, raw) in rx {
         let message = serde_json::from_str::<Value>(&raw).ok();
+        if let Some(m) = &message {
+            turns.see(direction, m);
+        }
         let findings = match &message {
             Some(m) => checker.message(direction, m),
             None => vec![Finding::new(
@@ -290,7 +302,78 @@ fn check_lines(
         }
         all.extend(findings);
     }
-    all
+    // A turn still open at the end (its prompt timed out) counts too.
+    turns.close();
+    (all, turns.done)
+}
+
+/// Collects what the agent sends during each `session/prompt` turn.
+#[derive(Default)]
+struct Turns {
+    /// The open turn's request id and traffic.
+    open: Option<(Value, report::TurnTraffic)>,
+    done: Vec<report::TurnTraffic>,
+}
+
+impl Turns {
+    fn see(&mut self, direction: Direction, m: &Value) {
+        let method = m.get("method").and_then(Value::as_str);
+        match direction {
+            Direction::ClientToAgent => {
+                if method == Some("session/prompt")
+                    && let Some(id) = m.get("id")
+                {
+                    self.close();
+                    self.open = Some((id.clone(), report::TurnTraffic::default()));
+                }
+            }
+            Direction::AgentToClient => {
+                let Some((id, t)) = &mut self.open else {
+                    return;
+                };
+                match method {
+                    None if m.get("id") == Some(&*id) => self.close(),
+                    None => {}
+                    Some(_) if m.get("id").is_some() => {}
+                    Some("session/update") => {
+                        let update = m.pointer("/params/update");
+                        let kind = update
+                            .and_then(|u| u.get("sessionUpdate"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("(no sessionUpdate)");
+                        *t.updates.entry(kind.to_owned()).or_default() += 1;
+                        if kind == "agent_message_chunk"
+                            && let Some(u) = update
+                            && let Some(text) = u.pointer("/content/text").and_then(Value::as_str)
+                        {
+                            t.text.push_str(text);
+                            let phase = u
+                                .get("_meta")
+                                .and_then(Value::as_object)
+                                .and_then(|meta| namespace::read_key(meta, "messagePhase"))
+                                .and_then(|(_, p)| p.as_str());
+                            if phase == Some("final_answer") {
+                                t.final_text.push_str(text);
+                            }
+                        }
+                    }
+                    Some(other) if other.starts_with('_') => {
+                        *t.extension_notifications
+                            .entry(other.to_owned())
+                            .or_default() += 1;
+                    }
+                    Some(_) => {}
+                }
+            }
+            Direction::Unknown => {}
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some((_, t)) = self.open.take() {
+            self.done.push(t);
+        }
+    }
 }
 
 /// Sends one request with the timeout, recording a timeout as an error.
@@ -300,14 +383,21 @@ async fn request(
     params: Value,
     timeout: Duration,
 ) -> Result<Value, RequestError> {
-    let msg =
-        UntypedMessage::new(method, params).map_err(|e| RequestError::Rpc(e.to_string(), None))?;
+    let msg = UntypedMessage::new(method, params).map_err(|e| RequestError::Rpc {
+        message: e.to_string(),
+        code: None,
+        data: None,
+    })?;
     match tokio::time::timeout(timeout, cx.send_request(msg).block_task()).await {
-        Err(_) => Err(RequestError::Timeout),
-        Ok(Err(e)) => Err(RequestError::Rpc(
-            e.message.clone(),
-            Some(i32::from(e.code)),
-        )),
+        Err(_) => Err(RequestError::Timeout {
+            method: method.to_owned(),
+            after: timeout,
+        }),
+        Ok(Err(e)) => Err(RequestError::Rpc {
+            message: e.message.clone(),
+            code: Some(i32::from(e.code)),
+            data: e.data.clone(),
+        }),
         Ok(Ok(v)) => Ok(v),
     }
 }
@@ -315,17 +405,63 @@ async fn request(
 /// A request that did not succeed.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RequestError {
-    Timeout,
-    Rpc(String, Option<i32>),
+    /// No answer to `method` within `after`.
+    Timeout { method: String, after: Duration },
+    /// An error answer (or a request that could not be sent), with the
+    /// agent's `error.data` kept: it often holds the real reason.
+    Rpc {
+        message: String,
+        code: Option<i32>,
+        data: Option<Value>,
+    },
+}
+
+impl RequestError {
+    fn code(&self) -> Option<i32> {
+        match self {
+            Self::Rpc { code, .. } => *code,
+            Self::Timeout { .. } => None,
+        }
+    }
 }
 
 impl std::fmt::Display for RequestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RequestError::Timeout => f.write_str("timed out"),
-            RequestError::Rpc(m, Some(code)) => write!(f, "error {code}: {m}"),
-            RequestError::Rpc(m, None) => f.write_str(m),
+            Self::Timeout { method, after } => write!(
+                f,
+                "timed out: no answer to {method} within {} s (--timeout SECONDS raises the limit)",
+                seconds(*after)
+            ),
+            Self::Rpc {
+                message,
+                code,
+                data,
+            } => {
+                if let Some(code) = code {
+                    write!(f, "error {code}: ")?;
+                }
+                f.write_str(message)?;
+                match data {
+                    None | Some(Value::Null) => Ok(()),
+                    Some(data) => write!(f, " (data: {})", shorten(&data.to_string(), 300)),
+                }
+            }
         }
+    }
+}
+
+/// `d` in seconds, as people write it: `30`, `0.3`.
+fn seconds(d: Duration) -> String {
+    let s = format!("{:.3}", d.as_secs_f64());
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// `text` cut to at most `max` characters, with `…` when cut.
+pub(crate) fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}…", &text[..at]),
     }
 }
 
@@ -341,14 +477,16 @@ async fn drive(
     };
     let record = Arc::new(record);
     let rec = record.clone();
+    let dir = tempdir()?;
+    let root = dir.path.clone();
     Client
         .v1()
         .name("acp-ext probe")
         .on_receive_request(
             async move |req: UntypedMessage, responder, _cx| {
-                let answer = auto_answer(&req.method, &req.params);
-                match answer {
-                    Some(v) => responder.respond(v),
+                match auto_answer(&req.method, &req.params, &root) {
+                    Some(Ok(v)) => responder.respond(v),
+                    Some(Err(e)) => responder.respond_with_error(e),
                     None => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
                 }
             },
@@ -372,7 +510,10 @@ async fn drive(
                 Ok(v) => v,
                 Err(e) => {
                     let msg = format!("initialize failed: {e}");
-                    rec(&|o| o.errors.push(msg.clone()));
+                    rec(&|o| {
+                        o.errors.push(msg.clone());
+                        o.stopped = Some(msg.clone());
+                    });
                     return Ok(());
                 }
             };
@@ -393,7 +534,6 @@ async fn drive(
             if !options.session && options.prompts.is_empty() {
                 return Ok(());
             }
-            let dir = tempdir().map_err(agent_client_protocol::Error::into_internal_error)?;
             let mut new_params = json!({"cwd": dir.path.to_string_lossy(), "mcpServers": []});
             let mut meta = serde_json::Map::new();
             if let Some(ns) = negotiated.namespace_of(Feature::WorktreeProject) {
@@ -410,7 +550,7 @@ async fn drive(
             let session_id = match new {
                 Ok(v) => v.get("sessionId").and_then(Value::as_str).map(str::to_owned),
                 Err(e) => {
-                    let auth = matches!(&e, RequestError::Rpc(_, Some(-32000)));
+                    let auth = e.code() == Some(-32000);
                     let msg = if auth {
                         let ids: Vec<String> = init
                             .get("authMethods")
@@ -430,12 +570,16 @@ async fn drive(
                         } else {
                             o.errors.push(msg.clone());
                         }
+                        o.stopped = Some(msg.clone());
                     });
                     return Ok(());
                 }
             };
             let Some(session_id) = session_id else {
-                rec(&|o| o.errors.push("session/new returned no sessionId".into()));
+                rec(&|o| {
+                    o.errors.push("session/new returned no sessionId".into());
+                    o.stopped = Some("session/new returned no sessionId".into());
+                });
                 return Ok(());
             };
             rec(&|o| o.session_id = Some(session_id.clone()));
@@ -485,6 +629,7 @@ async fn drive(
                     stop_reason: r.as_ref().ok().and_then(|v| v.get("stopReason")).and_then(Value::as_str).map(str::to_owned),
                     error: r.as_ref().err().map(ToString::to_string),
                     millis: started.elapsed().as_millis() as u64,
+                    ..PromptResult::default()
                 };
                 rec(&|o| {
                     o.prompts.push(result.clone());
@@ -492,7 +637,9 @@ async fn drive(
                         o.queries.push(q.clone());
                     }
                 });
-                if matches!(r, Err(RequestError::Timeout)) {
+                if let Err(e @ RequestError::Timeout { .. }) = &r {
+                    let why = format!("the prompt before it {e}");
+                    rec(&|o| o.stopped = Some(why.clone()));
                     break;
                 }
             }
@@ -542,9 +689,17 @@ async fn drive(
 
 /// Answers the agent's requests the way a cooperative user would:
 /// permissions get the first "allow" option, elicitations are accepted
-/// with a plausible value for every property.
-fn auto_answer(method: &str, params: &Value) -> Option<Value> {
-    match method {
+/// with a plausible value for every property, and files are read and
+/// written inside `root` (the session's directory) only.
+fn auto_answer(
+    method: &str,
+    params: &Value,
+    root: &std::path::Path,
+) -> Option<Result<Value, agent_client_protocol::Error>> {
+    if let Some(answer) = fs_answer(method, params, root) {
+        return Some(answer);
+    }
+    Some(Ok(match method {
         "session/request_permission" => {
             let options = params.get("options").and_then(Value::as_array)?;
             let pick = options
@@ -555,7 +710,7 @@ fn auto_answer(method: &str, params: &Value) -> Option<Value> {
                         .is_some_and(|k| k.starts_with("allow"))
                 })
                 .or_else(|| options.first())?;
-            Some(json!({"outcome": {"outcome": "selected", "optionId": pick.get("optionId")?}}))
+            json!({"outcome": {"outcome": "selected", "optionId": pick.get("optionId")?}})
         }
         "elicitation/create" => {
             let mut content = serde_json::Map::new();
@@ -567,10 +722,82 @@ fn auto_answer(method: &str, params: &Value) -> Option<Value> {
                     content.insert(key.clone(), sample_value(schema));
                 }
             }
-            Some(json!({"action": "accept", "content": content}))
+            json!({"action": "accept", "content": content})
         }
-        _ => None,
+        _ => return None,
+    }))
+}
+
+/// `fs/read_text_file` and `fs/write_text_file`, confined to `root`.
+fn fs_answer(
+    method: &str,
+    params: &Value,
+    root: &std::path::Path,
+) -> Option<Result<Value, agent_client_protocol::Error>> {
+    use agent_client_protocol::Error;
+    let write = match method {
+        "fs/read_text_file" => false,
+        "fs/write_text_file" => true,
+        _ => return None,
+    };
+    let path = match params.get("path").and_then(Value::as_str) {
+        Some(p) if std::path::Path::new(p).is_absolute() => std::path::PathBuf::from(p),
+        _ => {
+            return Some(Err(
+                Error::invalid_params().data("path: must be an absolute path")
+            ));
+        }
+    };
+    // Inside the session's directory, after resolving what exists of it.
+    let parent = path.parent().and_then(|p| p.canonicalize().ok());
+    let inside = parent.is_some_and(|p| root.canonicalize().is_ok_and(|r| p.starts_with(r)));
+    if !inside || path.file_name().is_none() {
+        return Some(Err(Error::invalid_params().data(format!(
+            "path: the probe serves files inside its session directory {} only",
+            root.display()
+        ))));
     }
+    if write {
+        let Some(content) = params.get("content").and_then(Value::as_str) else {
+            return Some(Err(
+                Error::invalid_params().data("content: must be a string")
+            ));
+        };
+        return Some(
+            std::fs::write(&path, content)
+                .map(|()| json!({}))
+                .map_err(|e| Error::internal_error().data(e.to_string())),
+        );
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Some(Err(
+                Error::new(-32002, "Resource not found").data(path.display().to_string())
+            ));
+        }
+        Err(e) => return Some(Err(Error::internal_error().data(e.to_string()))),
+    };
+    // `line` (1-based) and `limit` select lines, as ACP defines them.
+    let line = params
+        .get("line")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+        .max(1) as usize;
+    let limit = params
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map(|l| l as usize);
+    let content = if line == 1 && limit.is_none() {
+        text
+    } else {
+        let lines = text.split_inclusive('\n').skip(line - 1);
+        match limit {
+            Some(n) => lines.take(n).collect(),
+            None => lines.collect(),
+        }
+    };
+    Some(Ok(json!({"content": content})))
 }
 
 fn sample_value(schema: &Value) -> Value {
@@ -629,5 +856,51 @@ fn uuid_like() -> u128 {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_served_inside_the_session_directory_only() {
+        let dir = tempdir().unwrap();
+        let root = dir.path.clone();
+        let file = root.join("notes.txt");
+        let path = file.to_string_lossy().into_owned();
+        let write = json!({"sessionId": "s", "path": path, "content": "one\ntwo\nthree\n"});
+        assert_eq!(
+            fs_answer("fs/write_text_file", &write, &root)
+                .unwrap()
+                .unwrap(),
+            json!({})
+        );
+        let read = json!({"sessionId": "s", "path": path, "line": 2, "limit": 1});
+        assert_eq!(
+            fs_answer("fs/read_text_file", &read, &root)
+                .unwrap()
+                .unwrap(),
+            json!({"content": "two\n"})
+        );
+        let outside = json!({"sessionId": "s", "path": "/etc/passwd"});
+        let e = fs_answer("fs/read_text_file", &outside, &root)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(i32::from(e.code), -32602);
+        let escape = root.join("..").join("escaped.txt");
+        let up = json!({"sessionId": "s", "path": escape, "content": "x"});
+        assert!(
+            fs_answer("fs/write_text_file", &up, &root)
+                .unwrap()
+                .is_err()
+        );
+        assert!(!escape.exists());
+        let missing = json!({"sessionId": "s", "path": root.join("none.txt")});
+        let e = fs_answer("fs/read_text_file", &missing, &root)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(i32::from(e.code), -32002);
+        assert!(fs_answer("session/request_permission", &json!({}), &root).is_none());
     }
 }

@@ -1,11 +1,14 @@
 //! The probe's report: for people (tables) and machines (`--json`).
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use acp_extension_core::capabilities::Feature;
 use acp_extension_core::negotiation::Advertisement;
 use serde::Serialize;
 use serde_json::Value;
+
+use acp_extension_core::namespace::Namespace;
 
 use super::ProbeOptions;
 use crate::check::{Finding, Severity};
@@ -21,6 +24,8 @@ pub(crate) struct Outcome {
     pub queries: Vec<QueryResult>,
     pub errors: Vec<String>,
     pub auth_required: Option<String>,
+    /// Why the probe stopped before sending every requested prompt.
+    pub stopped: Option<String>,
 }
 
 /// One row of the extension table.
@@ -30,8 +35,12 @@ pub(crate) struct Outcome {
 pub struct ExtensionRow {
     /// The feature key, such as `usage`.
     pub feature: String,
-    /// Namespace it was found under (`ua` or `lody`).
+    /// Namespace it was read from (`ua` or `lody`; `ua` wins when both
+    /// carry it).
     pub namespace: String,
+    /// Every namespace that carries it (`["ua", "lody"]` when advertised
+    /// under both).
+    pub namespaces: Vec<String>,
     /// The advertised `version`, as sent.
     pub version: Value,
     /// The other keys of the advertisement (its options).
@@ -43,7 +52,7 @@ pub struct ExtensionRow {
 }
 
 /// The outcome of one prompt.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct PromptResult {
@@ -55,6 +64,28 @@ pub struct PromptResult {
     pub error: Option<String>,
     /// How long the turn took.
     pub millis: u64,
+    /// The agent's answer: the text of its `agent_message_chunk`s during
+    /// the turn (only the `final_answer` phase when the agent tags phases),
+    /// cut to [`ANSWER_CHARS`] characters. `None` when it sent no text.
+    pub answer: Option<String>,
+    /// `session/update` notifications during the turn, by `sessionUpdate`
+    /// kind (`agent_message_chunk`, `tool_call`, …).
+    pub updates: BTreeMap<String, u64>,
+    /// Extension notifications (`_…` methods) during the turn, by method.
+    pub extension_notifications: BTreeMap<String, u64>,
+}
+
+/// How many characters of a prompt's answer the report keeps.
+pub const ANSWER_CHARS: usize = 200;
+
+/// What the agent sent during one turn: from its `session/prompt` request
+/// to the response.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TurnTraffic {
+    pub text: String,
+    pub final_text: String,
+    pub updates: BTreeMap<String, u64>,
+    pub extension_notifications: BTreeMap<String, u64>,
 }
 
 /// The outcome of one query method the agent advertised.
@@ -88,6 +119,9 @@ pub struct Report {
     pub standard_capabilities: Option<Value>,
     /// Auth methods the agent offers.
     pub auth_methods: Option<Value>,
+    /// Other vendors' keys under `agentCapabilities._meta` (everything but
+    /// `ua` and `lody`), such as `claudeCode`; `None` when there are none.
+    pub vendor_meta: Option<Value>,
     /// The extension table.
     pub extensions: Vec<ExtensionRow>,
     /// The session opened, if any.
@@ -107,12 +141,34 @@ impl Report {
     pub(crate) fn build(
         outcome: Outcome,
         wire_findings: Vec<Finding>,
-        _options: &ProbeOptions,
+        turns: Vec<TurnTraffic>,
+        options: &ProbeOptions,
     ) -> Self {
         let init = outcome.initialize.as_ref();
         let mut standard = init.and_then(|i| i.get("agentCapabilities")).cloned();
-        if let Some(Value::Object(m)) = standard.as_mut() {
-            m.shift_remove("_meta");
+        let mut vendor_meta = None;
+        if let Some(Value::Object(m)) = standard.as_mut()
+            && let Some(Value::Object(mut meta)) = m.shift_remove("_meta")
+        {
+            for ns in Namespace::ALL {
+                meta.shift_remove(ns.key());
+            }
+            if !meta.is_empty() {
+                vendor_meta = Some(Value::Object(meta));
+            }
+        }
+        let mut prompts = outcome.prompts;
+        // The probe sends its prompts one after another: the n-th turn on
+        // the wire is the n-th prompt.
+        for (p, t) in prompts.iter_mut().zip(turns) {
+            let text = if t.final_text.is_empty() {
+                t.text
+            } else {
+                t.final_text
+            };
+            p.answer = (!text.is_empty()).then(|| super::shorten(&text, ANSWER_CHARS));
+            p.updates = t.updates;
+            p.extension_notifications = t.extension_notifications;
         }
         let mut report = Report {
             command: Vec::new(),
@@ -120,9 +176,10 @@ impl Report {
             protocol_version: init.and_then(|i| i.get("protocolVersion")).cloned(),
             standard_capabilities: standard,
             auth_methods: init.and_then(|i| i.get("authMethods")).cloned(),
+            vendor_meta,
             extensions: Vec::new(),
             session_id: outcome.session_id,
-            prompts: outcome.prompts,
+            prompts,
             queries: outcome.queries,
             findings: Vec::new(),
             stderr_tail: Vec::new(),
@@ -134,9 +191,22 @@ impl Report {
                     .as_object_mut()
                     .and_then(|m| m.shift_remove("version"))
                     .unwrap_or(Value::Null);
+                let meta = init
+                    .and_then(|i| i.pointer("/agentCapabilities/_meta"))
+                    .and_then(Value::as_object);
+                let namespaces = Namespace::ALL
+                    .iter()
+                    .filter(|ns| {
+                        meta.and_then(|m| m.get(ns.key()))
+                            .and_then(|s| s.get(f.feature.key()))
+                            .is_some_and(|v| !v.is_null())
+                    })
+                    .map(|ns| ns.key().to_owned())
+                    .collect();
                 report.extensions.push(ExtensionRow {
                     feature: f.feature.key().to_owned(),
                     namespace: f.namespace.key().to_owned(),
+                    namespaces,
                     version,
                     options,
                     valid: f.is_valid(),
@@ -171,6 +241,18 @@ impl Report {
         }
         for e in outcome.errors {
             report.push_finding(Severity::Error, "probe", "", e);
+        }
+        // Every requested prompt that was not sent, and why.
+        let why = outcome
+            .stopped
+            .unwrap_or_else(|| "the connection ended first".to_owned());
+        for p in options.prompts.iter().skip(report.prompts.len()) {
+            report.push_finding(
+                Severity::Error,
+                "prompt-skipped",
+                "",
+                format!("prompt {p:?} was not sent: {why}"),
+            );
         }
         for p in &report.prompts.clone() {
             if let Some(e) = &p.error {
@@ -247,6 +329,9 @@ impl Report {
         {
             writeln!(out, "Auth methods: {auth}")?;
         }
+        if let Some(vendor) = &self.vendor_meta {
+            writeln!(out, "Vendor metadata: {vendor}")?;
+        }
         writeln!(out)?;
         writeln!(out, "{}", style.bold("Extensions"))?;
         if self.extensions.is_empty() {
@@ -259,9 +344,16 @@ impl Report {
                 .max()
                 .unwrap_or(7)
                 .max(7);
+            let nw = self
+                .extensions
+                .iter()
+                .map(|r| namespaces(r).len())
+                .max()
+                .unwrap_or(4)
+                .max(4);
             writeln!(
                 out,
-                "  {:<w$}  {:<4}  {:<7}  options",
+                "  {:<w$}  {:<nw$}  {:<7}  options",
                 "feature", "ns", "version"
             )?;
             for r in &self.extensions {
@@ -270,9 +362,9 @@ impl Report {
                     v => v.to_string(),
                 };
                 let line = format!(
-                    "  {:<w$}  {:<4}  {:<7}  {}",
+                    "  {:<w$}  {:<nw$}  {:<7}  {}",
                     r.feature,
-                    r.namespace,
+                    namespaces(r),
                     r.version.to_string(),
                     opts
                 );
@@ -308,6 +400,26 @@ impl Report {
                     _ => "?".into(),
                 };
                 writeln!(out, "  prompt {:?} → {how} ({} ms)", p.prompt, p.millis)?;
+                match &p.answer {
+                    Some(a) => writeln!(out, "    answer: {:?}", a)?,
+                    None => writeln!(out, "    answer: {}", style.dim("(no text)"))?,
+                }
+                let counts = |m: &BTreeMap<String, u64>| {
+                    m.iter()
+                        .map(|(k, n)| format!("{k} ×{n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                if !p.updates.is_empty() {
+                    writeln!(out, "    updates: {}", counts(&p.updates))?;
+                }
+                if !p.extension_notifications.is_empty() {
+                    writeln!(
+                        out,
+                        "    extension notifications: {}",
+                        counts(&p.extension_notifications)
+                    )?;
+                }
             }
             for q in &self.queries {
                 let how = if q.ok {
@@ -345,5 +457,14 @@ impl Report {
             writeln!(out, "  {}", style.dim(&format!("stderr: {l}")))?;
         }
         Ok(())
+    }
+}
+
+/// The namespaces of a row as the table shows them: `ua, lody`.
+fn namespaces(r: &ExtensionRow) -> String {
+    if r.namespaces.is_empty() {
+        r.namespace.clone()
+    } else {
+        r.namespaces.join(", ")
     }
 }

@@ -1,0 +1,69 @@
+"""A scripted ACP agent for the probe's tests: answers like the real agents
+whose behaviour the tests reproduce, chosen by the first argument.
+
+  text        every prompt ends `end_turn` with one error-like text chunk
+              (cursor-agent-acp without its CLI)
+  auth        session/new needs authentication (-32000)
+  error-data  every prompt fails with -32603 and `error.data.details`
+              (claude-agent-acp when its query closes early)
+  slow-init   answers initialize after 2 seconds
+
+In every mode `initialize` lists a terminal auth method only to a client that
+advertised `clientCapabilities.auth.terminal`, and advertises vendor metadata
+(`_meta.claudeCode`) beside `usage` under both `ua` and `lody`.
+"""
+import json
+import sys
+import time
+
+mode = sys.argv[1]
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if rid is None or method is None:
+        continue
+    if method == "initialize":
+        if mode == "slow-init":
+            time.sleep(2)
+        caps = params.get("clientCapabilities", {})
+        auth = [{"id": "api-key", "name": "API key"}]
+        if caps.get("auth", {}).get("terminal"):
+            auth.append({"id": "vendor-login", "name": "Log in", "type": "terminal"})
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "protocolVersion": 1,
+            "agentInfo": {"name": "scripted", "title": "Scripted", "version": "0"},
+            "authMethods": auth,
+            "agentCapabilities": {"_meta": {
+                "claudeCode": {"promptQueueing": True},
+                "ua": {"usage": {"version": 1}},
+                "lody": {"usage": {"version": 1}},
+            }},
+        }})
+    elif method == "session/new":
+        if mode == "auth":
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32000, "message": "Authentication required"}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "s1"}})
+    elif method == "session/prompt":
+        if mode == "error-data":
+            send({"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32603, "message": "Internal error",
+                "data": {"details": "Query closed before response received"}}})
+            continue
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s1", "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "Unable to process your request because "
+                            "cursor-agent CLI is not authenticated"}}}})
+        send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid,
+              "error": {"code": -32601, "message": "Method not found"}})
