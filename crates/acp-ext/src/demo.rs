@@ -313,5 +313,11 @@ fn render(e: &WireEvent, style: Style) -> String {
 /// The command that starts the embedded reference agent.
 pub fn serve_command() -> io::Result<Vec<String>> {
     let exe = std::env::current_exe()?;
-    Ok(vec![exe.to_string_lossy().into_owned(), "serve".into()])
+    // Plain `sess-N` ids: the demo's transcript reads the same every run.
+    Ok(vec![
+        exe.to_string_lossy().into_owned(),
+        "serve".into(),
+        "--session-ids".into(),
+        "counter".into(),
+    ])
 }

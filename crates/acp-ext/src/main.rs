@@ -51,7 +51,7 @@ enum Command {
         kind: Option<String>,
     },
     /// Lint transcripts and fixtures against the contract: shapes, negotiation,
-    /// subagent runs, usage accounting, timestamps (rules: see CHECK.md).
+    /// subagent runs, usage accounting, timestamps (`--rules` lists the rules).
     ///
     /// Reads JSON-RPC lines, `tap --record` transcripts, SDK conductor traces
     /// and loose fixtures (detected per file). Exit 0: no errors; 1: errors;
@@ -66,6 +66,9 @@ enum Command {
         /// Report only findings at least this severe: info, warning or error.
         #[arg(long, value_name = "S", default_value = "info")]
         min_severity: Severity,
+        /// Print the rule table (id, severity, meaning) and exit; with --json, one rule per line.
+        #[arg(long)]
+        rules: bool,
         /// Files to read; `-` or none reads standard input.
         files: Vec<PathBuf>,
     },
@@ -125,7 +128,8 @@ enum Command {
         #[command(subcommand)]
         command: UsageCommand,
     },
-    /// Run the reference ACP agent over stdio (see SERVE.md).
+    /// Run the reference ACP agent over stdio (`--help` lists the prompt commands).
+    #[command(after_help = acp_ext::serve::prompt_help())]
     Serve {
         /// Namespaces to advertise: ua, lody or both.
         #[arg(long, default_value = "both")]
@@ -133,6 +137,14 @@ enum Command {
         /// Advertise only these features (comma-separated capability keys).
         #[arg(long, value_name = "FEATURE,...", value_delimiter = ',', value_parser = acp_ext::serve::parse_feature)]
         only: Option<Vec<String>>,
+        /// Session ids: `unique` (`sess-<random>-N`, never shared with another serve
+        /// process) or `counter` (`sess-N`, the same for the same input).
+        #[arg(long, value_name = "STYLE", default_value = "unique")]
+        session_ids: acp_ext::serve::SessionIds,
+        /// What a client that advertised no extension gets: `quiet` (no agent-only
+        /// `_<ns>/…` notifications) or `notify` (every notification the contract allows).
+        #[arg(long, value_name = "MODE", default_value = "quiet")]
+        plain_clients: acp_ext::serve::PlainClients,
     },
 }
 
@@ -189,10 +201,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => validate_files(kind, json, quiet, threads, &files),
         Command::Schema { kind } => schema(kind.as_deref()),
         Command::Check {
+            rules: true, json, ..
+        } => {
+            let mut out = io::stdout().lock();
+            check::rules::write_table(&mut out, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check {
             json,
             format,
             min_severity,
             files,
+            ..
         } => {
             let options = check::run::Options::for_terminal()
                 .format(format)
@@ -217,8 +237,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Serve { namespace, only } => {
-            let mut options = acp_ext::serve::ServeOptions::new().namespace(namespace);
+        Command::Serve {
+            namespace,
+            only,
+            session_ids,
+            plain_clients,
+        } => {
+            let mut options = acp_ext::serve::ServeOptions::new()
+                .namespace(namespace)
+                .session_ids(session_ids)
+                .plain_clients(plain_clients);
             options.only = only;
             runtime()?.block_on(acp_ext::serve::run_stdio(options))?;
             Ok(ExitCode::SUCCESS)

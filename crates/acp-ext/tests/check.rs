@@ -1664,3 +1664,40 @@ fn cli_reads_the_whole_corpus() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 7);
 }
+
+#[test]
+fn the_rule_table_is_in_the_binary() {
+    let exe = env!("CARGO_BIN_EXE_acp-ext");
+    let out = std::process::Command::new(exe)
+        .args(["check", "--rules"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for r in acp_ext::check::rules::ALL {
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(r.id))
+            .unwrap_or_else(|| panic!("{} missing:\n{text}", r.id));
+        assert!(row.contains(r.severity.name()), "{row}");
+    }
+    let out = std::process::Command::new(exe)
+        .args(["check", "--rules", "--json"])
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), acp_ext::check::rules::ALL.len());
+    assert_eq!(rows[0]["rule"], acp_ext::check::rules::ALL[0].id);
+    assert_eq!(rows[0]["meaning"], acp_ext::check::rules::ALL[0].summary);
+    let help = std::process::Command::new(exe)
+        .args(["check", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    assert!(!help.contains("CHECK.md"), "{help}");
+    assert!(help.contains("--rules"), "{help}");
+}

@@ -1049,6 +1049,14 @@ async fn background_and_scheduled_tasks_outlive_the_turn() {
                 .collect();
             assert_eq!(statuses, ["pending", "in_progress", "completed"]);
         }
+        // A task has a start time once it runs, not while it is pending.
+        for m in &messages {
+            let task = &m["params"]["update"]["_meta"]["lody"]["task"];
+            if task.is_object() {
+                let started = task.get("startedAtEpochSeconds").is_some();
+                assert_eq!(started, task["status"] != "pending", "{command}: {task}");
+            }
+        }
     }
 }
 
@@ -1797,6 +1805,53 @@ impl Raw {
     }
 }
 
+/// Asserts that every root `tool_call` the agent opened got a terminal
+/// `tool_call_update` (`completed` or `failed`) before the end of `wire`.
+fn assert_tool_calls_closed(wire: &[Value]) {
+    let update = |v: &Value| v["method"] == "session/update" && v["params"]["update"].is_object();
+    let opened: Vec<&Value> = wire
+        .iter()
+        .filter(|v| update(v) && v["params"]["update"]["sessionUpdate"] == "tool_call")
+        .map(|v| &v["params"]["update"]["toolCallId"])
+        .collect();
+    assert!(!opened.is_empty(), "no tool call was opened");
+    for id in opened {
+        let ended = wire.iter().any(|v| {
+            let u = &v["params"]["update"];
+            update(v)
+                && u["sessionUpdate"] == "tool_call_update"
+                && &u["toolCallId"] == id
+                && (u["status"] == "completed" || u["status"] == "failed")
+        });
+        assert!(ended, "tool call {id} was never closed");
+    }
+}
+
+#[tokio::test]
+async fn closing_the_session_mid_turn_ends_its_runs_and_tool_calls() {
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        let sid = peer.start_session().await;
+        let turn = peer.prompt_running(&sid, "/subagents 2 30").await;
+        peer.wait_for("both runs working", |m| {
+            m.iter()
+                .filter(|v| v["params"]["progress"]["summary"] == "Working")
+                .count()
+                == 2
+        })
+        .await;
+        peer.ok("session/close", json!({"sessionId": sid})).await;
+        let stop = turn.await.unwrap().unwrap();
+        assert_eq!(stop["stopReason"], "cancelled");
+    })
+    .await;
+    assert_tool_calls_closed(&messages);
+    let cancelled = messages
+        .iter()
+        .filter(|v| v["params"]["snapshot"]["state"] == "cancelled")
+        .count();
+    assert_eq!(cancelled, 2, "each live run ends with a cancelled snapshot");
+}
+
 #[tokio::test]
 async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     let monitor = TaskMonitor::new();
@@ -1892,6 +1947,7 @@ async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     );
     let mut all = raw.seen.clone();
     all.extend(rest);
+    assert_tool_calls_closed(&all);
     assert_valid(&all);
 }
 
@@ -1968,5 +2024,184 @@ async fn the_binary_serves_stdio_and_exits_zero_on_eof() {
         seen.iter()
             .any(|v| v["params"]["snapshot"]["reason"]["code"] == "disconnected")
     );
+    // The root tool call of the run is closed too (acpx `--timeout` ends
+    // a turn this way).
+    assert_tool_calls_closed(&seen);
     assert_valid(&seen);
+}
+
+/// The session id `acp-ext serve ARGS` gives its first session.
+fn first_session_id(args: &[&str]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_acp-ext"))
+        .arg("serve")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["id"] == 2)
+        .and_then(|v| v["result"]["sessionId"].as_str().map(str::to_owned))
+        .expect("session/new answered")
+}
+
+#[test]
+fn session_ids_never_collide_across_processes_unless_counters_are_asked_for() {
+    // Clients key their session stores by ACP session id: two agents'
+    // `sess-1` would overwrite each other.
+    let a = first_session_id(&[]);
+    let b = first_session_id(&[]);
+    assert_ne!(a, b);
+    for id in [&a, &b] {
+        let prefix = id
+            .strip_prefix("sess-")
+            .and_then(|r| r.strip_suffix("-1"))
+            .unwrap_or_else(|| panic!("{id}: sess-<prefix>-1"));
+        assert_eq!(prefix.len(), 8, "{id}");
+        assert!(prefix.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    }
+    assert_eq!(first_session_id(&["--session-ids", "counter"]), "sess-1");
+}
+
+/// The methods of the agent's `_…` notifications to a client that
+/// initialized with `caps`, over a plain turn and `/limits`.
+async fn extension_notifications(options: ServeOptions, caps: Value) -> Vec<String> {
+    let messages = session(options, Answers::default(), async |peer| {
+        peer.init(caps).await;
+        let sid = peer.new_session().await;
+        peer.turn(&sid, "hello").await;
+        peer.turn(&sid, "/limits").await;
+    })
+    .await;
+    let mut methods: Vec<String> = messages
+        .iter()
+        .filter(|m| m.get("id").is_none())
+        .filter_map(|m| m["method"].as_str())
+        .filter(|m| m.starts_with('_'))
+        .map(str::to_owned)
+        .collect();
+    methods.sort();
+    methods.dedup();
+    methods
+}
+
+#[tokio::test]
+async fn a_client_without_extensions_gets_no_extension_notifications_unless_asked() {
+    let plain = json!({"fs": {"readTextFile": false, "writeTextFile": false}});
+    assert_eq!(
+        extension_notifications(ServeOptions::new(), plain.clone()).await,
+        Vec::<String>::new()
+    );
+    // An empty section is enough to say "I read the extensions".
+    let aware = json!({"_meta": {"lody": {}}});
+    let expected = [
+        "_lody/rate_limits/update",
+        "_lody/session/activity_update",
+        "_lody/session/usage_update",
+    ];
+    assert_eq!(
+        extension_notifications(ServeOptions::new(), aware).await,
+        expected
+    );
+    let notify = ServeOptions::new().plain_clients(serve::PlainClients::Notify);
+    assert_eq!(extension_notifications(notify, plain).await, expected);
+}
+
+#[test]
+fn serve_help_lists_the_prompt_commands() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_acp-ext"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    assert!(!help.contains("SERVE.md"), "{help}");
+    for c in serve::PROMPT_COMMANDS {
+        let row = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(c.usage))
+            .unwrap_or_else(|| panic!("{} missing:\n{help}", c.usage));
+        assert!(row.ends_with(c.summary), "{row}");
+    }
+}
+
+/// Every `costUSD` and `cost.amount` the agent sent.
+fn costs(messages: &[Value]) -> Vec<f64> {
+    fn walk(v: &Value, out: &mut Vec<f64>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    match (k.as_str(), v) {
+                        ("costUSD", Value::Number(n)) => out.push(n.as_f64().unwrap()),
+                        ("cost", Value::Object(c)) => out.extend(c["amount"].as_f64()),
+                        _ => walk(v, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    messages.iter().for_each(|m| walk(m, &mut out));
+    out
+}
+
+#[tokio::test]
+async fn costs_carry_no_binary_noise() {
+    let messages = session(ServeOptions::new(), Answers::default(), async |peer| {
+        let sid = peer.start_session().await;
+        for text in [
+            "hello",
+            "/tool",
+            "a longer prompt with more words",
+            "/limits",
+            "again",
+        ] {
+            peer.turn(&sid, text).await;
+        }
+    })
+    .await;
+    let costs = costs(&messages);
+    assert!(costs.len() >= 15, "{costs:?}");
+    for c in costs {
+        // The shortest decimal that reads back as this number.
+        let text = c.to_string();
+        let decimals = text.split_once('.').map_or(0, |(_, d)| d.len());
+        assert!(decimals <= 10, "cost {text} has binary noise");
+    }
+}
+
+#[tokio::test]
+async fn compacting_an_empty_context_compacts_nothing() {
+    session(ServeOptions::new(), Answers::default(), async |peer| {
+        let sid = peer.start_session().await;
+        peer.turn(&sid, "/compact").await;
+        assert_eq!(
+            peer.final_answer(&sid),
+            "Nothing to compact: the context is empty."
+        );
+        assert!(
+            peer.updates(&sid)
+                .iter()
+                .all(|u| u["sessionUpdate"] != "tool_call"),
+            "no compaction tool call"
+        );
+    })
+    .await;
 }

@@ -235,3 +235,56 @@ pub fn markdown_table() -> String {
     }
     s
 }
+
+/// Writes the rule table for `acp-ext check --rules`: for people, one rule
+/// per row with its meaning wrapped under it; with `json`, one
+/// `{"rule","severity","meaning"}` object per line.
+pub fn write_table(out: &mut impl std::io::Write, json: bool) -> std::io::Result<()> {
+    if json {
+        for r in ALL {
+            let line = serde_json::json!({
+                "rule": r.id,
+                "severity": r.severity.name(),
+                "meaning": r.summary,
+            });
+            writeln!(out, "{line}")?;
+        }
+        return Ok(());
+    }
+    let width = ALL.iter().map(|r| r.id.len()).max().unwrap_or(0);
+    writeln!(out, "{:<width$}  {:<8}  meaning", "rule", "severity")?;
+    let indent = width + 12;
+    for r in ALL {
+        let mut lines = wrap(r.summary, 100usize.saturating_sub(indent).max(40)).into_iter();
+        writeln!(
+            out,
+            "{:<width$}  {:<8}  {}",
+            r.id,
+            r.severity.name(),
+            lines.next().unwrap_or_default()
+        )?;
+        for l in lines {
+            writeln!(out, "{:indent$}{l}", "")?;
+        }
+    }
+    Ok(())
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}

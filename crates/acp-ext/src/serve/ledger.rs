@@ -105,6 +105,15 @@ impl Runs {
         self.records.iter_mut().find(|r| r.task_id == task_id)
     }
 
+    /// The task ids of the live runs, oldest first.
+    pub(crate) fn live_task_ids(&self) -> Vec<String> {
+        self.records
+            .iter()
+            .filter(|r| self.emitter.live(&r.task_id))
+            .map(|r| r.task_id.clone())
+            .collect()
+    }
+
     /// Whether the run of `task_id` is live.
     pub(crate) fn live(&self, task_id: &str) -> bool {
         self.emitter.live(task_id)

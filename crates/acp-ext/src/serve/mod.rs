@@ -4,8 +4,9 @@
 //! The agent is modelled on an automation-only ACP server: one connection
 //! owns many sessions, each with its own prompt slot, cancel path, usage
 //! ledger and background work. It does not call a model; `session/prompt`
-//! follows a small script chosen by the prompt text (see `SERVE.md` for the
-//! table), deterministic for the same input sequence.
+//! follows a small script chosen by the prompt text ([`PROMPT_COMMANDS`];
+//! `SERVE.md` has the full table), deterministic for the same input
+//! sequence.
 //!
 //! Entry points:
 //! - [`run_stdio`]: serve one client over standard input/output until EOF.
@@ -21,12 +22,15 @@
 //! otherwise `lody` (what deployed clients read). Incoming extension
 //! methods are accepted in either spelling.
 //!
-//! Ids are counters per connection (`sess-1`, `turn-1`, `call-1`,
-//! `task-1`, `run-1`), so the same input sequence produces the same ids.
-//! The one exception is the usage scope id (`_meta.<ns>.usageScopeId`),
-//! which the contract requires never to be reused by a later accounting
-//! lifetime: it is a fresh UUID v4 per session lifetime. Timestamps are
-//! real epoch seconds.
+//! Session ids are unique across processes by default: `sess-<prefix>-N`,
+//! with a random 8-hex-digit prefix per process and a counter per
+//! connection, because clients key their session stores by ACP session id
+//! ([`SessionIds`]; `--session-ids counter` gives plain `sess-N` for
+//! reproducible runs). Other ids are counters per connection (`turn-1`,
+//! `call-1`, `task-1`, `run-1`), so the same input sequence produces the
+//! same ids. The usage scope id (`_meta.<ns>.usageScopeId`) is a fresh UUID
+//! v4 per session lifetime, as the contract requires it never to be reused
+//! by a later accounting lifetime. Timestamps are real epoch seconds.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -39,6 +43,7 @@ mod cancel;
 mod dispatch;
 mod ext;
 mod features;
+mod help;
 mod ledger;
 mod params;
 mod script;
@@ -54,6 +59,7 @@ use agent_client_protocol::{Agent, Client, ConnectTo};
 use tokio::sync::watch;
 
 pub use features::{FEATURES, UnknownFeature, parse_feature, parse_features};
+pub use help::{PROMPT_COMMANDS, PromptCommand, prompt_help};
 
 /// How to run the agent.
 #[derive(Debug, Clone, Default)]
@@ -67,7 +73,50 @@ pub struct ServeOptions {
     /// Counts the agent's running tasks (turns, background work); tests use
     /// it to check that nothing outlives the connection.
     pub task_monitor: TaskMonitor,
+    /// How session ids are made (default: unique across processes).
+    pub session_ids: SessionIds,
+    /// What a client that advertised no extension gets (default: quiet).
+    pub plain_clients: PlainClients,
 }
+
+/// What `serve` sends a client that advertised no extension capability at
+/// all (no `_meta.ua` or `_meta.lody` in its `clientCapabilities`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum PlainClients {
+    /// No agent-only extension notifications (`_<ns>/session/usage_update`,
+    /// `activity_update`, `steer_applied`, `_<ns>/rate_limits/update`): a
+    /// plain ACP client would print or reject them. Standard ACP traffic
+    /// and `_meta.<ns>` fields on it are the same as for any client (the
+    /// default).
+    #[default]
+    Quiet,
+    /// Every notification the contract allows an agent to send unasked,
+    /// as to an extension-aware client.
+    Notify,
+}
+
+crate::choice::choices!(PlainClients, "plain-client behaviour" {
+    Quiet = "quiet",
+    Notify = "notify",
+});
+
+/// How `serve` makes session ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SessionIds {
+    /// `sess-<prefix>-N`: a random prefix per process and a counter per
+    /// connection, so two agents' sessions never share an id (the default).
+    #[default]
+    Unique,
+    /// `sess-N`: the same ids for the same input, for reproducible runs.
+    Counter,
+}
+
+crate::choice::choices!(SessionIds, "session id style" {
+    Unique = "unique",
+    Counter = "counter",
+});
 
 impl ServeOptions {
     /// Every feature under both namespaces.
@@ -88,6 +137,18 @@ impl ServeOptions {
         S: Into<String>,
     {
         self.only = Some(features.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets what a client that advertised no extension gets.
+    pub fn plain_clients(mut self, plain: PlainClients) -> Self {
+        self.plain_clients = plain;
+        self
+    }
+
+    /// Sets how session ids are made.
+    pub fn session_ids(mut self, ids: SessionIds) -> Self {
+        self.session_ids = ids;
         self
     }
 

@@ -24,7 +24,7 @@ use acp_extension_core::subagent_events::{
     OutputRead, SubagentEvent, SubagentProgress, SubagentReason, SubagentReasonCode,
     SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
 };
-use acp_extension_core::usage::{ModelUsage, sum_model_usage};
+use acp_extension_core::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
 use acp_extension_core::wire::FiniteF64;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, CreateElicitationRequest, ElicitationFormMode,
@@ -86,10 +86,6 @@ enum Command {
     Fail,
     Unknown(String),
 }
-
-/// The commands, for the unknown-command answer.
-const HELP: &str = "/tool, /subagents N [SECONDS], /background [SECONDS], /schedule [SECONDS], \
-/compact, /goal set TEXT|pause|resume|clear, /ask, /title [TEXT], /slow SECONDS, /limits, /app, /fail";
 
 fn seconds(cmd: &str, arg: Option<&str>, default: f64) -> Result<f64, Error> {
     let Some(arg) = arg else { return Ok(default) };
@@ -409,7 +405,10 @@ impl Turn {
             Command::App => self.app(),
             Command::Fail => self.fail(),
             Command::Unknown(cmd) => {
-                self.final_answer(&format!("Unknown command {cmd}. Commands: {HELP}."));
+                self.final_answer(&format!(
+                    "Unknown command {cmd}. Commands: {}.",
+                    super::help::command_list()
+                ));
                 Ok(())
             }
         }
@@ -526,6 +525,43 @@ impl Turn {
         }
     }
 
+    /// Ends a subagent run of this turn whose tool call is still open:
+    /// through [`cancel_run`] while the run is live; a run the connection's
+    /// end marked disconnected gets its root tool call's `failed` update
+    /// directly.
+    fn fail_subagent_call(&self, task_id: &str, call_id: &str) {
+        let (ns, events) = (self.ns, self.subagent_events);
+        let (shared, cx, sid) = (&self.shared, &self.cx, &self.session_id);
+        // A closed session's runs were ended by `session/close`.
+        let _ = self.live(|l| {
+            let cancelled = cancel_run(
+                shared,
+                cx,
+                ns,
+                events,
+                sid,
+                l,
+                task_id,
+                "the turn was cancelled",
+            );
+            let lost = l
+                .runs
+                .get(task_id)
+                .is_some_and(|r| r.status == acp_extension_core::session::SubagentTaskStatus::Lost);
+            if !cancelled && lost {
+                fail_call(
+                    shared,
+                    cx,
+                    ns,
+                    sid,
+                    task_id,
+                    call_id,
+                    "the connection ended",
+                );
+            }
+        });
+    }
+
     fn tool_meta(&self, tool: &str, task: Option<TaskMeta>) -> Meta {
         tool_meta(&self.shared, self.ns, tool, task)
     }
@@ -544,7 +580,7 @@ impl Turn {
     /// turn id is the operation id).
     fn account(&mut self) -> Step {
         let (input, output, cache) = self.tokens();
-        let cost = input as f64 * 3e-6 + output as f64 * 15e-6 + cache as f64 * 3e-7;
+        let cost = round_cost(input as f64 * 3e-6 + output as f64 * 15e-6 + cache as f64 * 3e-7);
         let (sid, turn_id) = (self.session_id.clone(), self.turn_id.clone());
         let (ext_update, used, total_cost) = self.with(|session, _| {
             let mut rows = IndexMap::new();
@@ -556,9 +592,15 @@ impl Turn {
             session.context_used =
                 (session.context_used + input + output + cache).min(CONTEXT_WINDOW);
             let live = session.live.as_mut().expect("checked by with");
-            let update = live.ledger.update(&sid, &turn_id, &rows);
+            let mut update = live.ledger.update(&sid, &turn_id, &rows);
+            if let Some(update) = &mut update {
+                round_costs(update);
+            }
             if let Some(totals) = update.as_ref().and_then(|u| u.model_usage.as_ref()) {
-                live.total_cost = sum_model_usage(totals).cost_usd.map(f64::from);
+                live.total_cost = sum_model_usage(totals)
+                    .cost_usd
+                    .map(f64::from)
+                    .map(round_cost);
             }
             (update, session.context_used, live.total_cost)
         })?;
@@ -568,13 +610,13 @@ impl Turn {
         if let Some(update) = ext_update
             && self.shared.has(Feature::Usage)
         {
-            wire::notify(&self.cx, self.ns, update);
+            self.shared.notify(&self.cx, self.ns, update);
         }
         Ok(())
     }
 
     fn apply_steer(&self, steer: &Steer, announce: bool) {
-        wire::notify(
+        self.shared.notify(
             &self.cx,
             self.ns,
             SteerApplied::new(self.session_id.clone(), steer.steer_id.clone()),
@@ -750,189 +792,191 @@ impl Turn {
             task: String,
             call: String,
             name: String,
+            /// Its root tool call got its terminal update.
+            closed: std::sync::atomic::AtomicBool,
         }
         let now = time::now();
         let mut kids = Vec::new();
-        self.say("commentary", &format!("Starting {count} subagents."));
-        for i in 1..=count {
-            let (task, call) = self.with(|_, c| (c.task(), c.call()))?;
-            let name = format!("worker-{i}");
-            let description = format!("Subagent {i} of {count}");
-            self.send(SessionUpdate::ToolCall(
-                ToolCall::new(call.clone(), description.clone())
-                    .kind(ToolKind::Think)
-                    .status(ToolCallStatus::InProgress)
+        let run = async {
+            self.say("commentary", &format!("Starting {count} subagents."));
+            for i in 1..=count {
+                let (task, call) = self.with(|_, c| (c.task(), c.call()))?;
+                let name = format!("worker-{i}");
+                let description = format!("Subagent {i} of {count}");
+                self.send(SessionUpdate::ToolCall(
+                    ToolCall::new(call.clone(), description.clone())
+                        .kind(ToolKind::Think)
+                        .status(ToolCallStatus::InProgress)
+                        .meta(
+                            self.tool_meta(
+                                SUBAGENT_TOOL,
+                                Some(
+                                    TaskMeta::new(
+                                        task.clone(),
+                                        TaskKind::Subagent,
+                                        TaskStatus::InProgress,
+                                    )
+                                    .description(description.clone())
+                                    .actor(name.clone())
+                                    .model_id(super::state::DEFAULT_MODEL)
+                                    .started_at_epoch_seconds(nn(now as f64)),
+                                ),
+                            ),
+                        ),
+                ));
+                let support = SubagentSupport::new(
+                    vec![SubagentStream::Text, SubagentStream::Tool],
+                    true,
+                    OutputRead::LiveTail,
+                    true,
+                );
+                let snapshot = SubagentSnapshot::new(SubagentState::Running, support)
+                    .parent_tool_call_id(call.clone())
+                    .name(name.clone())
+                    .description(description.clone())
+                    .model_id(super::state::DEFAULT_MODEL)
+                    .started_at_epoch_seconds(nn(now as f64));
+                kids.push(Kid {
+                    task: task.clone(),
+                    call: call.clone(),
+                    name,
+                    closed: std::sync::atomic::AtomicBool::new(false),
+                });
+                let events = self.live(|l| l.runs.start(&task, &call, &description, snapshot))?;
+                self.emit_events(events);
+            }
+            let kids = &*kids;
+            // Each step runs for every child still live, in order: the stream
+            // interleaves deterministically.
+            enum Out {
+                Progress(SubagentProgress),
+                Update(Value),
+            }
+            let step = |this: &Self, f: &dyn Fn(&Kid) -> Out| -> Step {
+                for kid in kids {
+                    let events = this.live(|l| match f(kid) {
+                        Out::Progress(p) => l.runs.progress(&kid.task, p),
+                        Out::Update(v) => l.runs.output(&kid.task, v),
+                    })?;
+                    this.emit_events(events);
+                }
+                Ok(())
+            };
+            let text = |s: String| {
+                serde_json::to_value(SessionUpdate::AgentMessageChunk(ContentChunk::new(
+                    ContentBlock::from(s),
+                )))
+                .unwrap_or_default()
+            };
+            step(self, &|_| {
+                Out::Progress(
+                    SubagentProgress::new()
+                        .summary(Some("Started".to_owned()))
+                        .turn_count(Some(nn(1.0)))
+                        .tool_call_count(Some(nn(0.0)))
+                        .error_count(Some(nn(0.0))),
+                )
+            })?;
+            step(self, &|k| {
+                Out::Update(text(format!("{}: reading the task", k.name)))
+            })?;
+            step(self, &|k| {
+                Out::Update(
+                    serde_json::to_value(SessionUpdate::ToolCall(
+                        ToolCall::new(format!("{}-read", k.task), "Read notes")
+                            .kind(ToolKind::Read)
+                            .status(ToolCallStatus::InProgress),
+                    ))
+                    .unwrap_or_default(),
+                )
+            })?;
+            step(self, &|k| {
+                Out::Update(
+                    serde_json::to_value(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                        format!("{}-read", k.task),
+                        ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
+                    )))
+                    .unwrap_or_default(),
+                )
+            })?;
+            step(self, &|_| {
+                Out::Progress(
+                    SubagentProgress::new()
+                        .summary(Some("Working".to_owned()))
+                        .tool_call_count(Some(nn(1.0)))
+                        .last_tool_name(Some("Read".to_owned()))
+                        .tools_used(Some(vec!["Read".to_owned()]))
+                        .total_tokens(Some(nn(120.0))),
+                )
+            })?;
+            self.sleep(secs).await?;
+            step(self, &|k| Out::Update(text(format!("{}: done", k.name))))?;
+            let mut completed = 0;
+            for kid in kids {
+                let summary = format!("{} finished", kid.name);
+                let (events, tool_uses) = self.live(|l| {
+                    if !l.runs.live(&kid.task) {
+                        return (None, 0);
+                    }
+                    let events = l.runs.finish(
+                        &kid.task,
+                        SubagentState::Completed,
+                        SnapshotPatch::new().summary(summary.clone()),
+                    );
+                    (
+                        Some(events),
+                        l.runs.get(&kid.task).map_or(0, |r| r.tool_uses),
+                    )
+                })?;
+                let Some(events) = events else { continue };
+                completed += 1;
+                kid.closed.store(true, std::sync::atomic::Ordering::Relaxed);
+                self.emit_events(events);
+                self.send(SessionUpdate::ToolCallUpdate(
+                    ToolCallUpdate::new(
+                        kid.call.clone(),
+                        ToolCallUpdateFields::new()
+                            .status(ToolCallStatus::Completed)
+                            .content(vec![ToolCallContent::from(summary.clone())]),
+                    )
                     .meta(
                         self.tool_meta(
                             SUBAGENT_TOOL,
                             Some(
                                 TaskMeta::new(
-                                    task.clone(),
+                                    kid.task.clone(),
                                     TaskKind::Subagent,
-                                    TaskStatus::InProgress,
+                                    TaskStatus::Completed,
                                 )
-                                .description(description.clone())
-                                .actor(name.clone())
-                                .model_id(super::state::DEFAULT_MODEL)
-                                .started_at_epoch_seconds(nn(now as f64)),
+                                .summary(summary.clone())
+                                .ended_at_epoch_seconds(nn(time::now() as f64))
+                                .usage(
+                                    TaskUsage::new()
+                                        .total_tokens(nn(120.0))
+                                        .tool_uses(nn(tool_uses as f64))
+                                        .duration_ms(nn((secs * 1000.0).round())),
+                                ),
                             ),
                         ),
                     ),
-            ));
-            let support = SubagentSupport::new(
-                vec![SubagentStream::Text, SubagentStream::Tool],
-                true,
-                OutputRead::LiveTail,
-                true,
-            );
-            let snapshot = SubagentSnapshot::new(SubagentState::Running, support)
-                .parent_tool_call_id(call.clone())
-                .name(name.clone())
-                .description(description.clone())
-                .model_id(super::state::DEFAULT_MODEL)
-                .started_at_epoch_seconds(nn(now as f64));
-            let events = self.live(|l| l.runs.start(&task, &call, &description, snapshot))?;
-            self.emit_events(events);
-            kids.push(Kid { task, call, name });
-        }
-        // Each step runs for every child still live, in order: the stream
-        // interleaves deterministically.
-        enum Out {
-            Progress(SubagentProgress),
-            Update(Value),
-        }
-        let step = |this: &Self, f: &dyn Fn(&Kid) -> Out| -> Step {
-            for kid in &kids {
-                let events = this.live(|l| match f(kid) {
-                    Out::Progress(p) => l.runs.progress(&kid.task, p),
-                    Out::Update(v) => l.runs.output(&kid.task, v),
-                })?;
-                this.emit_events(events);
+                ));
             }
-            Ok(())
+            Ok(completed)
         };
-        let text = |s: String| {
-            serde_json::to_value(SessionUpdate::AgentMessageChunk(ContentChunk::new(
-                ContentBlock::from(s),
-            )))
-            .unwrap_or_default()
+        let completed = match run.await {
+            Ok(completed) => completed,
+            Err(stop) => {
+                // However the turn ended (cancel, close, EOF), every root
+                // tool call it opened gets a terminal update.
+                for kid in kids
+                    .iter()
+                    .filter(|k| !k.closed.load(std::sync::atomic::Ordering::Relaxed))
+                {
+                    self.fail_subagent_call(&kid.task, &kid.call);
+                }
+                return Err(stop);
+            }
         };
-        step(self, &|_| {
-            Out::Progress(
-                SubagentProgress::new()
-                    .summary(Some("Started".to_owned()))
-                    .turn_count(Some(nn(1.0)))
-                    .tool_call_count(Some(nn(0.0)))
-                    .error_count(Some(nn(0.0))),
-            )
-        })?;
-        step(self, &|k| {
-            Out::Update(text(format!("{}: reading the task", k.name)))
-        })?;
-        step(self, &|k| {
-            Out::Update(
-                serde_json::to_value(SessionUpdate::ToolCall(
-                    ToolCall::new(format!("{}-read", k.task), "Read notes")
-                        .kind(ToolKind::Read)
-                        .status(ToolCallStatus::InProgress),
-                ))
-                .unwrap_or_default(),
-            )
-        })?;
-        step(self, &|k| {
-            Out::Update(
-                serde_json::to_value(SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                    format!("{}-read", k.task),
-                    ToolCallUpdateFields::new().status(ToolCallStatus::Completed),
-                )))
-                .unwrap_or_default(),
-            )
-        })?;
-        step(self, &|_| {
-            Out::Progress(
-                SubagentProgress::new()
-                    .summary(Some("Working".to_owned()))
-                    .tool_call_count(Some(nn(1.0)))
-                    .last_tool_name(Some("Read".to_owned()))
-                    .tools_used(Some(vec!["Read".to_owned()]))
-                    .total_tokens(Some(nn(120.0))),
-            )
-        })?;
-        if let Err(stop) = self.sleep(secs).await {
-            // The turn was cancelled: so are its live children.
-            let (shared, cx, ns, sid, events) = (
-                &self.shared,
-                &self.cx,
-                self.ns,
-                &self.session_id,
-                self.subagent_events,
-            );
-            let _ = self.live(|l| {
-                for kid in &kids {
-                    cancel_run(
-                        shared,
-                        cx,
-                        ns,
-                        events,
-                        sid,
-                        l,
-                        &kid.task,
-                        "the turn was cancelled",
-                    );
-                }
-            });
-            return Err(stop);
-        }
-        step(self, &|k| Out::Update(text(format!("{}: done", k.name))))?;
-        let mut completed = 0;
-        for kid in &kids {
-            let summary = format!("{} finished", kid.name);
-            let (events, tool_uses) = self.live(|l| {
-                if !l.runs.live(&kid.task) {
-                    return (None, 0);
-                }
-                let events = l.runs.finish(
-                    &kid.task,
-                    SubagentState::Completed,
-                    SnapshotPatch::new().summary(summary.clone()),
-                );
-                (
-                    Some(events),
-                    l.runs.get(&kid.task).map_or(0, |r| r.tool_uses),
-                )
-            })?;
-            let Some(events) = events else { continue };
-            completed += 1;
-            self.emit_events(events);
-            self.send(SessionUpdate::ToolCallUpdate(
-                ToolCallUpdate::new(
-                    kid.call.clone(),
-                    ToolCallUpdateFields::new()
-                        .status(ToolCallStatus::Completed)
-                        .content(vec![ToolCallContent::from(summary.clone())]),
-                )
-                .meta(
-                    self.tool_meta(
-                        SUBAGENT_TOOL,
-                        Some(
-                            TaskMeta::new(
-                                kid.task.clone(),
-                                TaskKind::Subagent,
-                                TaskStatus::Completed,
-                            )
-                            .summary(summary.clone())
-                            .ended_at_epoch_seconds(nn(time::now() as f64))
-                            .usage(
-                                TaskUsage::new()
-                                    .total_tokens(nn(120.0))
-                                    .tool_uses(nn(tool_uses as f64))
-                                    .duration_ms(nn((secs * 1000.0).round())),
-                            ),
-                        ),
-                    ),
-                ),
-            ));
-        }
         self.final_answer(&format!(
             "Ran {count} subagents: {completed} completed, {} cancelled.",
             count - completed
@@ -959,21 +1003,19 @@ impl Turn {
                 format!("Wake up in {secs} s"),
             )
         };
-        let started = time::now();
+        // A scheduled task starts at its wakeup; until then it is pending
+        // and has no start time.
+        let started = (kind == TaskKind::Background).then(time::now);
+        let mut meta =
+            TaskMeta::new(task.clone(), kind, task_status).description(description.clone());
+        if let Some(at) = started {
+            meta = meta.started_at_epoch_seconds(nn(at as f64));
+        }
         self.send(SessionUpdate::ToolCall(
             ToolCall::new(call.clone(), title)
                 .kind(ToolKind::Execute)
                 .status(status)
-                .meta(
-                    self.tool_meta(
-                        tool,
-                        Some(
-                            TaskMeta::new(task.clone(), kind, task_status)
-                                .description(description.clone())
-                                .started_at_epoch_seconds(nn(started as f64)),
-                        ),
-                    ),
-                ),
+                .meta(self.tool_meta(tool, Some(meta))),
         ));
         let cancel = Cancel::new();
         let (shared, cx, ns, sid) = (&self.shared, &self.cx, self.ns, &self.session_id);
@@ -1015,8 +1057,13 @@ impl Turn {
     }
 
     fn compact(&mut self) -> Step {
-        let call = self.with(|_, c| c.call())?;
         let before = self.with(|s, _| s.context_used)?;
+        if before == 0 {
+            // A fresh session has nothing to compact: no compaction runs.
+            self.final_answer("Nothing to compact: the context is empty.");
+            return Ok(());
+        }
+        let call = self.with(|_, c| c.call())?;
         let after = before / 4;
         let activity = self.shared.has(Feature::Compaction);
         let meta = |done: bool| {
@@ -1339,7 +1386,7 @@ impl Turn {
             .iter()
             .flat_map(|l| l.windows.iter().map(|w| f64::from(w.used_percent)))
             .collect();
-        wire::notify(&self.cx, self.ns, snapshot);
+        self.shared.notify(&self.cx, self.ns, snapshot);
         self.final_answer(&format!(
             "Rate limits: 5-hour window {}% used, weekly window {}% used.",
             used.first().copied().unwrap_or_default(),
@@ -1465,6 +1512,29 @@ pub(crate) fn cancel_run(
             wire::notify(cx, ns, e);
         }
     }
+    fail_call(
+        shared,
+        cx,
+        ns,
+        session_id,
+        task_id,
+        &record.tool_call_id,
+        reason,
+    );
+    true
+}
+
+/// Sends a subagent's root tool call its terminal `failed` update (task
+/// `failed`, with `reason`).
+fn fail_call(
+    shared: &Shared,
+    cx: &Cx,
+    ns: Namespace,
+    session_id: &str,
+    task_id: &str,
+    call_id: &str,
+    reason: &str,
+) {
     let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)
         .error(reason)
         .ended_at_epoch_seconds(nn(time::now() as f64));
@@ -1473,13 +1543,39 @@ pub(crate) fn cancel_run(
         session_id,
         SessionUpdate::ToolCallUpdate(
             ToolCallUpdate::new(
-                record.tool_call_id.clone(),
+                call_id.to_owned(),
                 ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
             )
             .meta(tool_meta(shared, ns, SUBAGENT_TOOL, Some(task))),
         ),
     );
-    true
+}
+
+/// A dollar amount at 10 decimal places (a ten-thousandth of a micro-dollar):
+/// the binary noise of summing prices (`0.0008592000000000001`) goes, the
+/// amounts stay within the checker's tolerance of each other.
+fn round_cost(usd: f64) -> f64 {
+    (usd * 1e10).round() / 1e10
+}
+
+/// Rounds every `costUSD` of a usage update the accumulator built: its
+/// sums and differences of rounded costs carry binary noise again.
+fn round_costs(update: &mut SessionUsageUpdate) {
+    let round = |u: &mut ModelUsage| {
+        if let Some(c) = u.cost_usd {
+            u.cost_usd = FiniteF64::new(round_cost(f64::from(c))).ok();
+        }
+    };
+    round(&mut update.usage);
+    update
+        .model_usage
+        .iter_mut()
+        .flat_map(|m| m.values_mut())
+        .for_each(round);
+    if let Some(delta) = &mut update.delta {
+        round(&mut delta.usage);
+        delta.model_usage.values_mut().for_each(round);
+    }
 }
 
 /// The MCP server of the `/app` tool.
@@ -1543,11 +1639,15 @@ impl BackgroundJob {
         } else {
             tool_names::SCHEDULE_WAKEUP
         };
+        // A scheduled task that ran started at its wakeup, now.
+        let started = task.started.or(done.then(time::now));
         let send =
             |status: ToolCallStatus, task_status: TaskStatus, ended: bool, error: Option<&str>| {
                 let mut t = TaskMeta::new(task.task_id.clone(), task.kind, task_status)
-                    .description(task.description.clone())
-                    .started_at_epoch_seconds(nn(task.started as f64));
+                    .description(task.description.clone());
+                if let Some(at) = started {
+                    t = t.started_at_epoch_seconds(nn(at as f64));
+                }
                 if ended {
                     t = t
                         .ended_at_epoch_seconds(nn(time::now() as f64))
@@ -1593,6 +1693,28 @@ impl BackgroundJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_command_is_one_the_script_knows() {
+        for c in super::super::help::PROMPT_COMMANDS {
+            let word = c.usage.split_whitespace().next().unwrap();
+            let cmd = match word {
+                "TEXT" => parse_command("hello"),
+                "/goal" => parse_command("/goal pause"),
+                w => parse_command(w),
+            }
+            .unwrap();
+            assert!(!matches!(cmd, Command::Unknown(_)), "{word}");
+        }
+        let serve_md = include_str!("../../SERVE.md");
+        for c in super::super::help::PROMPT_COMMANDS.iter().skip(1) {
+            let word = c.usage.split_whitespace().next().unwrap();
+            assert!(
+                serve_md.contains(&format!("| `{word}")),
+                "SERVE.md lacks {word}"
+            );
+        }
+    }
 
     #[test]
     fn commands_parse() {

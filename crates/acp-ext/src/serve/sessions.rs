@@ -46,11 +46,12 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
         .cloned()
         .unwrap_or_default();
 
+    let has = |ns: Namespace| meta.get(ns.key()).is_some_and(Value::is_object);
+    shared.set_client_extensions(has(Namespace::Ua) || has(Namespace::Lody));
     let ns = match shared.namespaces {
         ServeNamespace::Ua => Namespace::Ua,
         ServeNamespace::Lody => Namespace::Lody,
         ServeNamespace::Both => {
-            let has = |ns: Namespace| meta.get(ns.key()).is_some_and(Value::is_object);
             if has(Namespace::Ua) && !has(Namespace::Lody) {
                 Namespace::Ua
             } else {
@@ -456,10 +457,24 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Val
     let id = request.session_id.to_string();
     let mut inner = shared.lock();
     let ns = inner.client.ns;
+    let events = inner.client.subagent_events;
     let Some(session) = inner.sessions.get_mut(&id) else {
         return Err(unknown_session(&id));
     };
     if let Some(mut live) = session.live.take() {
+        // Live subagent runs end here, with their root tool calls.
+        for task in live.runs.live_task_ids() {
+            super::script::cancel_run(
+                shared,
+                cx,
+                ns,
+                events,
+                &id,
+                &mut live,
+                &task,
+                "the session was closed",
+            );
+        }
         live.cancel_all();
         // The lifetime ends here: report the session idle with no work.
         live.turn = None;

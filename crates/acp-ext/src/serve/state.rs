@@ -2,12 +2,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use acp_extension_core::capabilities::Feature;
 use acp_extension_core::mcp_apps::{McpAppToolCallMeta, McpCallToolResult};
+use acp_extension_core::methods::ExtensionNotificationMethod;
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
     GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
@@ -20,7 +21,15 @@ use super::cancel::Cancel;
 use super::features::Advertised;
 use super::ledger::Runs;
 use super::wire::{self, Cx, nn};
-use super::{ServeNamespace, ServeOptions, TaskGuard, TaskMonitor};
+use super::{PlainClients, ServeNamespace, ServeOptions, SessionIds, TaskGuard, TaskMonitor};
+
+/// Eight random hex digits, the same for every connection of this process:
+/// session ids of two `serve` processes never collide, and those of one
+/// process stay apart by their counter.
+fn process_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned())
+}
 
 /// The default model id of a session (overridable through `sessionConfig.modelId`).
 pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";
@@ -37,6 +46,12 @@ pub(crate) struct Shared {
     monitor: TaskMonitor,
     /// This connection's own task count, drained on EOF.
     tasks: TaskMonitor,
+    /// What a client that advertised no extension gets.
+    plain_clients: PlainClients,
+    /// Whether agent-only extension notifications go to this client: it
+    /// advertised `_meta.ua` or `_meta.lody`, or `plain_clients` says so.
+    /// Set at `initialize`; an atomic, as senders may hold the state lock.
+    ext_notifications: AtomicBool,
     inner: Mutex<Inner>,
 }
 
@@ -92,9 +107,12 @@ impl Default for ClientSide {
     }
 }
 
-/// Per-connection id counters: ids are deterministic for the same input.
+/// Per-connection id counters: ids are deterministic for the same input,
+/// but for the process-wide prefix of session ids ([`SessionIds::Unique`]).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
+    /// `sess-<prefix>-N` when set, else `sess-N`.
+    session_prefix: Option<String>,
     session: u64,
     turn: u64,
     call: u64,
@@ -107,9 +125,23 @@ pub(crate) struct Counters {
 }
 
 impl Counters {
+    fn new(ids: SessionIds) -> Self {
+        Self {
+            session_prefix: match ids {
+                SessionIds::Unique => Some(process_prefix().to_owned()),
+                SessionIds::Counter => None,
+            },
+            ..Self::default()
+        }
+    }
+
     pub(crate) fn session(&mut self) -> (u64, String) {
         self.session += 1;
-        (self.session, format!("sess-{}", self.session))
+        let id = match &self.session_prefix {
+            Some(prefix) => format!("sess-{prefix}-{}", self.session),
+            None => format!("sess-{}", self.session),
+        };
+        (self.session, id)
     }
     pub(crate) fn turn(&mut self) -> String {
         self.turn += 1;
@@ -226,7 +258,8 @@ pub(crate) struct Background {
     pub(crate) tool_call_id: String,
     pub(crate) kind: TaskKind,
     pub(crate) description: String,
-    pub(crate) started: u64,
+    /// `None` while a scheduled task waits for its wakeup.
+    pub(crate) started: Option<u64>,
     pub(crate) cancel: Cancel,
 }
 
@@ -295,7 +328,12 @@ impl Shared {
             namespaces: options.namespace,
             monitor: options.task_monitor,
             tasks: TaskMonitor::new(),
-            inner: Mutex::new(Inner::default()),
+            plain_clients: options.plain_clients,
+            ext_notifications: AtomicBool::new(true),
+            inner: Mutex::new(Inner {
+                counters: Counters::new(options.session_ids),
+                ..Inner::default()
+            }),
         }))
     }
 
@@ -315,6 +353,27 @@ impl Shared {
         self.advertised.has(feature)
     }
 
+    /// Records at `initialize` whether the client advertised extensions
+    /// (under either namespace, even an empty section).
+    pub(crate) fn set_client_extensions(&self, advertised: bool) {
+        let on = advertised || self.plain_clients == PlainClients::Notify;
+        self.ext_notifications.store(on, Ordering::Relaxed);
+    }
+
+    /// Sends an agent-only extension notification (`usage_update`,
+    /// `rate_limits/update`, `steer_applied`, `activity_update`), unless the
+    /// client advertised no extension and plain clients are left quiet.
+    pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(
+        &self,
+        cx: &Cx,
+        ns: Namespace,
+        payload: T,
+    ) {
+        if self.ext_notifications.load(Ordering::Relaxed) {
+            wire::notify(cx, ns, payload);
+        }
+    }
+
     /// Sends `_<ns>/session/activity_update` if the session's level changed.
     pub(crate) fn sync_activity(&self, cx: &Cx, ns: Namespace, session_id: &str, live: &mut Live) {
         let level = live.level();
@@ -323,7 +382,7 @@ impl Shared {
         }
         live.activity = level;
         if self.has(Feature::SessionActivity) {
-            wire::notify(
+            self.notify(
                 cx,
                 ns,
                 SessionActivityUpdate::new(session_id, level.0, nn(level.1 as f64)),
