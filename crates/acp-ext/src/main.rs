@@ -115,6 +115,10 @@ enum Command {
         /// Do not validate.
         #[arg(long)]
         no_validate: bool,
+        /// Cap the validator at SHARE of one core (0 to 1; default 1, no cap: it runs at idle
+        /// priority). Past the cap, lines are skipped for validation and counted.
+        #[arg(long, value_name = "SHARE", conflicts_with = "no_validate")]
+        validator_cpu: Option<f64>,
         /// At exit, print the counters (bytes, messages, validated, skipped…) as one JSON line
         /// on stderr.
         #[arg(long)]
@@ -294,9 +298,18 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             format,
             findings,
             no_validate,
+            validator_cpu,
             stats,
             command,
-        } => Ok(tap(record, format, findings, no_validate, stats, command)),
+        } => Ok(tap(
+            record,
+            format,
+            findings,
+            no_validate,
+            validator_cpu,
+            stats,
+            command,
+        )),
         Command::Usage {
             command:
                 UsageCommand::Fold {
@@ -402,10 +415,14 @@ fn tap(
     format: RecordFormat,
     findings: Option<PathBuf>,
     no_validate: bool,
+    validator_cpu: Option<f64>,
     stats: bool,
     command: Vec<OsString>,
 ) -> ExitCode {
     let mut options = TapOptions::new().validate(!no_validate);
+    if let Some(share) = validator_cpu {
+        options = options.validator_cpu(share);
+    }
     // The guard ends the agent's process group if this process is killed.
     if let Ok(exe) = std::env::current_exe() {
         options = options.agent_guard(exe);

@@ -12,7 +12,9 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::forward::copy;
-use super::monitor::{ChunkSender, Limits, Monitor, Shared, ToMonitor, channel, validate_loop};
+use super::monitor::{
+    ChunkSender, CpuBudget, Limits, Monitor, Shared, ToMonitor, channel, validate_loop,
+};
 use super::{Counters, FindingSink};
 use crate::check::{Direction, Finding, Severity};
 
@@ -174,7 +176,13 @@ pub fn run(inputs: [&[u8]; 2], sizes: &[usize], write_max: usize, interrupt: boo
     };
     let findings = Captured::default();
     let sink = Arc::new(Mutex::new(FindingSink::Writer(Box::new(findings.clone()))));
-    validate_loop(Arc::clone(&shared), vrx, Box::new(echo), sink);
+    validate_loop(
+        Arc::clone(&shared),
+        vrx,
+        Box::new(echo),
+        sink,
+        CpuBudget::new(1.0),
+    );
 
     let mut values =
         std::mem::take(&mut *seen.lock().unwrap_or_else(|e| e.into_inner())).into_iter();

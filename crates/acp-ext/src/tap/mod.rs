@@ -88,6 +88,10 @@ pub type Validator = Box<dyn FnMut(Direction, &Value) -> Vec<Finding> + Send>;
 /// How long the agent's remaining output is awaited after it exited (a
 /// grandchild may hold its stdout open).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// The validator's default share of one core ([`TapOptions::validator_cpu`]):
+/// no cap.
+pub const DEFAULT_VALIDATOR_CPU: f64 = 1.0;
+
 /// How long queued messages are still validated after the connection ended.
 const VALIDATE_AFTER_EXIT: Duration = Duration::from_secs(2);
 
@@ -109,6 +113,7 @@ pub struct TapOptions {
     validator: Option<Validator>,
     limits: Limits,
     guard: Option<PathBuf>,
+    validator_cpu: f64,
 }
 
 impl Default for TapOptions {
@@ -125,6 +130,7 @@ impl fmt::Debug for TapOptions {
             .field("validate", &self.validate)
             .field("custom_validator", &self.validator.is_some())
             .field("agent_guard", &self.guard)
+            .field("validator_cpu", &self.validator_cpu)
             .finish()
     }
 }
@@ -143,6 +149,7 @@ impl TapOptions {
                 validator_bytes: 32 << 20,
             },
             guard: None,
+            validator_cpu: DEFAULT_VALIDATOR_CPU,
         }
     }
 
@@ -194,6 +201,24 @@ impl TapOptions {
     /// leaves the agent to notice the end of its input.
     pub fn agent_guard(mut self, exe: impl Into<PathBuf>) -> Self {
         self.guard = Some(exe.into());
+        self
+    }
+
+    /// Caps the validator at `share` of one core's CPU time (0 < share ≤ 1;
+    /// the default, 1, is no cap: the validator runs at idle priority and
+    /// takes what the forwarding leaves). Past the cap the validator waits,
+    /// its queue fills and lines are skipped for validation (and counted)
+    /// rather than competing with the client, the agent and the pumps. A
+    /// message costs the validator a few microseconds, so validating every
+    /// message of 50,000 a second each way takes more than half a core:
+    /// cap it only where a flood's forwarding matters more than its
+    /// findings.
+    pub fn validator_cpu(mut self, share: f64) -> Self {
+        self.validator_cpu = if share.is_finite() && share > 0.0 {
+            share.min(1.0)
+        } else {
+            DEFAULT_VALIDATOR_CPU
+        };
         self
     }
 
@@ -447,6 +472,7 @@ where
     let (monitor_tx, monitor_rx) = monitor::channel();
     let mut validator_done = None;
     let mut validator_tx = None;
+    let mut validator_thread: Option<thread::Thread> = None;
     if let Some(sink) = sink {
         let (tx, rx) = mpsc::channel();
         validator_tx = Some(tx);
@@ -455,17 +481,22 @@ where
         let shared = Arc::clone(&shared);
         let custom = options.validator.take();
         let sink = Arc::new(Mutex::new(sink));
-        thread::Builder::new()
-            .name("tap-validator".into())
-            .spawn(move || {
-                process::set_priority(process::Priority::Idle);
-                let validator = custom.unwrap_or_else(|| {
-                    let mut checker = Checker::new();
-                    Box::new(move |d, m: &Value| checker.message(d, m))
-                });
-                monitor::validate_loop(shared, rx, validator, sink);
-                let _ = done_tx.send(());
-            })?;
+        let budget = monitor::CpuBudget::new(options.validator_cpu);
+        validator_thread = Some(
+            thread::Builder::new()
+                .name("tap-validator".into())
+                .spawn(move || {
+                    process::set_priority(process::Priority::Idle);
+                    let validator = custom.unwrap_or_else(|| {
+                        let mut checker = Checker::new();
+                        Box::new(move |d, m: &Value| checker.message(d, m))
+                    });
+                    monitor::validate_loop(shared, rx, validator, sink, budget);
+                    let _ = done_tx.send(());
+                })?
+                .thread()
+                .clone(),
+        );
     }
     let recording = record.is_some();
     let mut pipe_r = [None, None];
@@ -543,6 +574,10 @@ where
     }
 
     let status = signals.wait(&mut child)?;
+    shared.forwarding_done.store(true, Relaxed);
+    if let Some(t) = &validator_thread {
+        t.unpark();
+    }
     let exit_code = process::exit_code(status);
     let _ = drained_rx.recv_timeout(DRAIN_AFTER_EXIT);
 

@@ -27,7 +27,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -145,6 +145,9 @@ pub(crate) struct Shared {
     /// Whether there is a recorder (every line matters) or only a validator
     /// (lines may be skipped as soon as the validator is busy).
     pub recording: bool,
+    /// Set once the agent exited: the validator's CPU budget no longer
+    /// applies (nothing to compete with; the tap waits for it).
+    pub forwarding_done: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -159,6 +162,7 @@ impl Shared {
             validator_queued: AtomicUsize::new(0),
             validator_queued_bytes: AtomicUsize::new(0),
             recording,
+            forwarding_done: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -169,9 +173,11 @@ impl Shared {
     pub fn buffer(&self, n: usize) -> Vec<u8> {
         if n >= POOLED_MIN {
             let reused = self.pool.lock().ok().and_then(|mut pool| {
+                // Big enough already (growing it would fault in fresh
+                // pages), and not much bigger.
                 let fits = pool
                     .iter()
-                    .rposition(|b| b.capacity() <= n.saturating_mul(4))?;
+                    .rposition(|b| (n..=n.saturating_mul(4)).contains(&b.capacity()))?;
                 Some(pool.swap_remove(fits))
             });
             if let Some(mut b) = reused {
@@ -671,15 +677,74 @@ impl Monitor {
     }
 }
 
-/// The validator thread: checks each message and writes findings.
+/// How much of one core the validator may take, as a token bucket of CPU
+/// time (the thread's own on Unix, else wall time): credit accrues at
+/// `share` of wall time, up to `burst`; a batch spends what it took; in
+/// debt, the validator waits until the credit is back. Its queue then fills
+/// and the pumps stop offering it lines (they are counted as skipped), so
+/// in a flood the forwarding keeps the cores. Below the budget nothing
+/// waits.
+#[derive(Debug)]
+pub(crate) struct CpuBudget {
+    share: f64,
+    burst: Duration,
+    credit: f64,
+    last: Instant,
+}
+
+impl CpuBudget {
+    pub(crate) fn new(share: f64) -> Self {
+        let burst = Duration::from_millis(20);
+        Self {
+            share,
+            burst,
+            credit: burst.as_secs_f64(),
+            last: Instant::now(),
+        }
+    }
+
+    /// Spends `busy`; returns how long to sleep before the next batch.
+    pub(crate) fn spend(&mut self, busy: Duration) -> Option<Duration> {
+        if self.share >= 1.0 {
+            return None;
+        }
+        let now = Instant::now();
+        let earned = now.duration_since(self.last).as_secs_f64() * self.share;
+        self.last = now;
+        self.credit = (self.credit + earned).min(self.burst.as_secs_f64()) - busy.as_secs_f64();
+        (self.credit < 0.0).then(|| Duration::from_secs_f64(-self.credit / self.share))
+    }
+}
+
+/// CPU time this thread has used (Unix), else wall time.
+fn busy_clock() -> Duration {
+    #[cfg(unix)]
+    {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(
+            t.tv_sec.max(0) as u64,
+            t.tv_nsec.clamp(0, 999_999_999) as u32,
+        )
+    }
+    #[cfg(not(unix))]
+    {
+        static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        START.get_or_init(Instant::now).elapsed()
+    }
+}
+
+/// The validator thread: checks each message and writes findings, within
+/// its CPU `budget`.
 pub(crate) fn validate_loop(
     shared: Arc<Shared>,
     rx: Receiver<ToValidate>,
     mut validator: Validator,
     sink: Arc<Mutex<FindingSink>>,
+    mut budget: CpuBudget,
 ) {
     let counters = &shared.counters;
     for batch in rx {
+        let started = busy_clock();
         shared
             .validator_queued
             .fetch_sub(batch.lines as usize, Relaxed);
@@ -718,6 +783,12 @@ pub(crate) fn validate_loop(
         }
         for (buf, _) in batch.runs {
             shared.recycle(buf);
+        }
+        if let Some(pause) = budget.spend(busy_clock().saturating_sub(started))
+            && !shared.forwarding_done.load(Relaxed)
+        {
+            // Unparked when the agent exits: the rest is validated at once.
+            std::thread::park_timeout(pause);
         }
     }
 }

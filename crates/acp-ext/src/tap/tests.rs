@@ -6,13 +6,13 @@ use std::io;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::fuzzing::Captured;
 use super::monitor::{
-    Body, ChunkSender, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
+    Body, ChunkSender, CpuBudget, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
 };
 use super::{Counters, FindingSink, RecordFormat, RecordWriter};
 use crate::check::{Direction, Finding, Severity};
@@ -72,7 +72,7 @@ fn rig() -> Rig {
                 Vec::new()
             }
         };
-        validate_loop(s, vrx, Box::new(check), sink);
+        validate_loop(s, vrx, Box::new(check), sink, CpuBudget::new(1.0));
     });
     Rig {
         shared,
@@ -236,6 +236,36 @@ fn chunk_buffers_stay_close_to_the_bytes_they_hold() {
     assert!(shared.buffer(32 << 10).capacity() <= 4 * (32 << 10));
     assert!(shared.buffer(100).capacity() < 4 * 100);
     assert_eq!(shared.pool.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn a_pooled_buffer_is_never_grown_for_a_larger_chunk() {
+    // Growing a reused buffer moves it to fresh pages, which the kernel
+    // zeroes on first touch: the monitor once spent a third of its time so.
+    let shared = Shared::new(Arc::new(Counters::default()), LIMITS, Instant::now(), true);
+    let small = shared.buffer(20 << 10);
+    let small_cap = small.capacity();
+    shared.recycle(small);
+    let big = shared.buffer(64 << 10);
+    assert!(big.capacity() >= 64 << 10);
+    // The 20 KiB buffer stays in the pool for a chunk it fits.
+    assert_eq!(shared.pool.lock().unwrap().len(), 1);
+    assert_eq!(shared.buffer(20 << 10).capacity(), small_cap);
+}
+
+#[test]
+fn the_validator_budget_pauses_only_past_its_share() {
+    assert_eq!(CpuBudget::new(1.0).spend(Duration::from_secs(5)), None);
+    let mut budget = CpuBudget::new(0.5);
+    // Within the burst allowance: no pause.
+    assert_eq!(budget.spend(Duration::from_millis(5)), None);
+    // 100 ms of work at half a core is paid back by about 170 ms of rest
+    // (the 15 ms of burst left pays for part of it).
+    let pause = budget.spend(Duration::from_millis(100)).unwrap();
+    assert!(
+        pause > Duration::from_millis(150) && pause <= Duration::from_millis(170),
+        "{pause:?}"
+    );
 }
 
 #[test]
