@@ -7,6 +7,7 @@
 pub mod check;
 pub mod choice;
 pub mod demo;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod output;

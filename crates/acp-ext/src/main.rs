@@ -489,7 +489,7 @@ fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             }
         }
         Some("all") => {
-            serde_json::to_writer_pretty(&mut out, &acp_extension_core::schema::all_schemas())?;
+            serde_json::to_writer_pretty(&mut out, &acp_extension_core::validate::all_schemas())?;
             writeln!(out)?;
         }
         Some(name) => {

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::namespace::{NamespaceSet, write_key};
-use crate::validate::{Check, Rule, Violation};
+use crate::violation::{Check, Rule, Violation};
 use crate::wire::{Map, True, Version1};
 
 crate::wire_struct! {

@@ -35,17 +35,19 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
+#[cfg(feature = "schema")]
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use indexmap::IndexMap;
+#[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::namespace::{self, Namespace};
 use crate::negotiation::Negotiated;
-use crate::validate::{Check, Rule, Violation, child};
+use crate::violation::{Check, Rule, Violation, child};
 use crate::wire::{Map, NonNegF64, Version1};
 
 crate::wire_struct! {
@@ -152,6 +154,7 @@ impl Check for ElicitationAnswer {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for ElicitationAnswer {
     fn schema_name() -> Cow<'static, str> {
         "ElicitationAnswer".into()
@@ -208,6 +211,7 @@ impl Check for ElicitationAnswers {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for ElicitationAnswers {
     fn schema_name() -> Cow<'static, str> {
         "ElicitationAnswers".into()

@@ -32,8 +32,16 @@
 
 #![deny(missing_docs)]
 
+// Ground floor: the violation vocabulary, then the wire primitives (and the
+// verdict-only pass their declarations generate).
+pub mod violation;
 pub mod wire;
 
+#[cfg(feature = "schema")]
+pub mod schema;
+
+// One module per contract area; each builds on the ground floor only (and on
+// `namespace`, `capabilities` and `meta` where the contract does).
 pub mod capabilities;
 pub mod elicitation;
 pub mod mcp_apps;
@@ -43,12 +51,13 @@ pub mod namespace;
 pub mod negotiation;
 pub mod plan_mode;
 pub mod rate_limits;
-pub mod schema;
 pub mod session;
 pub mod subagent_emitter;
 pub mod subagent_events;
 pub mod usage;
+
+// Whole-message validation on top: it dispatches by kind to every area.
 pub mod validate;
 
 pub use namespace::Namespace;
-pub use validate::{Check, Rule, Violation};
+pub use violation::{Check, Rule, Violation};

@@ -42,7 +42,7 @@ use crate::session::{
     ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, Notice, SessionConfig,
     SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
 };
-use crate::validate::{Check, Violation, check, child};
+use crate::violation::{Check, Violation, check, child};
 use crate::wire::Map;
 
 /// One contract field under `_meta.<ns>`: its key and value type.
@@ -324,8 +324,6 @@ has_meta!(
     LoadSessionResponse,
     ResumeSessionRequest,
     ResumeSessionResponse,
-    ForkSessionRequest,
-    ForkSessionResponse,
     ListSessionsRequest,
     CloseSessionRequest,
     PromptRequest,
@@ -343,3 +341,7 @@ has_meta!(
     SessionConfigOption,
     SetSessionConfigOptionRequest,
 );
+
+// `session/fork` is behind the SDK's `unstable_session_fork` feature.
+#[cfg(feature = "unstable_session_fork")]
+has_meta!(ForkSessionRequest, ForkSessionResponse);

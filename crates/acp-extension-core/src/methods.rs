@@ -48,7 +48,7 @@ use crate::session::{
 };
 use crate::subagent_events::SubagentEvent;
 use crate::usage::SessionUsageUpdate;
-use crate::validate::{Check, Violation, check};
+use crate::violation::{Check, Violation, check};
 
 /// Adds the leading `_` that some SDK dispatch paths strip from extension
 /// methods; a method that already starts with `_` is returned unchanged.

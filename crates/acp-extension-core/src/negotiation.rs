@@ -42,7 +42,7 @@ use crate::capabilities::{
     RateLimitsCapability, SteeringCapability, SubagentCapability, TaskCapability,
 };
 use crate::namespace::{self, Namespace};
-use crate::validate::{Violation, child};
+use crate::violation::{Violation, child};
 use crate::wire::{Map, json_type};
 
 /// Whether `capabilities` advertises subagent events (`subagentEvents`

@@ -1,5 +1,8 @@
 //! JSON Schema (draft 2020-12) of every payload kind, generated from the
-//! same declarations that parse and validate it.
+//! same declarations that parse and validate it (feature `schema`, on by
+//! default). [`Kind::schema`](crate::validate::Kind::schema) gives one kind's,
+//! [`validate::all_schemas`](crate::validate::all_schemas) all of them; this
+//! module holds the generator they share.
 //!
 //! What JSON Schema can express (types, required keys, enums, literals,
 //! minimums, non-empty strings, `null` not allowed) is in the schema; rules
@@ -19,8 +22,6 @@ use schemars::generate::SchemaSettings;
 use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
-use crate::validate::Kind;
-
 /// The generator every schema of this crate uses (draft 2020-12).
 pub fn generator() -> SchemaGenerator {
     SchemaGenerator::new(SchemaSettings::draft2020_12())
@@ -39,22 +40,4 @@ pub(crate) fn attach_defs(schema: &mut Schema, mut g: SchemaGenerator) {
             obj.insert("$defs".into(), Value::Object(defs));
         }
     }
-}
-
-/// The schema of one kind.
-pub fn schema_for(kind: Kind) -> Schema {
-    kind.schema()
-}
-
-/// One document with every kind: `{"$defs": {kind-name: schema, …}}`.
-pub fn all_schemas() -> Value {
-    let mut defs = Map::new();
-    for kind in Kind::ALL {
-        defs.insert(kind.name().to_owned(), Value::from(kind.schema()));
-    }
-    serde_json::json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "ACP Extension Core payload kinds",
-        "$defs": defs,
-    })
 }

@@ -23,18 +23,20 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
+#[cfg(feature = "schema")]
 use std::borrow::Cow;
 
 use agent_client_protocol::v1::schema::{
     AudioContent, ContentBlock, EmbeddedResource, ImageContent, ResourceLink, TextContent,
 };
 use indexmap::IndexMap;
+#[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::validate::{Check, Rule, Violation, child};
+use crate::violation::{Check, Rule, Violation, child};
 use crate::wire::{NonNegF64, Version1};
 
 /// Provider-neutral tool names sent as `_meta.<ns>.toolName` on ACP
@@ -567,6 +569,7 @@ impl Check for AcpContentBlock {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for AcpContentBlock {
     fn schema_name() -> Cow<'static, str> {
         "AcpContentBlock".into()
@@ -905,6 +908,7 @@ impl Check for ConfigOptionValue {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for ConfigOptionValue {
     fn schema_name() -> Cow<'static, str> {
         "ConfigOptionValue".into()
@@ -959,6 +963,7 @@ impl Check for ConfigOptionValues {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for ConfigOptionValues {
     fn schema_name() -> Cow<'static, str> {
         "ConfigOptionValues".into()

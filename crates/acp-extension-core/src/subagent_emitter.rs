@@ -109,7 +109,7 @@ use crate::subagent_events::{
     SubagentProgress, SubagentReason, SubagentReasonCode, SubagentSnapshot, SubagentState,
     SubagentSupport, is_subagent_event, is_subagent_output,
 };
-use crate::validate::{Rule, Violation, check, child};
+use crate::violation::{Rule, Violation, check, child};
 use crate::wire::{Map, NonNegF64};
 
 // ---------------------------------------------------------------------------

@@ -37,7 +37,7 @@
 //! yields a value that passes the contract guard or fails. The guards
 //! [`is_subagent_event`], [`is_subagent_snapshot`], [`is_subagent_progress`]
 //! and [`is_subagent_output`] are built on the same types, and
-//! [`crate::validate::check`] lists every violation with its JSON pointer.
+//! [`crate::violation::check`] lists every violation with its JSON pointer.
 //!
 //! ```
 //! use acp_extension_core::subagent_events::*;
@@ -66,21 +66,25 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
+#[cfg(feature = "schema")]
 use std::borrow::Cow;
 use std::fmt;
 
 use agent_client_protocol::v1::schema::SessionUpdate;
+#[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::validate::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
-use crate::validate::{Check, Rule, Violation, child};
+use crate::violation::{Check, Rule, Violation, child};
+#[cfg(feature = "schema")]
+use crate::wire::nullable_schema;
+use crate::wire::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
 use crate::wire::{
     FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt, SafeUint, True,
-    Version1, check_nullable, check_opt, check_req, nullable_schema,
+    Version1, check_nullable, check_opt, check_req,
 };
 
 /// The method of a subagent event in the `lody` namespace.
@@ -730,6 +734,7 @@ impl Check for EmbeddedResourceContents {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for EmbeddedResourceContents {
     fn schema_name() -> Cow<'static, str> {
         "EmbeddedResourceContents".into()
@@ -1255,6 +1260,7 @@ impl Check for SubagentOutput {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for SubagentOutput {
     fn schema_name() -> Cow<'static, str> {
         "SubagentOutput".into()
@@ -1783,6 +1789,7 @@ impl Check for SubagentEvent {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for SubagentEvent {
     fn schema_name() -> Cow<'static, str> {
         "SubagentEvent".into()

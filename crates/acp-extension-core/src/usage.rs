@@ -68,19 +68,21 @@
 //! models it touches plus the size of its output, not to the history. See
 //! [`SessionUsageAccumulator`] for how the float sums stay bit-identical.
 
+#[cfg(feature = "schema")]
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::io::{BufRead, Write};
 
 use indexmap::IndexMap;
+#[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::namespace::{self, Namespace};
-use crate::validate::{Check, Rule, Violation};
+use crate::violation::{Check, Rule, Violation};
 use crate::wire::{FiniteF64, Map};
 
 /// Longest `usageScopeId` the contract allows (in JavaScript string length,
@@ -187,6 +189,7 @@ impl Check for UsageCount {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for UsageCount {
     fn schema_name() -> Cow<'static, str> {
         "UsageCount".into()
@@ -982,10 +985,10 @@ fn parse_step(line: &[u8]) -> Result<FoldStep, String> {
                     pointer.push_str(&index.to_string());
                 }
                 serde_path_to_error::Segment::Map { key } => {
-                    pointer = crate::validate::child(&pointer, key);
+                    pointer = crate::violation::child(&pointer, key);
                 }
                 serde_path_to_error::Segment::Enum { variant } => {
-                    pointer = crate::validate::child(&pointer, variant);
+                    pointer = crate::violation::child(&pointer, variant);
                 }
                 // A key that could not be read has no name to point at.
                 serde_path_to_error::Segment::Unknown => {}

@@ -17,15 +17,19 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
+#[doc(hidden)]
+pub mod sift;
+
 use std::borrow::Cow;
 use std::fmt;
 
+#[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::validate::{Check, Rule, Violation, child};
+use crate::violation::{Check, Rule, Violation, child};
 
 pub use agent_client_protocol::schema::MaybeUndefined;
 
@@ -52,24 +56,7 @@ pub(crate) fn serialize_js_number<S: Serializer>(n: f64, s: S) -> Result<S::Ok, 
     }
 }
 
-/// The JSON type name of a value (`a string`, `an object`, `null`…), as
-/// validation messages word it.
-///
-/// ```
-/// use acp_extension_core::wire::json_type;
-///
-/// assert_eq!(json_type(&serde_json::json!([1])), "an array");
-/// ```
-pub fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub use crate::violation::json_type;
 
 macro_rules! number_wrapper {
     (
@@ -133,6 +120,7 @@ macro_rules! number_wrapper {
             }
         }
 
+        #[cfg(feature = "schema")]
         impl JsonSchema for $name {
             fn schema_name() -> Cow<'static, str> {
                 stringify!($name).into()
@@ -215,6 +203,7 @@ macro_rules! literal {
             }
         }
 
+        #[cfg(feature = "schema")]
         impl JsonSchema for $name {
             fn schema_name() -> Cow<'static, str> {
                 stringify!($name).into()
@@ -315,6 +304,7 @@ impl Check for NonEmptyString {
     }
 }
 
+#[cfg(feature = "schema")]
 impl JsonSchema for NonEmptyString {
     fn schema_name() -> Cow<'static, str> {
         "NonEmptyString".into()
@@ -354,6 +344,7 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// Schema of an object property that may be `null`.
+#[cfg(feature = "schema")]
 pub(crate) fn nullable_schema(inner: Schema) -> Schema {
     json_schema!({ "anyOf": [inner, { "type": "null" }] })
 }
@@ -550,7 +541,7 @@ macro_rules! wire_struct {
             }
         }
 
-        impl $crate::validate::sift::SiftFields for $name {
+        impl $crate::wire::sift::SiftFields for $name {
             #[allow(unused_mut, unused_variables, unreachable_code)]
             fn sift_fields<'de, A: ::serde::de::MapAccess<'de>>(
                 mut map: A,
@@ -558,9 +549,9 @@ macro_rules! wire_struct {
                 tag: Option<&'static str>,
             ) -> Result<(), A::Error> {
                 #[allow(unused_imports)]
-                use $crate::validate::sift::{ViaParse as _, ViaSift as _};
+                use $crate::wire::sift::{ViaParse as _, ViaSift as _};
                 // A cross-field rule needs the typed value.
-                $( let _ = $rule; return Err($crate::validate::sift::fallback()); )?
+                $( let _ = $rule; return Err($crate::wire::sift::fallback()); )?
                 // Keys seen so far: a second copy gives up (see `sift`).
                 $($( let mut $lf = false; )*)?
                 $($( let mut $rf = false; )*)?
@@ -568,7 +559,7 @@ macro_rules! wire_struct {
                 $($( let mut $nf = false; )*)?
                 let seen = |f: &mut bool| -> Result<(), A::Error> {
                     if ::std::mem::replace(f, true) {
-                        Err($crate::validate::sift::fallback())
+                        Err($crate::wire::sift::fallback())
                     } else {
                         Ok(())
                     }
@@ -576,26 +567,26 @@ macro_rules! wire_struct {
                 while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
                     let k = &*key.0;
                     if tag == Some(k) {
-                        return Err($crate::validate::sift::fallback());
+                        return Err($crate::wire::sift::fallback());
                     }
                     match k {
                         $($( $lw => {
                             seen(&mut $lf)?;
-                            map.next_value_seed((&&$crate::validate::sift::Probe::<$lty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$lty>::new()).seed(buffered))?;
                         } )*)?
                         $($( $rw => {
                             seen(&mut $rf)?;
-                            map.next_value_seed((&&$crate::validate::sift::Probe::<$rty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$rty>::new()).seed(buffered))?;
                         } )*)?
                         $($( $ow => {
                             seen(&mut $of)?;
-                            map.next_value_seed((&&$crate::validate::sift::Probe::<$oty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$oty>::new()).seed(buffered))?;
                         } )*)?
                         $($( $nw => {
                             seen(&mut $nf)?;
-                            map.next_value_seed((&&$crate::validate::sift::Probe::<Option<$nty>>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<Option<$nty>>::new()).seed(buffered))?;
                         } )*)?
-                        _ => map.next_value_seed($crate::validate::sift::SkipValue)?,
+                        _ => map.next_value_seed($crate::wire::sift::SkipValue)?,
                     }
                 }
                 $($( if !$lf { return Err(<A::Error as ::serde::de::Error>::missing_field($lw)); } )*)?
@@ -604,9 +595,9 @@ macro_rules! wire_struct {
             }
         }
 
-        impl $crate::validate::sift::Sift for $name {
+        impl $crate::wire::sift::Sift for $name {
             fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-                d.deserialize_map($crate::validate::sift::FieldsVisitor::<Self>(buffered, ::std::marker::PhantomData))
+                d.deserialize_map($crate::wire::sift::FieldsVisitor::<Self>(buffered, ::std::marker::PhantomData))
             }
         }
 
@@ -624,12 +615,12 @@ macro_rules! wire_struct {
             }
         }
 
-        impl $crate::validate::Check for $name {
+        impl $crate::violation::Check for $name {
             const EXPECTED: &'static str = "an object";
             #[allow(unused_variables)]
-            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::violation::Violation>) {
                 let Some(obj) = v.as_object() else {
-                    out.push($crate::validate::Violation::new(at, $crate::validate::Rule::type_of("an object", v)));
+                    out.push($crate::violation::Violation::new(at, $crate::violation::Rule::type_of("an object", v)));
                     return;
                 };
                 let before = out.len();
@@ -641,7 +632,7 @@ macro_rules! wire_struct {
                     if out.len() == before {
                         if let Ok(parsed) = $name::__deserialize_fields(v) {
                             if let Err((field, rule)) = $rule(&parsed) {
-                                out.push($crate::validate::Violation::new($crate::validate::child(at, field), rule));
+                                out.push($crate::violation::Violation::new($crate::violation::child(at, field), rule));
                             }
                         }
                     }
@@ -649,6 +640,7 @@ macro_rules! wire_struct {
             }
         }
 
+        #[cfg(feature = "schema")]
         impl ::schemars::JsonSchema for $name {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()
@@ -725,22 +717,23 @@ macro_rules! wire_enum {
             }
         }
 
-        impl $crate::validate::sift::Sift for $name {
+        impl $crate::wire::sift::Sift for $name {
             fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
                 <Self as ::serde::Deserialize>::deserialize(d).map(drop)
             }
         }
 
-        impl $crate::validate::Check for $name {
+        impl $crate::violation::Check for $name {
             const EXPECTED: &'static str = "a string";
-            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::violation::Violation>) {
                 match v.as_str() {
                     Some(s) if Self::from_wire(s).is_some() => {}
-                    _ => out.push($crate::validate::Violation::new(at, $crate::validate::Rule::OneOf(Self::ALL))),
+                    _ => out.push($crate::violation::Violation::new(at, $crate::violation::Rule::OneOf(Self::ALL))),
                 }
             }
         }
 
+        #[cfg(feature = "schema")]
         impl ::schemars::JsonSchema for $name {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()
@@ -779,7 +772,7 @@ macro_rules! wire_union {
         }
 
 
-        impl $crate::validate::sift::Sift for $name {
+        impl $crate::wire::sift::Sift for $name {
             fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
                 struct V(bool);
                 impl<'de> ::serde::de::Visitor<'de> for V {
@@ -789,22 +782,22 @@ macro_rules! wire_union {
                     }
                     #[allow(unused_imports)]
                     fn visit_map<A: ::serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-                        use $crate::validate::sift::{ViaSiftFields as _, ViaVariantParse as _};
+                        use $crate::wire::sift::{ViaSiftFields as _, ViaVariantParse as _};
                         // serde buffers every entry before the tag; only a
                         // tag that comes first can be read in one pass.
                         match map.next_key::<$crate::wire::Key<'de>>()? {
                             Some(k) if k.0 == $tag => {}
-                            Some(_) => return Err($crate::validate::sift::fallback()),
+                            Some(_) => return Err($crate::wire::sift::fallback()),
                             None => return Err(<A::Error as ::serde::de::Error>::missing_field($tag)),
                         }
-                        let index = map.next_value_seed($crate::validate::sift::TagSeed {
+                        let index = map.next_value_seed($crate::wire::sift::TagSeed {
                             buffered: self.0,
                             tags: $name::TAGS,
                         })?;
                         let mut i = 0;
                         $(
                             if index == i {
-                                return (&&$crate::validate::sift::Probe::<$ty>::new()).sift_variant(map, $tag);
+                                return (&&$crate::wire::sift::Probe::<$ty>::new()).sift_variant(map, $tag);
                             }
                             i += 1;
                         )*
@@ -818,23 +811,24 @@ macro_rules! wire_union {
             }
         }
 
-        impl $crate::validate::Check for $name {
+        impl $crate::violation::Check for $name {
             const EXPECTED: &'static str = "an object";
-            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::validate::Violation>) {
+            fn check(v: &::serde_json::Value, at: &str, out: &mut Vec<$crate::violation::Violation>) {
                 let Some(obj) = v.as_object() else {
-                    out.push($crate::validate::Violation::new(at, $crate::validate::Rule::type_of("an object", v)));
+                    out.push($crate::violation::Violation::new(at, $crate::violation::Rule::type_of("an object", v)));
                     return;
                 };
                 match obj.get($tag).and_then(::serde_json::Value::as_str) {
-                    $( Some($w) => <$ty as $crate::validate::Check>::check(v, at, out), )*
-                    _ => out.push($crate::validate::Violation::new(
-                        $crate::validate::child(at, $tag),
-                        $crate::validate::Rule::OneOf(Self::TAGS),
+                    $( Some($w) => <$ty as $crate::violation::Check>::check(v, at, out), )*
+                    _ => out.push($crate::violation::Violation::new(
+                        $crate::violation::child(at, $tag),
+                        $crate::violation::Rule::OneOf(Self::TAGS),
                     )),
                 }
             }
         }
 
+        #[cfg(feature = "schema")]
         impl ::schemars::JsonSchema for $name {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()

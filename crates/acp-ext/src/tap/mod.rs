@@ -45,6 +45,7 @@
 //! ```
 
 mod forward;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(unix)]

@@ -27,15 +27,17 @@
 //! ```
 
 mod auto;
-mod check;
-#[doc(hidden)]
-pub mod sift;
+#[cfg(feature = "schema")]
+mod schemas;
 mod stream;
+
+#[doc(hidden)]
+pub use crate::wire::sift;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use check::{Check, Rule, Violation, check, child};
+pub use crate::violation::{Check, Rule, Violation, check, child};
 pub use stream::{StreamItem, StreamOptions, StreamSummary, validate_stream};
 
 use crate::elicitation::{ElicitationMeta, ElicitationQuestion};
@@ -83,11 +85,13 @@ enum Shape {
         sift: fn(&str) -> Option<bool>,
         typed: fn(&str) -> bool,
         full: fn(&Value) -> Vec<Violation>,
+        #[cfg(feature = "schema")]
         schema: fn() -> schemars::Schema,
     },
     /// Needs the JSON tree (several namespaces, cross-field rules).
     Tree {
         full: fn(&Value) -> Vec<Violation>,
+        #[cfg(feature = "schema")]
         schema: fn() -> schemars::Schema,
     },
 }
@@ -129,6 +133,7 @@ fn full<T: DeserializeOwned + Check>(v: &Value) -> Vec<Violation> {
     out
 }
 
+#[cfg(feature = "schema")]
 fn schema_of<T: schemars::JsonSchema>() -> schemars::Schema {
     crate::schema::generator().into_root_schema_for::<T>()
 }
@@ -192,9 +197,14 @@ macro_rules! kinds {
                         },
                         typed: |text| serde_json::from_str::<$ty>(text).is_ok(),
                         full: full::<$ty>,
+                        #[cfg(feature = "schema")]
                         schema: schema_of::<$ty>,
                     }, )*
-                    $( Kind::$tvar => Shape::Tree { full: $tfull, schema: $tschema }, )*
+                    $( Kind::$tvar => Shape::Tree {
+                        full: $tfull,
+                        #[cfg(feature = "schema")]
+                        schema: $tschema,
+                    }, )*
                 }
             }
         }
@@ -290,13 +300,13 @@ kinds! {
     }
     tree {
         /// A whole JSON-RPC message; its method (or result shape) selects the kind.
-        Auto = "auto": auto::check_message, auto::message_schema,
+        Auto = "auto": auto::check_message, schemas::message_schema,
         /// `agentCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
-        AgentCapabilities = "agent-capabilities": auto::check_agent_capabilities, auto::agent_capabilities_schema,
+        AgentCapabilities = "agent-capabilities": auto::check_agent_capabilities, schemas::agent_capabilities_schema,
         /// `clientCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
-        ClientCapabilities = "client-capabilities": auto::check_client_capabilities, auto::client_capabilities_schema,
+        ClientCapabilities = "client-capabilities": auto::check_client_capabilities, schemas::client_capabilities_schema,
         /// `elicitation/create` params, with the answer-note rules across properties.
-        ElicitationRequest = "elicitation-request": crate::elicitation::check_elicitation_request, auto::elicitation_request_schema,
+        ElicitationRequest = "elicitation-request": crate::elicitation::check_elicitation_request, schemas::elicitation_request_schema,
     }
 }
 
@@ -318,13 +328,29 @@ impl std::str::FromStr for Kind {
 #[error("unknown kind {0:?}; `acp-ext schema` lists the kinds")]
 pub struct UnknownKind(pub String);
 
+#[cfg(feature = "schema")]
 impl Kind {
-    /// The JSON Schema (draft 2020-12) of this kind.
+    /// The JSON Schema (draft 2020-12) of this kind (feature `schema`).
     pub fn schema(self) -> schemars::Schema {
         match self.shape() {
             Shape::Typed { schema, .. } | Shape::Tree { schema, .. } => schema(),
         }
     }
+}
+
+/// One document with every kind's schema: `{"$defs": {kind-name: schema,
+/// …}}` (feature `schema`).
+#[cfg(feature = "schema")]
+pub fn all_schemas() -> Value {
+    let mut defs = serde_json::Map::new();
+    for kind in Kind::ALL {
+        defs.insert(kind.name().to_owned(), Value::from(kind.schema()));
+    }
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "ACP Extension Core payload kinds",
+        "$defs": defs,
+    })
 }
 
 /// Validates one JSON value as `kind`.
@@ -383,4 +409,19 @@ pub fn typed_verdict(kind: Kind, bytes: &[u8]) -> bool {
 /// Validates one JSON text as `kind`; see [`validate_slice`].
 pub fn validate_str(kind: Kind, text: &str) -> Report {
     validate_slice(kind, text.as_bytes())
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.violations.is_empty() {
+            return f.write_str("valid");
+        }
+        for (i, v) in self.violations.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{v}")?;
+        }
+        Ok(())
+    }
 }

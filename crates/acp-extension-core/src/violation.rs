@@ -1,11 +1,29 @@
-//! Violations, rules and the [`Check`] collector behind every contract type.
-
-use std::fmt;
+//! The violation vocabulary, the crate's ground floor: a [`Violation`] is a
+//! broken [`Rule`] at a JSON pointer, and [`Check`] is the collector every
+//! contract type implements (through `wire_struct!` and its siblings) to
+//! report all of them. Nothing here knows a contract type.
 
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use crate::wire::json_type;
+/// The JSON type name of a value (`a string`, `an object`, `null`…), as
+/// validation messages word it.
+///
+/// ```
+/// use acp_extension_core::wire::json_type;
+///
+/// assert_eq!(json_type(&serde_json::json!([1])), "an array");
+/// ```
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
 
 /// One broken rule at an RFC 6901 JSON pointer such as `/snapshot/summary`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -257,20 +275,5 @@ impl<T: Check> Check for IndexMap<String, T> {
             }
             None => out.push(Violation::new(at, Rule::type_of(Self::EXPECTED, v))),
         }
-    }
-}
-
-impl fmt::Display for crate::validate::Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.violations.is_empty() {
-            return f.write_str("valid");
-        }
-        for (i, v) in self.violations.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{v}")?;
-        }
-        Ok(())
     }
 }

@@ -288,7 +288,7 @@ struct StrVisitor {
 impl StrVisitor {
     fn check<E: de::Error>(&self, s: &str) -> Result<(), E> {
         if self.non_empty && s.is_empty() {
-            Err(E::custom(crate::validate::Rule::NonEmpty))
+            Err(E::custom(crate::violation::Rule::NonEmpty))
         } else {
             Ok(())
         }
@@ -463,7 +463,7 @@ impl<T: Sift> Sift for Vec<T> {
 
 /// A union's tag value: a string, never a variant index. (Inside buffered
 /// content serde's derived variant identifier would take an index such as
-/// `0`; the contract, and [`Check`](crate::validate::Check), do not.)
+/// `0`; the contract, and [`Check`](crate::violation::Check), do not.)
 pub struct TagSeed {
     /// Whether the value is read from serde's buffered content.
     pub buffered: bool,
