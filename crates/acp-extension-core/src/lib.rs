@@ -29,6 +29,54 @@
 //! assert_eq!(report.violations[0].message(), "must be a string when present; null is not allowed");
 //! ```
 //!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `schema` | yes | JSON Schema (draft 2020-12) of every payload kind: [`validate::Kind::schema`], [`validate::all_schemas`], [`schema`] (pulls in `schemars`) |
+//! | `unstable_session_fork` | no | [`meta::HasMeta`] for the SDK's `ForkSessionRequest` / `ForkSessionResponse`, where `_meta.<ns>.forkAtTurn` rides (enables the SDK's `unstable_session_fork`) |
+//!
+//! The crate enables no feature of [`agent_client_protocol`]: no transport
+//! (`stdio`, `process`) and no `unstable` type unless you ask for one.
+//!
+//! # The SDK and its own unstable features
+//!
+//! Tested with `agent-client-protocol` 5.2.x (schema 1.17); the requirement
+//! is `^5.2`. Some of the SDK's features carry standard ACP counterparts of
+//! these extensions: `unstable_subagents` (`subagent_update`, a run as a
+//! child session, against `subagents/event`), `unstable_end_turn_token_usage`
+//! (a prompt's `usage`, about one operation of `session/usage_update`),
+//! `unstable_session_set_title`, and, ungated, `notice`, `compaction_update`,
+//! `session_info_update` titles and `usage_update` (context occupancy and
+//! cumulative cost). This crate speaks the extensions' own messages and
+//! leaves those features to the application: enable them on the SDK when a
+//! peer speaks them and map at your boundary.
+//!
+//! # `serde_json` features
+//!
+//! The crate does not enable `serde_json`'s `preserve_order` or
+//! `float_roundtrip`. Unknown keys (`extra`, `_meta`) keep `serde_json`'s map
+//! order: insertion order with `preserve_order` (which the SDK's schema crate
+//! enables, so it is on in practice), sorted without it. Numbers parse
+//! exactly with `float_roundtrip`, to the nearest ulp without it. Validation
+//! verdicts depend on neither.
+//!
+//! # Layers
+//!
+//! Imports run one way, from the ground up:
+//!
+//! 1. [`violation`] (violations, rules, the [`Check`] collector) and [`wire`]
+//!    (the wrapper types behind the contract's rules, the declaration macros,
+//!    and the verdict-only pass they generate);
+//! 2. one module per contract area, each building on the ground floor and on
+//!    the areas it refers to: [`namespace`], [`capabilities`],
+//!    [`negotiation`], [`meta`], [`methods`], [`session`], [`usage`],
+//!    [`rate_limits`], [`elicitation`], [`mcp_apps`], [`subagent_events`],
+//!    [`subagent_emitter`], [`plan_mode`]; and [`schema`], the generator the
+//!    schemas share;
+//! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
+//!    dispatching to every area.
+//!
 
 #![deny(missing_docs)]
 

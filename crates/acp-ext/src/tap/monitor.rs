@@ -31,7 +31,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::record::{RecordFormat, RecordWriter, dir_name};
+#[cfg(any(test, feature = "fuzzing"))]
+use super::record::RecordFormat;
+use super::record::{RecordWriter, dir_name};
 use super::{Counters, FindingSink, Validator};
 use crate::check::{Direction, Finding, Severity};
 
@@ -448,6 +450,7 @@ impl Monitor {
     /// A monitor without private pipes that records JSONL to `record` and
     /// hands lines to the validator queue: the tap's machinery in process,
     /// for its tests and the `tap_framing` fuzz target.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn in_process(
         shared: Arc<Shared>,
         rx: Receiver<ToMonitor>,
