@@ -1,0 +1,28 @@
+//! `/limits`: a rate-limit update.
+
+use super::*;
+
+impl Turn {
+    pub(super) fn limits(&mut self) -> Step {
+        if !self.shared.has(Feature::RateLimits) {
+            self.final_answer("Rate limits are not enabled on this agent (see --only).");
+            return Ok(());
+        }
+        let snapshot = {
+            let inner = self.shared.lock();
+            ext::rate_limits(&inner)
+        };
+        let used: Vec<f64> = snapshot
+            .rate_limits
+            .iter()
+            .flat_map(|l| l.windows.iter().map(|w| f64::from(w.used_percent)))
+            .collect();
+        self.shared.notify(&self.cx, self.ns, snapshot);
+        self.final_answer(&format!(
+            "Rate limits: 5-hour window {}% used, weekly window {}% used.",
+            used.first().copied().unwrap_or_default(),
+            used.get(1).copied().unwrap_or_default()
+        ));
+        Ok(())
+    }
+}
