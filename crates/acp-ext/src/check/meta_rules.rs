@@ -1,0 +1,319 @@
+//! `_meta.<ns>` fields on standard messages and the time and percentage rules inside contract payloads.
+
+use super::*;
+
+impl Checker {
+    /// Rules that look at every `_meta.<ns>` section and at the contract
+    /// payload (`ext`: `value` is an extension method's params or result).
+    pub(super) fn common(&mut self, value: &Value, at: &str, ext: bool, out: &mut Vec<Finding>) {
+        if ext {
+            epochs(value, at, out);
+        }
+        let sid = str_at(value, "sessionId").map(str::to_owned);
+        let mut sections = Vec::new();
+        find_sections(value, at, None, &mut sections);
+        for section in sections {
+            if section.capabilities {
+                continue;
+            }
+            for key in section.map.keys() {
+                if !KNOWN_META_KEYS.contains(&key.as_str()) {
+                    out.push(Finding::of(
+                        &rules::UNKNOWN_META_KEY,
+                        child(&section.at, key),
+                        format!(
+                            "`_meta.{}.{key}` is not defined by the contract",
+                            section.ns.key()
+                        ),
+                    ));
+                }
+            }
+            if ext {
+                continue;
+            }
+            self.meta_fields(&section, sid.as_deref(), out);
+            epochs_in(section.map, &section.at, out);
+        }
+    }
+
+    pub(super) fn meta_fields(
+        &mut self,
+        section: &Section<'_>,
+        sid: Option<&str>,
+        out: &mut Vec<Finding>,
+    ) {
+        for (key, value) in section.map {
+            let at = child(&section.at, key);
+            let what = format!("`_meta.{}.{key}`", section.ns.key());
+            match key.as_str() {
+                "forkAtTurn" => {
+                    self.need(Feature::ForkAtTurn, &what, &at, out);
+                }
+                "steer" => {
+                    if let Some(FeatureOptions::Steering(c)) =
+                        self.need(Feature::Steering, &what, &at, out)
+                        && c.transport != SteeringTransport::Prompt
+                    {
+                        out.push(Finding::of(
+                            &rules::FLAG_NOT_ADVERTISED,
+                            &at,
+                            format!(
+                                "{what} is sent, but the agent's steering transport is `{}`",
+                                c.transport.as_str()
+                            ),
+                        ));
+                    }
+                }
+                "goal" => {
+                    self.need(Feature::Goal, &what, &at, out);
+                }
+                "goalControl" => {
+                    if let Some(FeatureOptions::Goal(c)) = self.need(Feature::Goal, &what, &at, out)
+                        && let Some(action) = str_at(value, "action")
+                    {
+                        let listed = c
+                            .prompt_actions
+                            .as_ref()
+                            .is_some_and(|a| a.iter().any(|x| x.as_str() == action));
+                        if !listed {
+                            out.push(Finding::of(
+                                &rules::GOAL_ACTION_NOT_ADVERTISED,
+                                child(&at, "action"),
+                                format!("goal action `{action}` is sent in prompt metadata, but the agent's `goal.promptActions` does not list it"),
+                            ));
+                        }
+                    }
+                }
+                "worktreeProject" => {
+                    self.need(Feature::WorktreeProject, &what, &at, out);
+                }
+                "sessionConfig" => {
+                    self.need(Feature::SessionConfig, &what, &at, out);
+                }
+                "usageScopeId" => {
+                    self.need(Feature::Usage, &what, &at, out);
+                }
+                "mcpApp" => {
+                    self.need(Feature::McpApps, &what, &at, out);
+                }
+                "titleSource" => {
+                    self.need(Feature::SessionTitle, &what, &at, out);
+                }
+                "activity" if str_at(value, "kind") == Some("context_compaction") => {
+                    self.need(Feature::Compaction, &what, &at, out);
+                }
+                "task" => {
+                    self.task(value, &what, &at, out);
+                    if let (Some(sid), Some(id)) = (sid, str_at(value, "taskId")) {
+                        self.note_native(sid, id, &child(&at, "taskId"), out);
+                    }
+                }
+                "turnId" => {
+                    if let (Some(sid), Some(id)) = (sid, value.as_str()) {
+                        self.note_native(sid, id, &at, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    pub(super) fn task(&self, value: &Value, what: &str, at: &str, out: &mut Vec<Finding>) {
+        let flag = match str_at(value, "kind") {
+            Some("background") => "background",
+            Some("scheduled") => "scheduled",
+            _ => {
+                // Subagent tasks: either task or subagent support will do.
+                let tasks = self.support(Side::Agent, Feature::Tasks);
+                let subagents = self.support(Side::Agent, Feature::Subagents);
+                if matches!(tasks, Support::Missing) && matches!(subagents, Support::Missing) {
+                    out.push(Finding::of(
+                        &rules::NOT_ADVERTISED,
+                        at,
+                        format!("{what} is used, but the agent advertised neither `tasks` nor `subagents` in initialize"),
+                    ));
+                }
+                return;
+            }
+        };
+        if let Some(FeatureOptions::Tasks(c)) = self.need(Feature::Tasks, what, at, out) {
+            let set = if flag == "background" {
+                c.background.is_some()
+            } else {
+                c.scheduled.is_some()
+            };
+            if !set {
+                out.push(Finding::of(
+                    &rules::FLAG_NOT_ADVERTISED,
+                    child(at, "kind"),
+                    format!(
+                        "a {flag} task is reported, but the agent's `tasks` lacks `{flag}: true`"
+                    ),
+                ));
+            }
+        }
+    }
+
+    pub(super) fn answer_notes(&self, params: &Value, out: &mut Vec<Finding>) {
+        let Some(client) = self.client.as_ref() else {
+            return;
+        };
+        let notes = matches!(
+            client.get(Feature::Elicitation).and_then(|f| f.options()),
+            Some(FeatureOptions::Elicitation(e)) if e.answer_notes.is_some()
+        );
+        if notes && self.client_form_elicitation {
+            return;
+        }
+        let Some(props) = params
+            .get("requestedSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+        else {
+            return;
+        };
+        for (key, prop) in props {
+            let Some(meta) = prop.get("_meta").and_then(Value::as_object) else {
+                continue;
+            };
+            if let Some((ns, e)) = namespace::read_key(meta, "elicitation")
+                && e.get("noteFor").is_some()
+            {
+                let missing = if notes {
+                    "standard form elicitation (`clientCapabilities.elicitation.form`)"
+                } else {
+                    "`elicitation: {version: 1, answerNotes: true}`"
+                };
+                out.push(Finding::of(
+                    &rules::ANSWER_NOTES_NOT_ADVERTISED,
+                    format!(
+                        "{}/_meta/{}/elicitation/noteFor",
+                        child("/params/requestedSchema/properties", key),
+                        ns.key()
+                    ),
+                    format!(
+                        "a note property is sent, but the client did not advertise {missing}; keep the legacy custom-answer flow"
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+/// One `_meta.<ns>` section found in a message.
+pub(super) struct Section<'a> {
+    at: String,
+    ns: Namespace,
+    map: &'a Map<String, Value>,
+    capabilities: bool,
+}
+
+pub(super) fn find_sections<'a>(
+    v: &'a Value,
+    at: &str,
+    owner: Option<&str>,
+    out: &mut Vec<Section<'a>>,
+) {
+    match v {
+        Value::Object(obj) => {
+            for (k, x) in obj {
+                let here = child(at, k);
+                if k == "_meta" {
+                    if let Value::Object(meta) = x {
+                        for ns in Namespace::ALL {
+                            if let Some(Value::Object(map)) = meta.get(ns.key()) {
+                                out.push(Section {
+                                    at: child(&here, ns.key()),
+                                    ns,
+                                    map,
+                                    capabilities: matches!(
+                                        owner,
+                                        Some("agentCapabilities")
+                                            | Some("clientCapabilities")
+                                            | Some("capabilities")
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    continue;
+                }
+                find_sections(x, &here, Some(k), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                find_sections(x, &format!("{at}/{i}"), owner, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn epochs(v: &Value, at: &str, out: &mut Vec<Finding>) {
+    match v {
+        Value::Object(obj) => epochs_in(obj, at, out),
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                epochs(x, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+pub(super) fn epochs_in(obj: &Map<String, Value>, at: &str, out: &mut Vec<Finding>) {
+    {
+        {
+            for (k, x) in obj {
+                let here = child(at, k);
+                if k.ends_with("EpochSeconds")
+                    && let Some(n) = x.as_f64()
+                {
+                    if n > 1e11 {
+                        out.push(Finding::of(
+                            &rules::EPOCH_MILLISECONDS,
+                            &here,
+                            format!("`{k}` is {x}, which looks like milliseconds; the contract sends Unix epoch seconds"),
+                        ));
+                    } else if n.fract() != 0.0 {
+                        out.push(Finding::of(
+                            &rules::EPOCH_FRACTIONAL,
+                            &here,
+                            format!("`{k}` is {x}, a fractional number of seconds"),
+                        ));
+                    } else if n == 0.0 {
+                        out.push(Finding::of(
+                            &rules::EPOCH_ZERO,
+                            &here,
+                            format!("`{k}` is 0 (1970-01-01), a placeholder rather than a time"),
+                        ));
+                    }
+                }
+                epochs(x, &here, out);
+            }
+        }
+    }
+}
+
+pub(super) fn percents(snapshot: &Value, at: &str, out: &mut Vec<Finding>) {
+    let Some(limits) = snapshot.get("rateLimits").and_then(Value::as_array) else {
+        return;
+    };
+    for (i, limit) in limits.iter().enumerate() {
+        let Some(windows) = limit.get("windows").and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, w) in windows.iter().enumerate() {
+            if let Some(p) = w.get("usedPercent").and_then(Value::as_f64)
+                && !(0.0..=100.0).contains(&p)
+            {
+                out.push(Finding::of(
+                    &rules::USED_PERCENT_RANGE,
+                    format!("{at}/rateLimits/{i}/windows/{j}/usedPercent"),
+                    format!("`usedPercent` is {p}; it must lie within 0..100"),
+                ));
+            }
+        }
+    }
+}

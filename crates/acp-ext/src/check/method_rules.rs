@@ -1,0 +1,294 @@
+//! Extension methods and standard calls: shapes, advertisement and options, steering, results.
+
+use super::*;
+
+impl Checker {
+    pub(super) fn on_call(
+        &mut self,
+        dir: Direction,
+        method: &str,
+        params: &Value,
+        out: &mut Vec<Finding>,
+    ) {
+        let sid = str_at(params, "sessionId").map(str::to_owned);
+        match method {
+            "initialize" => {
+                self.agent = None;
+                self.sessions.clear();
+                self.scopes = BoundedMap::default();
+                let (key, caps) = capabilities_of(params, Side::Client);
+                let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Client);
+                advertisement_findings(&adv, &format!("/params/{key}"), out);
+                self.client_form_elicitation = caps
+                    .and_then(|c| c.get("elicitation"))
+                    .and_then(|e| e.get("form"))
+                    .is_some_and(Value::is_object);
+                self.client = Some(adv);
+            }
+            "session/load" | "session/resume" => {
+                if let Some(sid) = sid {
+                    self.sessions
+                        .get_or_create(&sid, self.limits.sessions)
+                        .restart();
+                }
+            }
+            "session/close" | "session/delete" => {
+                if let Some(sid) = sid {
+                    self.sessions.remove(&sid);
+                    self.scopes.remove(unscoped_key(&sid));
+                }
+            }
+            "session/prompt" => {
+                if let (Some(sid), Some(meta)) =
+                    (sid, params.get("_meta").and_then(Value::as_object))
+                    && let Some((_, steer)) = namespace::read_key(meta, "steer")
+                    && let Some(id) = str_at(steer, "id")
+                {
+                    let cap = self.limits.steer_ids_per_session;
+                    self.sessions
+                        .get_or_create(&sid, self.limits.sessions)
+                        .steer_ids
+                        .insert(id_hash(id), cap);
+                }
+            }
+            "session/update" => self.session_update(sid.as_deref(), params, out),
+            "elicitation/create" if dir != Direction::ClientToAgent => {
+                self.answer_notes(params, out)
+            }
+            _ => {
+                if let Some((_, path)) = split_method(method)
+                    && method_kind(method).is_some()
+                {
+                    self.extension(method, path, sid.as_deref(), params, out);
+                }
+            }
+        }
+    }
+
+    pub(super) fn session_update(
+        &mut self,
+        sid: Option<&str>,
+        params: &Value,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(update) = params.get("update") else {
+            return;
+        };
+        match str_at(update, "sessionUpdate") {
+            Some("tool_call" | "tool_call_update") => {
+                if let (Some(sid), Some(id)) = (sid, str_at(update, "toolCallId")) {
+                    self.note_native(sid, id, "/params/update/toolCallId", out);
+                }
+            }
+            Some("session_info_update")
+                if update.get("title").is_some_and(Value::is_string)
+                    && matches!(
+                        self.support(Side::Agent, Feature::SessionTitle),
+                        Support::Present(_)
+                    ) =>
+            {
+                let tagged = update
+                    .get("_meta")
+                    .and_then(Value::as_object)
+                    .and_then(|m| namespace::read_key(m, "titleSource"))
+                    .is_some();
+                if !tagged {
+                    out.push(Finding::of(
+                        &rules::TITLE_WITHOUT_SOURCE,
+                        "/params/update/title",
+                        "a title without `_meta.<ns>.titleSource` from an agent that advertised `sessionTitle`; version 1 requires tagged titles",
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn extension(
+        &mut self,
+        method: &str,
+        path: &str,
+        sid: Option<&str>,
+        params: &Value,
+        out: &mut Vec<Finding>,
+    ) {
+        let what = format!("`{method}`");
+        let at = "/method";
+        match path {
+            "subagents/event" => {
+                self.need(Feature::SubagentEvents, "subagent events", at, out);
+                self.subagent_event(params, out);
+            }
+            "session/usage_update" => {
+                self.need(Feature::Usage, &what, at, out);
+                self.usage(params, out);
+            }
+            "rate_limits/update" => {
+                self.need(Feature::RateLimits, &what, at, out);
+                percents(params, "/params", out);
+            }
+            "rate_limits/get" => {
+                if let Some(FeatureOptions::RateLimits(c)) =
+                    self.need(Feature::RateLimits, &what, at, out)
+                    && c.query.is_none()
+                {
+                    out.push(Finding::of(
+                        &rules::FLAG_NOT_ADVERTISED,
+                        at,
+                        format!("{what} is sent, but the agent's `rateLimits` lacks `query: true`"),
+                    ));
+                }
+            }
+            "session/steer" => {
+                if let Some(FeatureOptions::Steering(c)) =
+                    self.need(Feature::Steering, &what, at, out)
+                    && c.transport != SteeringTransport::Request
+                {
+                    out.push(Finding::of(
+                        &rules::FLAG_NOT_ADVERTISED,
+                        at,
+                        format!(
+                            "{what} is sent, but the agent's steering transport is `{}`",
+                            c.transport.as_str()
+                        ),
+                    ));
+                }
+                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
+                    let cap = self.limits.steer_ids_per_session;
+                    self.sessions
+                        .get_or_create(sid, self.limits.sessions)
+                        .steer_ids
+                        .insert(id_hash(id), cap);
+                }
+            }
+            "session/steer_applied" => {
+                self.need(Feature::Steering, &what, at, out);
+                if let (true, Some(sid), Some(id)) =
+                    (self.client_traffic, sid, str_at(params, "steerId"))
+                {
+                    let known = self
+                        .sessions
+                        .get_mut(sid)
+                        .is_some_and(|s| s.steer_ids.contains(id_hash(id)));
+                    if !known {
+                        out.push(Finding::of(
+                            &rules::STEER_UNKNOWN_ID,
+                            "/params/steerId",
+                            format!(
+                                "steer {id:?} was applied, but the client never sent a steer with that id in this session"
+                            ),
+                        ));
+                    }
+                }
+            }
+            "session/goal" => {
+                if let Some(FeatureOptions::Goal(c)) = self.need(Feature::Goal, &what, at, out)
+                    && let Some(action) = str_at(params, "action")
+                {
+                    let listed = c
+                        .control_actions
+                        .as_ref()
+                        .is_some_and(|a| a.iter().any(|x| x.as_str() == action));
+                    if !listed {
+                        out.push(Finding::of(
+                            &rules::GOAL_ACTION_NOT_ADVERTISED,
+                            "/params/action",
+                            format!(
+                                "goal action `{action}` is sent on {what}, but the agent's `goal.controlActions` does not list it"
+                            ),
+                        ));
+                    }
+                }
+            }
+            "session/history/read" => {
+                self.need(Feature::SessionHistory, &what, at, out);
+            }
+            "subagents/list" | "subagents/cancel" | "subagents/output" => {
+                if let Some(FeatureOptions::Subagents(c)) =
+                    self.need(Feature::Subagents, &what, at, out)
+                {
+                    let (flag, set) = match path {
+                        "subagents/list" => ("list", c.list.is_some()),
+                        "subagents/cancel" => ("cancel", c.cancel.is_some()),
+                        _ => ("output", c.output.is_some()),
+                    };
+                    if !set {
+                        out.push(Finding::of(
+                            &rules::FLAG_NOT_ADVERTISED,
+                            at,
+                            format!(
+                                "{what} is sent, but the agent's `subagents` lacks `{flag}: true`"
+                            ),
+                        ));
+                    }
+                }
+                if let (Some(sid), Some(task)) = (sid, str_at(params, "taskId")) {
+                    self.note_native(sid, task, "/params/taskId", out);
+                }
+            }
+            "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => {
+                self.need(Feature::McpApps, &what, at, out);
+            }
+            "session/activity_update" => {
+                self.need(Feature::SessionActivity, &what, at, out);
+                if let Some(n) = params.get("backgroundTaskCount").and_then(Value::as_f64)
+                    && !(n >= 0.0 && n.fract() == 0.0)
+                {
+                    out.push(Finding::of(
+                        &rules::BACKGROUND_TASK_COUNT,
+                        "/params/backgroundTaskCount",
+                        format!(
+                            "`backgroundTaskCount` is {n}; it counts tasks, a non-negative integer"
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn on_result(
+        &mut self,
+        method: Option<&str>,
+        sid: Option<&str>,
+        result: &Value,
+        out: &mut Vec<Finding>,
+    ) {
+        match method {
+            Some("initialize") => {
+                let (key, caps) = capabilities_of(result, Side::Agent);
+                let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Agent);
+                advertisement_findings(&adv, &format!("/result/{key}"), out);
+                self.agent = Some(adv);
+            }
+            Some("session/new" | "session/fork") => {
+                if let Some(sid) = str_at(result, "sessionId") {
+                    self.sessions
+                        .get_or_create(sid, self.limits.sessions)
+                        .restart();
+                }
+            }
+            Some(m) => match split_method(m).map(|(_, p)| p) {
+                Some("rate_limits/get") => percents(result, "/result", out),
+                Some("subagents/list") => {
+                    // Task ids are native ids of the requested session.
+                    let tasks = result.get("tasks").and_then(Value::as_array);
+                    if let (Some(sid), Some(tasks)) = (sid, tasks) {
+                        for (i, task) in tasks.iter().enumerate() {
+                            if let Some(id) = str_at(task, "taskId") {
+                                self.note_native(
+                                    sid,
+                                    id,
+                                    &format!("/result/tasks/{i}/taskId"),
+                                    out,
+                                );
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            },
+            None => {}
+        }
+    }
+}
