@@ -213,6 +213,15 @@ fn scripted(mode: &str) -> Vec<String> {
     vec!["python3".into(), script.into(), mode.into()]
 }
 
+/// The report as people read it (no colour).
+fn human(report: &probe::Report) -> String {
+    let mut out = Vec::new();
+    report
+        .print_human(&mut out, acp_ext::output::Style::plain())
+        .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 fn finding<'a>(report: &'a probe::Report, rule: &str) -> Vec<&'a acp_ext::check::Finding> {
     report.findings.iter().filter(|f| f.rule == rule).collect()
 }
@@ -229,11 +238,7 @@ async fn an_error_text_answer_is_shown_with_the_turns_traffic() {
     );
     assert_eq!(p.updates.get("agent_message_chunk"), Some(&1));
     assert_eq!(p.updates.len(), 1);
-    let mut out = Vec::new();
-    report
-        .print_human(&mut out, acp_ext::output::Style::plain())
-        .unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let text = human(&report);
     assert!(
         text.contains("answer: \"Unable to process your request"),
         "{text}"
@@ -339,11 +344,7 @@ async fn vendor_metadata_and_both_namespaces_are_shown() {
     );
     assert_eq!(report.extensions.len(), 1);
     assert_eq!(report.extensions[0].namespaces, ["ua", "lody"]);
-    let mut out = Vec::new();
-    report
-        .print_human(&mut out, acp_ext::output::Style::plain())
-        .unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let text = human(&report);
     assert!(
         text.contains(r#"Vendor metadata: {"claudeCode":{"promptQueueing":true}}"#),
         "{text}"
