@@ -706,6 +706,11 @@ impl CpuBudget {
         }
     }
 
+    /// Whether there is a cap at all (a share below one core).
+    pub(crate) fn capped(&self) -> bool {
+        self.share < 1.0
+    }
+
     /// Spends `busy`; returns how long to sleep before the next batch.
     pub(crate) fn spend(&mut self, busy: Duration) -> Option<Duration> {
         if self.share >= 1.0 {
@@ -747,7 +752,8 @@ pub(crate) fn validate_loop(
 ) {
     let counters = &shared.counters;
     for batch in rx {
-        let started = busy_clock();
+        // The clock is a system call: read it only when there is a cap.
+        let started = budget.capped().then(busy_clock);
         shared
             .validator_queued
             .fetch_sub(batch.lines as usize, Relaxed);
@@ -787,7 +793,8 @@ pub(crate) fn validate_loop(
         for (buf, _) in batch.runs {
             shared.recycle(buf);
         }
-        if let Some(pause) = budget.spend(busy_clock().saturating_sub(started))
+        if let Some(started) = started
+            && let Some(pause) = budget.spend(busy_clock().saturating_sub(started))
             && !shared.forwarding_done.load(Relaxed)
         {
             // Unparked when the agent exits: the rest is validated at once.

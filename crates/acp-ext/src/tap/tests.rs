@@ -255,7 +255,9 @@ fn a_pooled_buffer_is_never_grown_for_a_larger_chunk() {
 
 #[test]
 fn the_validator_budget_pauses_only_past_its_share() {
+    assert!(!CpuBudget::new(1.0).capped());
     assert_eq!(CpuBudget::new(1.0).spend(Duration::from_secs(5)), None);
+    assert!(CpuBudget::new(0.5).capped());
     let mut budget = CpuBudget::new(0.5);
     // Within the burst allowance: no pause.
     assert_eq!(budget.spend(Duration::from_millis(5)), None);
