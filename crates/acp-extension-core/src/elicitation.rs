@@ -48,7 +48,7 @@ use serde_json::Value;
 use crate::namespace::{self, Namespace};
 use crate::negotiation::Negotiated;
 use crate::violation::{Check, Rule, Violation, child};
-use crate::wire::{Map, NonNegF64, Version1};
+use crate::wire::{EpochSeconds, Map, NonNegF64, Version1};
 
 crate::wire_struct! {
     /// One choice of an [`ElicitationQuestion`].
@@ -239,7 +239,7 @@ crate::wire_struct! {
         }
         opt {
             /// When the request resolves by itself, as Unix epoch seconds.
-            auto_resolve_at_epoch_seconds: NonNegF64 = "autoResolveAtEpochSeconds",
+            auto_resolve_at_epoch_seconds: EpochSeconds = "autoResolveAtEpochSeconds",
             /// Property scope: this property is a free-text answer that
             /// replaces the referenced question's selection.
             custom_answer_for: String = "customAnswerFor",

@@ -39,7 +39,7 @@ use crate::elicitation::ElicitationMeta;
 use crate::mcp_apps::McpAppToolCallMeta;
 use crate::namespace::{self, Namespace};
 use crate::session::{
-    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, Notice, SessionConfig,
+    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, NoticeMeta, SessionConfig,
     SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
 };
 use crate::violation::{Check, Violation, check, child};
@@ -107,7 +107,7 @@ pub mod fields {
     );
     field!(
         /// `notice` on a session update: an info, warning or error notice.
-        Notice = "notice": super::Notice
+        Notice = "notice": super::NoticeMeta
     );
     field!(
         /// `messagePhase` on message chunks: commentary or final answer.
@@ -159,7 +159,7 @@ crate::wire_struct! {
             /// See [`fields::GoalControl`].
             goal_control: GoalPromptControl = "goalControl",
             /// See [`fields::Notice`].
-            notice: Notice = "notice",
+            notice: NoticeMeta = "notice",
             /// See [`fields::TitleSource`].
             title_source: TitleSource = "titleSource",
             /// See [`fields::MessagePhase`].

@@ -299,16 +299,48 @@ impl Advertisement {
     }
 }
 
-/// One active feature: its options and the namespace to use for it.
+/// One active feature and its options.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ActiveFeature {
     /// The feature.
     pub feature: Feature,
-    /// The namespace to use on the wire for this feature.
-    pub namespace: Namespace,
     /// The advertised options (the agent's for features both peers advertise).
     pub options: FeatureOptions,
+}
+
+/// The namespace a peer writes in when `reader` is the peer that reads:
+/// `ua` when the reader's capabilities carry a `_meta.ua` object and no
+/// `_meta.lody` object, `lody` otherwise.
+///
+/// This is the one write-namespace rule of the crate: every extension
+/// method, every `_meta.<ns>.<field>` and the usage accumulator's
+/// `usageScopeId` on one connection use the namespace it gives, whatever
+/// the feature. A reader that advertised only `ua` is known to read `ua`; a
+/// reader that advertised both, or neither (a client that reads no
+/// extension advertises nothing), gets `lody`, which every deployed reader
+/// understands. Readers accept both spellings whatever this says.
+///
+/// ```
+/// use acp_extension_core::negotiation::write_namespace;
+/// use acp_extension_core::Namespace;
+/// use serde_json::json;
+///
+/// assert_eq!(write_namespace(&json!({"_meta": {"ua": {}}})), Namespace::Ua);
+/// assert_eq!(write_namespace(&json!({"_meta": {"ua": {}, "lody": {}}})), Namespace::Lody);
+/// assert_eq!(write_namespace(&json!({"fs": {"readTextFile": true}})), Namespace::Lody);
+/// ```
+pub fn write_namespace(reader_capabilities: &Value) -> Namespace {
+    let section = |ns: Namespace| {
+        meta_of(reader_capabilities)
+            .and_then(|m| m.get(ns.key()))
+            .is_some_and(Value::is_object)
+    };
+    if section(Namespace::Ua) && !section(Namespace::Lody) {
+        Namespace::Ua
+    } else {
+        Namespace::Lody
+    }
 }
 
 /// The outcome of negotiation: what each peer advertised and what is active.
@@ -324,39 +356,35 @@ pub struct Negotiated {
     pub form_elicitation: bool,
     /// The active features, in [`Feature::ALL`] order.
     pub active: Vec<ActiveFeature>,
+    /// The namespace the agent writes in ([`write_namespace`] of the
+    /// client's capabilities): notifications, `_meta` on updates and
+    /// responses, usage scope metadata.
+    pub agent_writes: Namespace,
+    /// The namespace the client writes in ([`write_namespace`] of the
+    /// agent's capabilities): extension requests and prompt `_meta`.
+    pub client_writes: Namespace,
 }
 
 /// Negotiates from both capabilities objects (`agentCapabilities` of the
-/// initialize response and `clientCapabilities` of the request).
+/// initialize response and `clientCapabilities` of the request), as JSON.
 ///
-/// For a feature both peers advertise, the namespace is the one both used,
-/// or `lody` (which every deployed reader understands) when they differ.
+/// Each side writes in one namespace for the whole connection, whatever the
+/// feature: [`Negotiated::agent_writes`] and [`Negotiated::client_writes`],
+/// both from [`write_namespace`]. With the SDK's typed capabilities, use
+/// [`Negotiated::from_sdk`].
 pub fn negotiate(agent_capabilities: &Value, client_capabilities: &Value) -> Negotiated {
     let agent = Advertisement::read(agent_capabilities, Side::Agent);
     let client = Advertisement::read(client_capabilities, Side::Client);
-    let valid = |adv: &Advertisement, f: Feature| {
-        adv.get(f)
-            .and_then(|a| a.options().map(|o| (a.namespace, o.clone())))
-    };
+    let valid = |adv: &Advertisement, f: Feature| adv.get(f).and_then(|a| a.options().cloned());
     let mut active = Vec::new();
     for feature in Feature::ALL {
         let found = match feature.side() {
             FeatureSide::AgentOnly => valid(&agent, feature),
             FeatureSide::ClientOnly => valid(&client, feature),
-            FeatureSide::Both => match (valid(&agent, feature), valid(&client, feature)) {
-                (Some((a_ns, options)), Some((c_ns, _))) => {
-                    let ns = if a_ns == c_ns { a_ns } else { Namespace::Lody };
-                    Some((ns, options))
-                }
-                _ => None,
-            },
+            FeatureSide::Both => valid(&client, feature).and(valid(&agent, feature)),
         };
-        if let Some((namespace, options)) = found {
-            active.push(ActiveFeature {
-                feature,
-                namespace,
-                options,
-            });
+        if let Some(options) = found {
+            active.push(ActiveFeature { feature, options });
         }
     }
     let form_elicitation = client_capabilities
@@ -368,6 +396,8 @@ pub fn negotiate(agent_capabilities: &Value, client_capabilities: &Value) -> Neg
         client,
         form_elicitation,
         active,
+        agent_writes: write_namespace(client_capabilities),
+        client_writes: write_namespace(agent_capabilities),
     }
 }
 
@@ -394,9 +424,46 @@ impl Negotiated {
         self.get(feature).is_some()
     }
 
-    /// The namespace to use for an active feature.
-    pub fn namespace_of(&self, feature: Feature) -> Option<Namespace> {
-        self.get(feature).map(|a| a.namespace)
+    /// Negotiates from the SDK's typed capabilities: the agent's from its
+    /// `InitializeResponse`, the client's from its `InitializeRequest`.
+    ///
+    /// The SDK parses a malformed `_meta` into `None`, so a client that
+    /// wants to report a peer's malformed advertisement negotiates from the
+    /// raw JSON with [`negotiate`] instead.
+    ///
+    /// ```
+    /// use acp_extension_core::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities, Feature};
+    /// use acp_extension_core::namespace::NamespaceSet;
+    /// use acp_extension_core::negotiation::Negotiated;
+    /// use acp_extension_core::Namespace;
+    /// use agent_client_protocol::v1::schema::{AgentCapabilities, ClientCapabilities};
+    ///
+    /// let agent = AgentCapabilities::new()
+    ///     .extensions(&AgentExtensionCapabilities::new().session_title(), NamespaceSet::Both);
+    /// let client = ClientCapabilities::new()
+    ///     .extensions(&ClientExtensionCapabilities::new(), NamespaceSet::Ua);
+    /// let n = Negotiated::from_sdk(&agent, &client);
+    /// assert!(n.is_active(Feature::SessionTitle));
+    /// assert_eq!(n.agent_writes, Namespace::Ua);
+    /// ```
+    pub fn from_sdk(
+        agent: &agent_client_protocol::v1::schema::AgentCapabilities,
+        client: &agent_client_protocol::v1::schema::ClientCapabilities,
+    ) -> Negotiated {
+        let to_json = |v: Result<Value, serde_json::Error>| v.unwrap_or(Value::Null);
+        negotiate(
+            &to_json(serde_json::to_value(agent)),
+            &to_json(serde_json::to_value(client)),
+        )
+    }
+
+    /// The namespace `side` writes in on this connection: the same for
+    /// every feature ([`write_namespace`] of the other side's capabilities).
+    pub fn namespace(&self, side: Side) -> Namespace {
+        match side {
+            Side::Agent => self.agent_writes,
+            Side::Client => self.client_writes,
+        }
     }
 
     /// Every active feature.

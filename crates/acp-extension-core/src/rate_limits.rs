@@ -24,7 +24,7 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
-use crate::wire::{FiniteF64, NonNegF64};
+use crate::wire::{EpochSeconds, FiniteF64, NonNegF64, Percent};
 
 crate::wire_struct! {
     /// One usage window of a [`RateLimit`].
@@ -33,12 +33,12 @@ crate::wire_struct! {
             /// Used share of the window, as a normalized percentage (producers
             /// send 0..=100; only finiteness is enforced, so a provider that
             /// overshoots is still read).
-            used_percent: FiniteF64 = "usedPercent",
+            used_percent: Percent = "usedPercent",
             /// Window length in seconds; `None` (`null`) when unknown.
             window_duration_seconds: Option<NonNegF64> = "windowDurationSeconds",
             /// When the window resets, Unix epoch seconds; `None` (`null`)
             /// when unknown.
-            resets_at_epoch_seconds: Option<NonNegF64> = "resetsAtEpochSeconds",
+            resets_at_epoch_seconds: Option<EpochSeconds> = "resetsAtEpochSeconds",
         }
         opt {
             /// Provider-supplied display label (such as `"Fable"`). Display
@@ -120,7 +120,7 @@ crate::wire_struct! {
         }
         opt {
             /// When the snapshot was fetched, Unix epoch seconds.
-            fetched_at_epoch_seconds: NonNegF64 = "fetchedAtEpochSeconds",
+            fetched_at_epoch_seconds: EpochSeconds = "fetchedAtEpochSeconds",
         }
     }
 }

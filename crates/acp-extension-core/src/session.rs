@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::violation::{Check, Rule, Violation, child};
-use crate::wire::{NonNegF64, Version1};
+use crate::wire::{Count, EpochSeconds, NonNegF64, Version1};
 
 /// Provider-neutral tool names sent as `_meta.<ns>.toolName` on ACP
 /// `tool_call` / `tool_call_update`.
@@ -181,9 +181,9 @@ crate::wire_struct! {
             /// The last tool it used.
             last_tool_name: String = "lastToolName",
             /// Start time, Unix epoch seconds.
-            started_at_epoch_seconds: NonNegF64 = "startedAtEpochSeconds",
+            started_at_epoch_seconds: EpochSeconds = "startedAtEpochSeconds",
             /// End time, Unix epoch seconds.
-            ended_at_epoch_seconds: NonNegF64 = "endedAtEpochSeconds",
+            ended_at_epoch_seconds: EpochSeconds = "endedAtEpochSeconds",
             /// Resource use.
             usage: TaskUsage = "usage",
             /// Whether clients should keep it out of the transcript.
@@ -227,9 +227,9 @@ crate::wire_struct! {
             /// Turns spent on it so far.
             iterations: NonNegF64 = "iterations",
             /// Creation time, Unix epoch seconds (`0` is a legal placeholder).
-            created_at_epoch_seconds: NonNegF64 = "createdAtEpochSeconds",
+            created_at_epoch_seconds: EpochSeconds = "createdAtEpochSeconds",
             /// Last update time, Unix epoch seconds.
-            updated_at_epoch_seconds: NonNegF64 = "updatedAtEpochSeconds",
+            updated_at_epoch_seconds: EpochSeconds = "updatedAtEpochSeconds",
             /// Tokens spent on it so far.
             tokens_used: NonNegF64 = "tokensUsed",
             /// Time spent on it so far, in seconds.
@@ -672,9 +672,9 @@ crate::wire_struct! {
             /// Its state.
             status: SubagentTaskStatus = "status",
             /// Start time, Unix epoch seconds.
-            started_at_epoch_seconds: NonNegF64 = "startedAtEpochSeconds",
+            started_at_epoch_seconds: EpochSeconds = "startedAtEpochSeconds",
             /// End time, Unix epoch seconds; `None` (`null`) while running.
-            ended_at_epoch_seconds: Option<NonNegF64> = "endedAtEpochSeconds",
+            ended_at_epoch_seconds: Option<EpochSeconds> = "endedAtEpochSeconds",
         }
         opt {
             /// The agent's id for it.
@@ -769,7 +769,7 @@ crate::wire_struct! {
 // ---------------------------------------------------------------------------
 
 crate::wire_enum! {
-    /// Severity of a [`Notice`].
+    /// Severity of a [`NoticeMeta`].
     pub enum NoticeLevel {
         /// Informational.
         Info = "info",
@@ -783,7 +783,7 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// `_meta.<ns>.notice`: a message for the user that is not part of the
     /// transcript (configuration warnings, advisories).
-    pub struct Notice {
+    pub struct NoticeMeta {
         req {
             /// Severity.
             level: NoticeLevel = "level",
@@ -1054,7 +1054,7 @@ crate::wire_struct! {
             /// The activity level.
             state: SessionActivityState = "state",
             /// Live background tasks (shells, monitors, subagents).
-            background_task_count: NonNegF64 = "backgroundTaskCount",
+            background_task_count: Count = "backgroundTaskCount",
         }
     }
 }

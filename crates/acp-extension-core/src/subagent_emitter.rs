@@ -110,7 +110,7 @@ use crate::subagent_events::{
     SubagentSupport, is_subagent_event, is_subagent_output,
 };
 use crate::violation::{Rule, Violation, check, child};
-use crate::wire::{Map, NonNegF64};
+use crate::wire::{EpochSeconds, Map};
 
 // ---------------------------------------------------------------------------
 // Emitted events
@@ -554,14 +554,14 @@ impl SnapshotPatch {
 
     /// Sets `startedAtEpochSeconds`.
     #[must_use]
-    pub fn started_at_epoch_seconds(self, seconds: NonNegF64) -> Self {
-        self.with("startedAtEpochSeconds", to_json(&seconds))
+    pub fn started_at_epoch_seconds(self, seconds: impl Into<EpochSeconds>) -> Self {
+        self.with("startedAtEpochSeconds", to_json(&seconds.into()))
     }
 
     /// Sets `endedAtEpochSeconds`.
     #[must_use]
-    pub fn ended_at_epoch_seconds(self, seconds: NonNegF64) -> Self {
-        self.with("endedAtEpochSeconds", to_json(&seconds))
+    pub fn ended_at_epoch_seconds(self, seconds: impl Into<EpochSeconds>) -> Self {
+        self.with("endedAtEpochSeconds", to_json(&seconds.into()))
     }
 
     /// Sets `outputIncomplete: true`.

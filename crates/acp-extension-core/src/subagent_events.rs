@@ -11,10 +11,11 @@
 //!
 //! # A closed boundary of our own
 //!
-//! The output types here ([`ContentBlock`], [`ToolCall`], [`ToolCallUpdate`],
-//! [`Plan`], …) share their names with the ACP SDK's
-//! `agent_client_protocol::v1::schema` types on purpose: they describe the
-//! same JSON. They are nevertheless declared again, as the contract's
+//! The output types here ([`SubagentContentBlock`], [`SubagentToolCall`],
+//! [`SubagentToolCallUpdate`], [`SubagentPlan`], …) describe the same JSON
+//! as the ACP SDK's `ContentBlock`, `ToolCall`, `ToolCallUpdate` and `Plan`
+//! (`agent_client_protocol::v1::schema`); their `Subagent` prefix keeps the
+//! two apart under glob imports. They are declared again, as the contract's
 //! *closed* boundary, because the contract's guard has precise rules that
 //! the SDK types do not implement:
 //!
@@ -83,7 +84,7 @@ use crate::violation::{Check, Rule, Violation, child};
 use crate::wire::nullable_schema;
 use crate::wire::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
 use crate::wire::{
-    FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt, SafeUint, True,
+    EpochSeconds, FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt, SafeUint, True,
     Version1, check_nullable, check_opt, check_req,
 };
 
@@ -225,9 +226,9 @@ crate::wire_struct! {
             /// Short summary of what it did.
             summary: String = "summary",
             /// Start time, Unix epoch seconds (fractions allowed).
-            started_at_epoch_seconds: NonNegF64 = "startedAtEpochSeconds",
+            started_at_epoch_seconds: EpochSeconds = "startedAtEpochSeconds",
             /// End time, Unix epoch seconds (fractions allowed).
-            ended_at_epoch_seconds: NonNegF64 = "endedAtEpochSeconds",
+            ended_at_epoch_seconds: EpochSeconds = "endedAtEpochSeconds",
             /// Some output was not delivered (invalid output or lost observation).
             output_incomplete: True = "outputIncomplete",
             /// Why the run is in its state.
@@ -278,7 +279,7 @@ crate::wire_struct! {
 
 crate::wire_enum! {
     /// Who a content block is meant for (`annotations.audience` items).
-    pub enum Role {
+    pub enum SubagentRole {
         /// The user.
         User = "user",
         /// The assistant.
@@ -288,10 +289,10 @@ crate::wire_enum! {
 
 crate::wire_struct! {
     /// Display hints of a content block (ACP `Annotations`).
-    pub struct Annotations {
+    pub struct SubagentAnnotations {
         nullable {
             /// Intended audience.
-            audience: Vec<Role> = "audience",
+            audience: Vec<SubagentRole> = "audience",
             /// Last modification time, as a string.
             last_modified: String = "lastModified",
             /// Relative priority: any finite number.
@@ -304,14 +305,14 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// A text content block (`type: "text"`); the text may be empty.
-    pub struct TextContent {
+    pub struct SubagentTextContent {
         req {
             /// The text.
             text: String = "text",
         }
         nullable {
             /// Display hints.
-            annotations: Annotations = "annotations",
+            annotations: SubagentAnnotations = "annotations",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -320,7 +321,7 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// An image content block (`type: "image"`).
-    pub struct ImageContent {
+    pub struct SubagentImageContent {
         req {
             /// Base64 image data.
             data: String = "data",
@@ -331,7 +332,7 @@ crate::wire_struct! {
             /// Where the image comes from.
             uri: String = "uri",
             /// Display hints.
-            annotations: Annotations = "annotations",
+            annotations: SubagentAnnotations = "annotations",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -341,7 +342,7 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// An audio content block (`type: "audio"`). Other keys (even a `uri`)
     /// are not checked and stay in `extra`.
-    pub struct AudioContent {
+    pub struct SubagentAudioContent {
         req {
             /// Base64 audio data.
             data: String = "data",
@@ -350,7 +351,7 @@ crate::wire_struct! {
         }
         nullable {
             /// Display hints.
-            annotations: Annotations = "annotations",
+            annotations: SubagentAnnotations = "annotations",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -359,7 +360,7 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// A link to a resource (`type: "resource_link"`).
-    pub struct ResourceLink {
+    pub struct SubagentResourceLink {
         req {
             /// The resource URI.
             uri: String = "uri",
@@ -376,7 +377,7 @@ crate::wire_struct! {
             /// Size in bytes: a safe integer of any sign.
             size: SafeInt = "size",
             /// Display hints.
-            annotations: Annotations = "annotations",
+            annotations: SubagentAnnotations = "annotations",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -385,14 +386,14 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// A resource embedded in the message (`type: "resource"`).
-    pub struct EmbeddedResource {
+    pub struct SubagentEmbeddedResource {
         req {
             /// The resource contents.
-            resource: EmbeddedResourceContents = "resource",
+            resource: SubagentEmbeddedResourceContents = "resource",
         }
         nullable {
             /// Display hints.
-            annotations: Annotations = "annotations",
+            annotations: SubagentAnnotations = "annotations",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -401,17 +402,17 @@ crate::wire_struct! {
 
 crate::wire_union! {
     /// One item of content (ACP `ContentBlock`), discriminated by `type`.
-    pub enum ContentBlock tag "type" {
+    pub enum SubagentContentBlock tag "type" {
         /// Text.
-        Text(TextContent) = "text",
+        Text(SubagentTextContent) = "text",
         /// An image.
-        Image(ImageContent) = "image",
+        Image(SubagentImageContent) = "image",
         /// Audio.
-        Audio(AudioContent) = "audio",
+        Audio(SubagentAudioContent) = "audio",
         /// A link to a resource.
-        ResourceLink(ResourceLink) = "resource_link",
+        ResourceLink(SubagentResourceLink) = "resource_link",
         /// An embedded resource.
-        Resource(EmbeddedResource) = "resource",
+        Resource(SubagentEmbeddedResource) = "resource",
     }
 }
 
@@ -428,12 +429,12 @@ macro_rules! union_from {
     };
 }
 
-union_from!(ContentBlock {
-    Text(TextContent),
-    Image(ImageContent),
-    Audio(AudioContent),
-    ResourceLink(ResourceLink),
-    Resource(EmbeddedResource),
+union_from!(SubagentContentBlock {
+    Text(SubagentTextContent),
+    Image(SubagentImageContent),
+    Audio(SubagentAudioContent),
+    ResourceLink(SubagentResourceLink),
+    Resource(SubagentEmbeddedResource),
 });
 
 /// The contents of an embedded resource (`resource` of a `resource` block).
@@ -451,7 +452,7 @@ union_from!(ContentBlock {
 /// [`blob`]: Self::blob
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
-pub struct EmbeddedResourceContents {
+pub struct SubagentEmbeddedResourceContents {
     /// The resource URI.
     pub uri: String,
     /// MIME type: absent, `null` or a string.
@@ -467,7 +468,7 @@ pub struct EmbeddedResourceContents {
     pub extra: Map,
 }
 
-impl EmbeddedResourceContents {
+impl SubagentEmbeddedResourceContents {
     /// Keys of this object that the contract defines.
     pub const KEYS: &'static [&'static str] = &["uri", "mimeType", "text", "blob", "_meta"];
 
@@ -530,7 +531,7 @@ fn serialize_maybe<M: SerializeMap, T: Serialize>(
     }
 }
 
-impl Serialize for EmbeddedResourceContents {
+impl Serialize for SubagentEmbeddedResourceContents {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let stringy = |k: &str| self.extra.get(k).is_some_and(Value::is_string);
         if self.text.is_none() && self.blob.is_none() && !stringy("text") && !stringy("blob") {
@@ -561,13 +562,13 @@ impl Serialize for EmbeddedResourceContents {
     }
 }
 
-impl<'de> Deserialize<'de> for EmbeddedResourceContents {
+impl<'de> Deserialize<'de> for SubagentEmbeddedResourceContents {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = EmbeddedResourceContents;
+            type Value = SubagentEmbeddedResourceContents;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an EmbeddedResourceContents object")
+                f.write_str("a SubagentEmbeddedResourceContents object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut uri = None;
@@ -606,10 +607,10 @@ impl<'de> Deserialize<'de> for EmbeddedResourceContents {
                 if text.is_none() && blob.is_none() {
                     return Err(de::Error::custom(format_args!(
                         "resource: {}",
-                        EmbeddedResourceContents::text_or_blob_rule()
+                        SubagentEmbeddedResourceContents::text_or_blob_rule()
                     )));
                 }
-                Ok(EmbeddedResourceContents {
+                Ok(SubagentEmbeddedResourceContents {
                     uri,
                     mime_type,
                     text,
@@ -623,13 +624,13 @@ impl<'de> Deserialize<'de> for EmbeddedResourceContents {
     }
 }
 
-impl Sift for EmbeddedResourceContents {
+impl Sift for SubagentEmbeddedResourceContents {
     fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
         struct V(bool);
         impl<'de> Visitor<'de> for V {
             type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an EmbeddedResourceContents object")
+                f.write_str("a SubagentEmbeddedResourceContents object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
                 // Keys seen: uri, mimeType, _meta, text, blob.
@@ -637,7 +638,7 @@ impl Sift for EmbeddedResourceContents {
                 let (mut text, mut blob) = (false, false);
                 while let Some(key) = map.next_key::<Key<'de>>()? {
                     let k = &*key.0;
-                    let Some(i) = EmbeddedResourceContents::KEYS.iter().position(|w| *w == k)
+                    let Some(i) = SubagentEmbeddedResourceContents::KEYS.iter().position(|w| *w == k)
                     else {
                         map.next_value_seed(SkipValue)?;
                         continue;
@@ -660,7 +661,7 @@ impl Sift for EmbeddedResourceContents {
                 }
                 if !text && !blob {
                     return Err(de::Error::custom(
-                        EmbeddedResourceContents::text_or_blob_rule(),
+                        SubagentEmbeddedResourceContents::text_or_blob_rule(),
                     ));
                 }
                 Ok(())
@@ -717,7 +718,7 @@ impl<'de> Visitor<'de> for IsString {
     }
 }
 
-impl Check for EmbeddedResourceContents {
+impl Check for SubagentEmbeddedResourceContents {
     const EXPECTED: &'static str = "an object";
     fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
         let Some(obj) = v.as_object() else {
@@ -735,7 +736,7 @@ impl Check for EmbeddedResourceContents {
 }
 
 #[cfg(feature = "schema")]
-impl JsonSchema for EmbeddedResourceContents {
+impl JsonSchema for SubagentEmbeddedResourceContents {
     fn schema_name() -> Cow<'static, str> {
         "EmbeddedResourceContents".into()
     }
@@ -762,10 +763,10 @@ impl JsonSchema for EmbeddedResourceContents {
 
 crate::wire_struct! {
     /// A streamed chunk of a message or thought (ACP `ContentChunk`).
-    pub struct ContentChunk {
+    pub struct SubagentContentChunk {
         req {
             /// The content.
-            content: ContentBlock = "content",
+            content: SubagentContentBlock = "content",
         }
         nullable {
             /// Id of the message this chunk belongs to.
@@ -778,7 +779,7 @@ crate::wire_struct! {
 
 crate::wire_enum! {
     /// What kind of work a tool call does (ACP `ToolKind`).
-    pub enum ToolKind {
+    pub enum SubagentToolKind {
         /// Reading.
         Read = "read",
         /// Editing.
@@ -804,7 +805,7 @@ crate::wire_enum! {
 
 crate::wire_enum! {
     /// Execution status of a tool call (ACP `ToolCallStatus`).
-    pub enum ToolCallStatus {
+    pub enum SubagentToolCallStatus {
         /// Not started.
         Pending = "pending",
         /// Running.
@@ -818,7 +819,7 @@ crate::wire_enum! {
 
 crate::wire_struct! {
     /// A file location a tool call touches (ACP `ToolCallLocation`).
-    pub struct ToolCallLocation {
+    pub struct SubagentToolCallLocation {
         req {
             /// The path.
             path: String = "path",
@@ -834,10 +835,10 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// Tool-call content that wraps a content block (`type: "content"`).
-    pub struct Content {
+    pub struct SubagentContent {
         req {
             /// The content block.
-            content: ContentBlock = "content",
+            content: SubagentContentBlock = "content",
         }
         nullable {
             /// Extension metadata.
@@ -848,7 +849,7 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// Tool-call content that embeds a terminal (`type: "terminal"`).
-    pub struct Terminal {
+    pub struct SubagentTerminal {
         req {
             /// The terminal id.
             terminal_id: String = "terminalId",
@@ -862,7 +863,7 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// Tool-call content showing a file change (`type: "diff"`).
-    pub struct Diff {
+    pub struct SubagentDiff {
         req {
             /// The file path.
             path: String = "path",
@@ -881,20 +882,20 @@ crate::wire_struct! {
 crate::wire_union! {
     /// Content produced by a tool call (ACP `ToolCallContent`), by `type`.
     #[allow(clippy::large_enum_variant)] // like the SDK's type: content blocks are large
-    pub enum ToolCallContent tag "type" {
+    pub enum SubagentToolCallContent tag "type" {
         /// A content block.
-        Content(Content) = "content",
+        Content(SubagentContent) = "content",
         /// A terminal.
-        Terminal(Terminal) = "terminal",
+        Terminal(SubagentTerminal) = "terminal",
         /// A diff.
-        Diff(Diff) = "diff",
+        Diff(SubagentDiff) = "diff",
     }
 }
 
-union_from!(ToolCallContent {
-    Content(Content),
-    Terminal(Terminal),
-    Diff(Diff),
+union_from!(SubagentToolCallContent {
+    Content(SubagentContent),
+    Terminal(SubagentTerminal),
+    Diff(SubagentDiff),
 });
 
 crate::wire_struct! {
@@ -903,7 +904,7 @@ crate::wire_struct! {
     /// `title` is required; `status`, `kind`, `locations` and `content` may
     /// be absent but not `null`. `rawInput` and `rawOutput` are not checked
     /// and stay in `extra`.
-    pub struct ToolCall {
+    pub struct SubagentToolCall {
         req {
             /// The tool call id (non-empty).
             tool_call_id: NonEmptyString = "toolCallId",
@@ -912,13 +913,13 @@ crate::wire_struct! {
         }
         opt {
             /// Status.
-            status: ToolCallStatus = "status",
+            status: SubagentToolCallStatus = "status",
             /// Kind of work.
-            kind: ToolKind = "kind",
+            kind: SubagentToolKind = "kind",
             /// Files touched.
-            locations: Vec<ToolCallLocation> = "locations",
+            locations: Vec<SubagentToolCallLocation> = "locations",
             /// Produced content.
-            content: Vec<ToolCallContent> = "content",
+            content: Vec<SubagentToolCallContent> = "content",
         }
         nullable {
             /// Name of the tool.
@@ -932,7 +933,7 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// An update of a tool call (`sessionUpdate: "tool_call_update"`); every
     /// field but the id may be absent or `null`.
-    pub struct ToolCallUpdate {
+    pub struct SubagentToolCallUpdate {
         req {
             /// The tool call id (non-empty).
             tool_call_id: NonEmptyString = "toolCallId",
@@ -943,13 +944,13 @@ crate::wire_struct! {
             /// Name of the tool.
             name: String = "name",
             /// Status.
-            status: ToolCallStatus = "status",
+            status: SubagentToolCallStatus = "status",
             /// Kind of work.
-            kind: ToolKind = "kind",
+            kind: SubagentToolKind = "kind",
             /// Files touched.
-            locations: Vec<ToolCallLocation> = "locations",
+            locations: Vec<SubagentToolCallLocation> = "locations",
             /// Produced content.
-            content: Vec<ToolCallContent> = "content",
+            content: Vec<SubagentToolCallContent> = "content",
             /// Extension metadata.
             meta: Map = "_meta",
         }
@@ -958,7 +959,7 @@ crate::wire_struct! {
 
 crate::wire_enum! {
     /// Priority of a plan entry.
-    pub enum PlanEntryPriority {
+    pub enum SubagentPlanEntryPriority {
         /// High.
         High = "high",
         /// Medium.
@@ -970,7 +971,7 @@ crate::wire_enum! {
 
 crate::wire_enum! {
     /// Status of a plan entry. Unlike tool calls there is no `failed`.
-    pub enum PlanEntryStatus {
+    pub enum SubagentPlanEntryStatus {
         /// Not started.
         Pending = "pending",
         /// Being worked on.
@@ -982,14 +983,14 @@ crate::wire_enum! {
 
 crate::wire_struct! {
     /// One entry of a plan (ACP `PlanEntry`).
-    pub struct PlanEntry {
+    pub struct SubagentPlanEntry {
         req {
             /// What to do.
             content: String = "content",
             /// Priority.
-            priority: PlanEntryPriority = "priority",
+            priority: SubagentPlanEntryPriority = "priority",
             /// Status.
-            status: PlanEntryStatus = "status",
+            status: SubagentPlanEntryStatus = "status",
         }
         nullable {
             /// Extension metadata.
@@ -1000,10 +1001,10 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// A plan (`sessionUpdate: "plan"`); `entries` is required, may be empty.
-    pub struct Plan {
+    pub struct SubagentPlan {
         req {
             /// The entries.
-            entries: Vec<PlanEntry> = "entries",
+            entries: Vec<SubagentPlanEntry> = "entries",
         }
         nullable {
             /// Extension metadata.
@@ -1017,21 +1018,21 @@ crate::wire_struct! {
 ///
 /// Any other `sessionUpdate` (`user_message_chunk`, `usage_update`, …) is
 /// rejected. Written by hand rather than with `wire_union!` because two
-/// variants share [`ContentChunk`] (and so that parsing does not buffer the
+/// variants share [`SubagentContentChunk`] (and so that parsing does not buffer the
 /// object when `sessionUpdate` comes first).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SubagentOutput {
     /// `agent_message_chunk`: a chunk of the run's reply.
-    AgentMessageChunk(ContentChunk),
+    AgentMessageChunk(SubagentContentChunk),
     /// `agent_thought_chunk`: a chunk of the run's reasoning.
-    AgentThoughtChunk(ContentChunk),
+    AgentThoughtChunk(SubagentContentChunk),
     /// `tool_call`: a new tool call.
-    ToolCall(ToolCall),
+    ToolCall(SubagentToolCall),
     /// `tool_call_update`: an update of a tool call.
-    ToolCallUpdate(ToolCallUpdate),
+    ToolCallUpdate(SubagentToolCallUpdate),
     /// `plan`: the run's plan.
-    Plan(Plan),
+    Plan(SubagentPlan),
 }
 
 impl SubagentOutput {
@@ -1059,20 +1060,20 @@ impl SubagentOutput {
     }
 }
 
-impl From<ToolCall> for SubagentOutput {
-    fn from(v: ToolCall) -> Self {
+impl From<SubagentToolCall> for SubagentOutput {
+    fn from(v: SubagentToolCall) -> Self {
         Self::ToolCall(v)
     }
 }
 
-impl From<ToolCallUpdate> for SubagentOutput {
-    fn from(v: ToolCallUpdate) -> Self {
+impl From<SubagentToolCallUpdate> for SubagentOutput {
+    fn from(v: SubagentToolCallUpdate) -> Self {
         Self::ToolCallUpdate(v)
     }
 }
 
-impl From<Plan> for SubagentOutput {
-    fn from(v: Plan) -> Self {
+impl From<SubagentPlan> for SubagentOutput {
+    fn from(v: SubagentPlan) -> Self {
         Self::Plan(v)
     }
 }
@@ -1083,15 +1084,15 @@ impl From<Plan> for SubagentOutput {
 #[serde(tag = "sessionUpdate")]
 enum OutputRef<'a> {
     #[serde(rename = "agent_message_chunk")]
-    AgentMessageChunk(&'a ContentChunk),
+    AgentMessageChunk(&'a SubagentContentChunk),
     #[serde(rename = "agent_thought_chunk")]
-    AgentThoughtChunk(&'a ContentChunk),
+    AgentThoughtChunk(&'a SubagentContentChunk),
     #[serde(rename = "tool_call")]
-    ToolCall(&'a ToolCall),
+    ToolCall(&'a SubagentToolCall),
     #[serde(rename = "tool_call_update")]
-    ToolCallUpdate(&'a ToolCallUpdate),
+    ToolCallUpdate(&'a SubagentToolCallUpdate),
     #[serde(rename = "plan")]
-    Plan(&'a Plan),
+    Plan(&'a SubagentPlan),
 }
 
 impl Serialize for SubagentOutput {
@@ -1227,11 +1228,11 @@ impl Sift for SubagentOutput {
                 let tag_key = Some(SubagentOutput::TAG);
                 match &*tag.0 {
                     "agent_message_chunk" | "agent_thought_chunk" => {
-                        ContentChunk::sift_fields(map, self.0, tag_key)
+                        SubagentContentChunk::sift_fields(map, self.0, tag_key)
                     }
-                    "tool_call" => ToolCall::sift_fields(map, self.0, tag_key),
-                    "tool_call_update" => ToolCallUpdate::sift_fields(map, self.0, tag_key),
-                    "plan" => Plan::sift_fields(map, self.0, tag_key),
+                    "tool_call" => SubagentToolCall::sift_fields(map, self.0, tag_key),
+                    "tool_call_update" => SubagentToolCallUpdate::sift_fields(map, self.0, tag_key),
+                    "plan" => SubagentPlan::sift_fields(map, self.0, tag_key),
                     other => Err(de::Error::unknown_variant(other, SubagentOutput::TAGS)),
                 }
             }
@@ -1248,10 +1249,10 @@ impl Check for SubagentOutput {
             return;
         };
         match obj.get(Self::TAG).and_then(Value::as_str) {
-            Some("agent_message_chunk" | "agent_thought_chunk") => ContentChunk::check(v, at, out),
-            Some("tool_call") => ToolCall::check(v, at, out),
-            Some("tool_call_update") => ToolCallUpdate::check(v, at, out),
-            Some("plan") => Plan::check(v, at, out),
+            Some("agent_message_chunk" | "agent_thought_chunk") => SubagentContentChunk::check(v, at, out),
+            Some("tool_call") => SubagentToolCall::check(v, at, out),
+            Some("tool_call_update") => SubagentToolCallUpdate::check(v, at, out),
+            Some("plan") => SubagentPlan::check(v, at, out),
             _ => out.push(Violation::new(
                 child(at, Self::TAG),
                 Rule::OneOf(Self::TAGS),
@@ -1275,13 +1276,13 @@ impl JsonSchema for SubagentOutput {
             })
             .into()
         };
-        let chunk = g.subschema_for::<ContentChunk>();
+        let chunk = g.subschema_for::<SubagentContentChunk>();
         let variants = vec![
             variant("agent_message_chunk", chunk.clone()),
             variant("agent_thought_chunk", chunk),
-            variant("tool_call", g.subschema_for::<ToolCall>()),
-            variant("tool_call_update", g.subschema_for::<ToolCallUpdate>()),
-            variant("plan", g.subschema_for::<Plan>()),
+            variant("tool_call", g.subschema_for::<SubagentToolCall>()),
+            variant("tool_call_update", g.subschema_for::<SubagentToolCallUpdate>()),
+            variant("plan", g.subschema_for::<SubagentPlan>()),
         ];
         json_schema!({ "oneOf": variants })
     }

@@ -68,22 +68,15 @@
 //! models it touches plus the size of its output, not to the history. See
 //! [`SessionUsageAccumulator`] for how the float sums stay bit-identical.
 
-#[cfg(feature = "schema")]
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt;
 use std::io::{BufRead, Write};
 
 use indexmap::IndexMap;
-#[cfg(feature = "schema")]
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::de::{self, Deserializer, Visitor};
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::namespace::{self, Namespace};
-use crate::violation::{Check, Rule, Violation};
-use crate::wire::{FiniteF64, Map};
+use crate::wire::{Count, FiniteF64, Map};
 
 /// Longest `usageScopeId` the contract allows (in JavaScript string length,
 /// that is UTF-16 code units).
@@ -92,115 +85,8 @@ pub const MAX_USAGE_SCOPE_ID_LENGTH: usize = 256;
 /// The `_meta.<ns>` key that carries the usage scope id.
 const USAGE_SCOPE_ID_KEY: &str = "usageScopeId";
 
-/// A token or request counter: a non-negative integer.
-///
-/// JSON `1.0` is accepted as 1, since JavaScript cannot tell it from `1`;
-/// negative, fractional, too large (≥ 2^64) and `null` counters are
-/// rejected with [`Rule::NonNegativeInteger`] (or a type rule). The
-/// reference accepts those only by accident. Written as a JSON integer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct UsageCount(u64);
-
-impl UsageCount {
-    /// Zero.
-    pub const ZERO: UsageCount = UsageCount(0);
-
-    /// Wraps `n`.
-    pub const fn new(n: u64) -> Self {
-        Self(n)
-    }
-
-    /// The count.
-    pub const fn get(self) -> u64 {
-        self.0
-    }
-
-    /// Converts a JSON number read as a float: integral, `>= 0` and below
-    /// 2^64, else [`Rule::NonNegativeInteger`].
-    pub fn from_f64(n: f64) -> Result<Self, Rule> {
-        // 2^64 as f64 is exact; every integral f64 below it fits in a u64.
-        const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-        if n.fract() == 0.0 && (0.0..TWO_POW_64).contains(&n) {
-            Ok(Self(n as u64))
-        } else {
-            Err(Rule::NonNegativeInteger)
-        }
-    }
-}
-
-impl From<u64> for UsageCount {
-    fn from(n: u64) -> Self {
-        Self(n)
-    }
-}
-
-impl From<UsageCount> for u64 {
-    fn from(n: UsageCount) -> u64 {
-        n.0
-    }
-}
-
-impl fmt::Display for UsageCount {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl Serialize for UsageCount {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for UsageCount {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct CountVisitor;
-        impl Visitor<'_> for CountVisitor {
-            type Value = UsageCount;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(<UsageCount as Check>::EXPECTED)
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<UsageCount, E> {
-                Ok(UsageCount(v))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<UsageCount, E> {
-                u64::try_from(v)
-                    .map(UsageCount)
-                    .map_err(|_| E::custom(Rule::NonNegativeInteger))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<UsageCount, E> {
-                UsageCount::from_f64(v).map_err(E::custom)
-            }
-        }
-        d.deserialize_u64(CountVisitor)
-    }
-}
-
-impl Check for UsageCount {
-    const EXPECTED: &'static str = "a non-negative integer";
-    fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
-        match v {
-            Value::Number(n) if n.is_u64() => {}
-            Value::Number(n)
-                if n.is_f64() && n.as_f64().is_some_and(|f| UsageCount::from_f64(f).is_ok()) => {}
-            Value::Number(_) => out.push(Violation::new(at, Rule::NonNegativeInteger)),
-            _ => out.push(Violation::new(at, Rule::type_of(Self::EXPECTED, v))),
-        }
-    }
-}
-
-#[cfg(feature = "schema")]
-impl JsonSchema for UsageCount {
-    fn schema_name() -> Cow<'static, str> {
-        "UsageCount".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "integer", "minimum": 0 })
-    }
-}
+/// A token or request counter: the crate's [`Count`] under its usage name.
+pub type UsageCount = Count;
 
 crate::wire_struct! {
     /// Usage of one model, in disjoint buckets: input excludes cache reads

@@ -104,6 +104,9 @@ pub enum Rule {
     /// A string longer than allowed.
     #[error("must be at most {0} characters")]
     MaxLength(usize),
+    /// A number outside the inclusive percentage range.
+    #[error("must be a percentage within 0..100")]
+    Percent,
     /// The bytes are not one JSON value.
     #[error("is not valid JSON: {0}")]
     Syntax(String),
@@ -147,6 +150,7 @@ impl Rule {
             Rule::NonNegativeSafeInteger => "non-negative-safe-integer",
             Rule::NonNegativeInteger => "non-negative-integer",
             Rule::MaxLength(_) => "max-length",
+            Rule::Percent => "percent",
             Rule::Syntax(_) => "syntax",
             Rule::Relation { id, .. } => id,
         }

@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::violation::{Check, Rule, Violation, child};
 
-pub use agent_client_protocol::schema::MaybeUndefined;
+pub use agent_client_protocol::schema::{IntoMaybeUndefined, IntoOption, MaybeUndefined};
 
 /// A JSON object: the type of `_meta` and of preserved unknown keys.
 pub type Map = serde_json::Map<String, Value>;
@@ -162,6 +162,87 @@ number_wrapper!(
     |n| n.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&n),
     { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_i64 }
 );
+
+number_wrapper!(
+    /// A percentage: a finite number within 0..100, inclusive (a rate-limit
+    /// window's `usedPercent`).
+    Percent, "a percentage within 0..100", Rule::Percent,
+    |n| n.is_finite() && (0.0..=100.0).contains(&n),
+    { "type": "number", "minimum": 0, "maximum": 100 }
+);
+
+number_wrapper!(
+    /// A point in time as Unix epoch seconds (every `…AtEpochSeconds`
+    /// field): a finite number `>= 0`.
+    ///
+    /// The contract accepts fractions, but consumers read whole seconds
+    /// (the Lody host rejects a fractional or zero `resetsAtEpochSeconds`),
+    /// so everything this crate writes is whole: [`EpochSeconds::now`],
+    /// `From<SystemTime>` and [`EpochSeconds::from_secs`] truncate to the
+    /// second. `acp-ext check` warns on fractions, on zero and on values
+    /// that look like milliseconds.
+    ///
+    /// ```
+    /// use acp_extension_core::wire::EpochSeconds;
+    /// use std::time::{Duration, SystemTime};
+    ///
+    /// let t = EpochSeconds::from(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_900));
+    /// assert_eq!(t.get(), 1_700_000_000.0);
+    /// assert_eq!(serde_json::to_string(&t)?, "1700000000");
+    /// assert!(EpochSeconds::now().get().fract() == 0.0);
+    /// assert!(EpochSeconds::new(-1.0).is_err());
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
+    EpochSeconds, "a finite number >= 0", Rule::FiniteNonNegative,
+    |n| n.is_finite() && n >= 0.0,
+    { "type": "number", "minimum": 0 }
+);
+
+impl EpochSeconds {
+    /// The current time, in whole seconds.
+    pub fn now() -> Self {
+        Self::from(std::time::SystemTime::now())
+    }
+
+    /// `secs` whole seconds after the epoch.
+    pub fn from_secs(secs: u64) -> Self {
+        Self(secs as f64)
+    }
+}
+
+impl From<std::time::SystemTime> for EpochSeconds {
+    /// Whole seconds since the epoch (a time before it gives 0).
+    fn from(t: std::time::SystemTime) -> Self {
+        let secs = t
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Self::from_secs(secs)
+    }
+}
+
+impl From<u64> for EpochSeconds {
+    fn from(secs: u64) -> Self {
+        Self::from_secs(secs)
+    }
+}
+
+impl From<u32> for EpochSeconds {
+    fn from(secs: u32) -> Self {
+        Self::from_secs(u64::from(secs))
+    }
+}
+
+impl IntoOption<EpochSeconds> for std::time::SystemTime {
+    fn into_option(self) -> Option<EpochSeconds> {
+        Some(EpochSeconds::from(self))
+    }
+}
+
+impl IntoOption<EpochSeconds> for u64 {
+    fn into_option(self) -> Option<EpochSeconds> {
+        Some(EpochSeconds::from_secs(self))
+    }
+}
 
 /// Declares a unit type that (de)serializes as one literal JSON value.
 macro_rules! literal {
@@ -445,22 +526,19 @@ macro_rules! wire_struct {
             }
 
             $($(
-                #[doc = concat!("Sets `", $ow, "`.")]
+                #[doc = concat!("Sets `", $ow, "`; `None` leaves it absent.")]
                 #[must_use]
-                pub fn $of(mut self, value: impl Into<$oty>) -> Self {
-                    self.$of = Some(value.into());
+                pub fn $of(mut self, value: impl $crate::wire::IntoOption<$oty>) -> Self {
+                    self.$of = value.into_option();
                     self
                 }
             )*)?
 
             $($(
-                #[doc = concat!("Sets `", $nw, "`; `None` writes an explicit `null`.")]
+                #[doc = concat!("Sets `", $nw, "`: a value, `None` for an explicit `null`, or a [`MaybeUndefined`](", "crate::wire::MaybeUndefined", ") (`Undefined` leaves it absent).")]
                 #[must_use]
-                pub fn $nf(mut self, value: Option<$nty>) -> Self {
-                    self.$nf = match value {
-                        Some(v) => $crate::wire::MaybeUndefined::Value(v),
-                        None => $crate::wire::MaybeUndefined::Null,
-                    };
+                pub fn $nf(mut self, value: impl $crate::wire::IntoMaybeUndefined<$nty>) -> Self {
+                    self.$nf = value.into_maybe_undefined();
                     self
                 }
             )*)?
@@ -846,4 +924,141 @@ macro_rules! wire_union {
             }
         }
     };
+}
+
+/// A count: a non-negative integer (tokens, requests, background tasks).
+///
+/// Built infallibly from `u32` and `u64`; from a JSON number with
+/// [`Count::from_f64`].
+///
+/// JSON `1.0` is accepted as 1, since JavaScript cannot tell it from `1`;
+/// negative, fractional, too large (≥ 2^64) and `null` counters are
+/// rejected with [`Rule::NonNegativeInteger`] (or a type rule). The
+/// reference accepts those only by accident. Written as a JSON integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Count(u64);
+
+impl Count {
+    /// Zero.
+    pub const ZERO: Count = Count(0);
+
+    /// Wraps `n`.
+    pub const fn new(n: u64) -> Self {
+        Self(n)
+    }
+
+    /// The count.
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+
+    /// Converts a JSON number read as a float: integral, `>= 0` and below
+    /// 2^64, else [`Rule::NonNegativeInteger`].
+    pub fn from_f64(n: f64) -> Result<Self, Rule> {
+        // 2^64 as f64 is exact; every integral f64 below it fits in a u64.
+        const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+        if n.fract() == 0.0 && (0.0..TWO_POW_64).contains(&n) {
+            Ok(Self(n as u64))
+        } else {
+            Err(Rule::NonNegativeInteger)
+        }
+    }
+}
+
+impl From<u64> for Count {
+    fn from(n: u64) -> Self {
+        Self(n)
+    }
+}
+
+impl From<u32> for Count {
+    fn from(n: u32) -> Self {
+        Self(u64::from(n))
+    }
+}
+
+impl From<usize> for Count {
+    fn from(n: usize) -> Self {
+        Self(n as u64)
+    }
+}
+
+impl IntoOption<Count> for u64 {
+    fn into_option(self) -> Option<Count> {
+        Some(Count(self))
+    }
+}
+
+impl IntoOption<Count> for u32 {
+    fn into_option(self) -> Option<Count> {
+        Some(Count::from(self))
+    }
+}
+
+impl From<Count> for u64 {
+    fn from(n: Count) -> u64 {
+        n.0
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Count {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct CountVisitor;
+        impl Visitor<'_> for CountVisitor {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(<Count as Check>::EXPECTED)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                Ok(Count(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                u64::try_from(v)
+                    .map(Count)
+                    .map_err(|_| E::custom(Rule::NonNegativeInteger))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Count, E> {
+                Count::from_f64(v).map_err(E::custom)
+            }
+        }
+        d.deserialize_u64(CountVisitor)
+    }
+}
+
+impl Check for Count {
+    const EXPECTED: &'static str = "a non-negative integer";
+    fn check(v: &Value, at: &str, out: &mut Vec<Violation>) {
+        match v {
+            Value::Number(n) if n.is_u64() => {}
+            Value::Number(n)
+                if n.is_f64() && n.as_f64().is_some_and(|f| Count::from_f64(f).is_ok()) => {}
+            Value::Number(_) => out.push(Violation::new(at, Rule::NonNegativeInteger)),
+            _ => out.push(Violation::new(at, Rule::type_of(Self::EXPECTED, v))),
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl JsonSchema for Count {
+    fn schema_name() -> Cow<'static, str> {
+        "Count".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "type": "integer", "minimum": 0 })
+    }
 }

@@ -340,14 +340,13 @@ fn agent_only_features_need_only_the_agent() {
         Feature::WorktreeProject,
     ] {
         assert!(n.is_active(f), "{f}");
-        assert_eq!(n.namespace_of(f), Some(Namespace::Lody));
     }
     assert!(
         !n.is_active(Feature::SubagentEvents),
         "client did not advertise"
     );
     assert!(!n.is_active(Feature::SessionActivity));
-    assert_eq!(n.namespace_of(Feature::SubagentEvents), None);
+    assert_eq!(n.agent_writes, Namespace::Lody);
 
     let steering = n.steering().unwrap();
     assert_eq!(steering.transport, SteeringTransport::Request);
@@ -396,28 +395,33 @@ fn subagent_events_and_mcp_apps_need_both_peers() {
 }
 
 #[test]
-fn shared_features_use_the_common_namespace_or_lody() {
-    let flag = json!({"subagentEvents": {"version": 1}});
-    let ua = json!({"_meta": {"ua": flag}});
-    let lody_caps = lody(flag.clone());
-    assert_eq!(
-        negotiate(&ua, &ua).namespace_of(Feature::SubagentEvents),
-        Some(Namespace::Ua)
-    );
-    assert_eq!(
-        negotiate(&ua, &lody_caps).namespace_of(Feature::SubagentEvents),
-        Some(Namespace::Lody)
-    );
-    assert_eq!(
-        negotiate(&lody_caps, &ua).namespace_of(Feature::SubagentEvents),
-        Some(Namespace::Lody)
-    );
-    // Agent-only features keep the agent's namespace.
-    let agent = json!({"_meta": {"ua": {"usage": {"version": 1}}}});
-    assert_eq!(
-        negotiate(&agent, &lody_caps).namespace_of(Feature::Usage),
-        Some(Namespace::Ua)
-    );
+fn each_side_writes_one_namespace_read_from_the_other_side() {
+    use acp_extension_core::capabilities::Side;
+    let features = json!({"subagentEvents": {"version": 1}, "usage": {"version": 1}, "sessionTitle": {"version": 1}});
+    let both = json!({"_meta": {"ua": features, "lody": features}});
+    let ua = json!({"_meta": {"ua": {"subagentEvents": {"version": 1}}}});
+    let lody_caps = lody(json!({"subagentEvents": {"version": 1}}));
+    let plain = json!({"fs": {"readTextFile": true}});
+
+    // The migration setting: the agent advertises both spellings. What it
+    // writes follows the client alone, the same for every feature.
+    let n = negotiate(&both, &lody_caps);
+    assert!(n.is_active(Feature::SubagentEvents) && n.is_active(Feature::Usage));
+    assert_eq!(n.agent_writes, Namespace::Lody);
+    assert_eq!(n.namespace(Side::Agent), Namespace::Lody);
+    assert_eq!(n.client_writes, Namespace::Lody, "an agent reading both gets lody");
+
+    let n = negotiate(&both, &ua);
+    assert_eq!(n.agent_writes, Namespace::Ua);
+    assert_eq!(n.namespace(Side::Client), Namespace::Lody);
+
+    assert_eq!(negotiate(&ua, &both).agent_writes, Namespace::Lody);
+    assert_eq!(negotiate(&ua, &both).client_writes, Namespace::Ua);
+    assert_eq!(negotiate(&both, &plain).agent_writes, Namespace::Lody);
+    assert_eq!(negotiate(&both, &Value::Null).agent_writes, Namespace::Lody);
+    // A non-object section is not an advertisement.
+    let broken = json!({"_meta": {"ua": {}, "lody": 5}});
+    assert_eq!(negotiate(&both, &broken).agent_writes, Namespace::Ua);
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use common::{rejects, round_trip};
 
 use acp_extension_core::rate_limits::*;
-use acp_extension_core::wire::{FiniteF64, MaybeUndefined, NonNegF64};
+use acp_extension_core::wire::{EpochSeconds, MaybeUndefined, Percent};
 use serde_json::{Value, json};
 
 fn window() -> Value {
@@ -21,7 +21,7 @@ fn window_round_trips_with_and_without_label() {
     assert_eq!(w.used_percent.get(), 42.0);
     assert_eq!(
         w.window_duration_seconds,
-        Some(NonNegF64::new(18000.0).unwrap())
+        Some(acp_extension_core::wire::NonNegF64::new(18000.0).unwrap())
     );
 
     let w: RateLimitWindow = round_trip(json!({
@@ -40,7 +40,7 @@ fn window_round_trips_with_and_without_label() {
 
 #[test]
 fn window_builder_writes_required_nulls() {
-    let w = RateLimitWindow::new(FiniteF64::new(10.0).unwrap(), None, None).label("Weekly");
+    let w = RateLimitWindow::new(Percent::new(10.0).unwrap(), None, None).label("Weekly");
     assert_eq!(
         serde_json::to_string(&w).unwrap(),
         r#"{"usedPercent":10,"windowDurationSeconds":null,"resetsAtEpochSeconds":null,"label":"Weekly"}"#
@@ -191,7 +191,7 @@ fn snapshot() {
     assert_eq!(s.rate_limits[0].windows.len(), 1);
     assert_eq!(
         s.fetched_at_epoch_seconds,
-        Some(NonNegF64::new(1710000000.5).unwrap())
+        Some(EpochSeconds::new(1710000000.5).unwrap())
     );
     rejects::<RateLimitsSnapshot>(json!({}), &[("/rateLimits", "required")]);
     rejects::<RateLimitsSnapshot>(

@@ -29,7 +29,7 @@ use acp_extension_core::methods::{
 use acp_extension_core::rate_limits::{RateLimit, RateLimitsGetRequest, RateLimitsSnapshot};
 use acp_extension_core::session::{
     ActivityMeta, EmptyResponse, ForkAtTurn, GoalControlRequest, GoalControlResponse,
-    GoalPromptControl, GoalSnapshot, Notice, SessionActivityUpdate, SessionConfig,
+    GoalPromptControl, GoalSnapshot, NoticeMeta, SessionActivityUpdate, SessionConfig,
     SessionHistoryReadRequest, SteerApplied, SteerPromptMeta, SteerRequest, SteerResponse,
     SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentTask,
     SubagentsListRequest, SubagentsListResponse, TaskMeta, WorktreeProject,
@@ -101,7 +101,7 @@ typed_kinds! {
     SubagentOutputResponse => SubagentOutputResponse,
     TaskMeta => TaskMeta,
     ActivityMeta => ActivityMeta,
-    Notice => Notice,
+    NoticeMeta => NoticeMeta,
     WorktreeProject => WorktreeProject,
     SessionConfig => SessionConfig,
     ForkAtTurn => ForkAtTurn,
@@ -173,7 +173,7 @@ fn generator() -> SchemaGen {
             defs.insert(name.clone(), def.clone());
         }
     }
-    SchemaGen::new(defs).alias("AcpContentBlock", "ContentBlock")
+    SchemaGen::new(defs).alias("AcpContentBlock", "SubagentContentBlock")
 }
 
 fn strategy(g: &SchemaGen, kind: Kind) -> BoxedStrategy<Generated> {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use acp_extension_core::session::*;
 use acp_extension_core::validate::{Check, check};
-use acp_extension_core::wire::{MaybeUndefined, NonNegF64};
+use acp_extension_core::wire::{Count, EpochSeconds, MaybeUndefined, NonNegF64};
 use agent_client_protocol::v1::schema::{ContentBlock, TextContent};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -114,7 +114,7 @@ fn task_round_trips() {
         "usage": {"totalTokens": 10, "toolUses": 2, "durationMs": 3.5},
         "skipTranscript": true
     }));
-    assert_eq!(t.started_at_epoch_seconds, Some(num(1710000000.25)));
+    assert_eq!(t.started_at_epoch_seconds, Some(EpochSeconds::new(1710000000.25).unwrap()));
     assert_eq!(t.usage.unwrap().tool_uses, Some(num(2.0)));
     round_trip::<TaskUsage>(json!({}));
 }
@@ -157,7 +157,7 @@ fn goal_snapshot_round_trips() {
         "timeUsedSeconds": 0, "createdAtEpochSeconds": 0, "updatedAtEpochSeconds": 0
     }));
     assert_eq!(g.token_budget, MaybeUndefined::Null);
-    assert_eq!(g.created_at_epoch_seconds, Some(num(0.0)));
+    assert_eq!(g.created_at_epoch_seconds, Some(EpochSeconds::from_secs(0)));
     assert_eq!(g.last_reason, MaybeUndefined::Undefined);
 
     // Fractional epoch seconds are legal.
@@ -436,7 +436,7 @@ fn subagent_task_round_trips() {
         "startedAtEpochSeconds": 0, "endedAtEpochSeconds": 1710000001, "stopReason": "timeout"
     }));
     assert_eq!(t.status, SubagentTaskStatus::TimedOut);
-    assert_eq!(t.ended_at_epoch_seconds, Some(num(1710000001.0)));
+    assert_eq!(t.ended_at_epoch_seconds, Some(EpochSeconds::from_secs(1710000001)));
     assert_eq!(
         SubagentTaskStatus::ALL,
         [
@@ -527,20 +527,20 @@ fn empty_response_is_an_object_and_keeps_extra_keys() {
 
 #[test]
 fn notice_round_trips_and_rejections() {
-    let n: Notice =
+    let n: NoticeMeta =
         round_trip(json!({"level": "warning", "message": "", "source": "configWarning"}));
     assert_eq!(n.level, NoticeLevel::Warning);
-    round_trip::<Notice>(json!({"level": "info", "message": "m"}));
-    round_trip::<Notice>(json!({"level": "error", "message": " \n "}));
-    rejects::<Notice>(
+    round_trip::<NoticeMeta>(json!({"level": "info", "message": "m"}));
+    round_trip::<NoticeMeta>(json!({"level": "error", "message": " \n "}));
+    rejects::<NoticeMeta>(
         json!({"level": "debug", "message": "m"}),
         &[("/level", "one-of")],
     );
-    rejects::<Notice>(
+    rejects::<NoticeMeta>(
         json!({"level": "info", "message": "m", "source": null}),
         &[("/source", "not-null")],
     );
-    rejects::<Notice>(json!({"level": "info"}), &[("/message", "required")]);
+    rejects::<NoticeMeta>(json!({"level": "info"}), &[("/message", "required")]);
 }
 
 #[test]
@@ -653,7 +653,7 @@ fn session_activity_update() {
         "version": 1, "sessionId": "s", "state": "requires_action", "backgroundTaskCount": 2
     }));
     assert_eq!(u.state, SessionActivityState::RequiresAction);
-    assert_eq!(u.background_task_count, num(2.0));
+    assert_eq!(u.background_task_count, Count::new(2));
     round_trip::<SessionActivityUpdate>(
         json!({"version": 1, "sessionId": "s", "state": "idle", "backgroundTaskCount": 0}),
     );
@@ -779,7 +779,7 @@ fn corpus_session_meta_values_parse() {
             let result = match field.as_str() {
                 // `goal` is opt|null in session metadata: null means "no goal".
                 "goal" => parses::<Option<GoalSnapshot>>(&v),
-                "notice" => parses::<Notice>(&v),
+                "notice" => parses::<NoticeMeta>(&v),
                 "task" => parses::<TaskMeta>(&v),
                 "activity" => parses::<ActivityMeta>(&v),
                 "titleSource" => parses::<TitleSource>(&v),

@@ -778,7 +778,7 @@ fn payload_keys_before_type_parse_the_same() {
         panic!()
     };
     assert_eq!(chunk.message_id, MaybeUndefined::Value("m".to_owned()));
-    let ContentBlock::Text(t) = &chunk.content else {
+    let SubagentContentBlock::Text(t) = &chunk.content else {
         panic!()
     };
     assert_eq!(t.text, "hi");
@@ -819,18 +819,18 @@ fn absent_and_null_stay_apart() {
 #[test]
 fn resource_contents_keep_a_non_string_text_beside_a_blob() {
     let r = json!({"uri": "u", "text": 5, "blob": "b", "x": true});
-    let parsed: EmbeddedResourceContents = serde_json::from_value(r.clone()).unwrap();
+    let parsed: SubagentEmbeddedResourceContents = serde_json::from_value(r.clone()).unwrap();
     assert_eq!(parsed.text, None);
     assert_eq!(parsed.blob.as_deref(), Some("b"));
     assert_eq!(parsed.extra["text"], json!(5));
     assert_eq!(serde_json::to_value(&parsed).unwrap(), r);
-    let typed = EmbeddedResourceContents::new_text("file:///a", "hello")
+    let typed = SubagentEmbeddedResourceContents::new_text("file:///a", "hello")
         .mime_type(Some("text/plain".into()));
     assert_eq!(
         serde_json::to_value(&typed).unwrap(),
         json!({"uri": "file:///a", "mimeType": "text/plain", "text": "hello"})
     );
-    let mut empty = EmbeddedResourceContents::new_blob("u", "b");
+    let mut empty = SubagentEmbeddedResourceContents::new_blob("u", "b");
     empty.blob = None;
     assert!(
         serde_json::to_value(&empty).is_err(),
@@ -862,14 +862,14 @@ fn typed_events_build_the_wire_shape() {
                             "support": {"stream": ["text"], "progress": false, "outputRead": "live_tail", "cancel": true}}})
     );
 
-    let call = ToolCall::new(id("call-1"), "Read")
-        .kind(ToolKind::Read)
-        .status(ToolCallStatus::Pending)
+    let call = SubagentToolCall::new(id("call-1"), "Read")
+        .kind(SubagentToolKind::Read)
+        .status(SubagentToolCallStatus::Pending)
         .locations(vec![
-            ToolCallLocation::new("/a")
+            SubagentToolCallLocation::new("/a")
                 .line(Some(acp_extension_core::wire::SafeUint::new(3.0).unwrap())),
         ])
-        .content(vec![ToolCallContent::from(Content::new(TextContent::new(
+        .content(vec![SubagentToolCallContent::from(SubagentContent::new(SubagentTextContent::new(
             "out",
         )))]);
     let payload = SubagentOutputPayload::new(call).native_turn_id("turn");
@@ -882,7 +882,7 @@ fn typed_events_build_the_wire_shape() {
                           "content": [{"type": "content", "content": {"type": "text", "text": "out"}}]},
                "nativeTurnId": "turn"})
     );
-    let thought = SubagentOutput::AgentThoughtChunk(ContentChunk::new(TextContent::new("hm")));
+    let thought = SubagentOutput::AgentThoughtChunk(SubagentContentChunk::new(SubagentTextContent::new("hm")));
     assert_eq!(thought.tag(), "agent_thought_chunk");
     assert!(is_subagent_output(&serde_json::to_value(&thought).unwrap()));
 }
@@ -924,8 +924,8 @@ fn states_methods_and_enums() {
     );
     assert_eq!(SubagentOutput::TAGS.len(), 5);
     assert_eq!(
-        PlanEntryStatus::ALL,
+        SubagentPlanEntryStatus::ALL,
         ["pending", "in_progress", "completed"]
     );
-    assert_eq!(ToolKind::ALL.len(), 10);
+    assert_eq!(SubagentToolKind::ALL.len(), 10);
 }

@@ -151,7 +151,7 @@ fn hostile_input_is_a_violation_never_a_panic() {
 
 #[test]
 fn syntax_errors_name_the_problem() {
-    let r = validate_str(Kind::Notice, "{\"level\": \"info\",");
+    let r = validate_str(Kind::NoticeMeta, "{\"level\": \"info\",");
     assert_eq!(r.violations.len(), 1);
     assert_eq!(r.violations[0].rule.id(), "syntax");
     assert_eq!(r.violations[0].pointer, "");

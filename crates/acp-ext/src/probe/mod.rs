@@ -26,7 +26,7 @@ use acp_extension_core::capabilities::{
     ClientExtensionCapabilities, ElicitationCapability, Feature, SteeringTransport,
     VersionOneCapability,
 };
-use acp_extension_core::namespace::{self, Namespace, NamespaceSet};
+use acp_extension_core::namespace::{self, NamespaceSet};
 use acp_extension_core::negotiation::{Advertisement, Side, negotiate};
 use acp_extension_core::wire::True;
 use agent_client_protocol::{AcpAgent, Client, LineDirection, UntypedMessage};
@@ -520,10 +520,8 @@ async fn drive(
             let agent_caps = init.get("agentCapabilities").cloned().unwrap_or(Value::Null);
             let negotiated = negotiate(&agent_caps, &client_caps);
             let advertisement = Advertisement::read(&agent_caps, Side::Agent);
-            let ns = [Feature::Usage, Feature::RateLimits, Feature::Subagents, Feature::SessionHistory]
-                .into_iter()
-                .find_map(|f| negotiated.namespace_of(f))
-                .unwrap_or(Namespace::Lody);
+            // The probe is the client: it writes in the namespace the agent reads.
+            let ns = negotiated.client_writes;
             {
                 let init = init.clone();
                 rec(&|o| {
@@ -536,11 +534,11 @@ async fn drive(
             }
             let mut new_params = json!({"cwd": dir.path.to_string_lossy(), "mcpServers": []});
             let mut meta = serde_json::Map::new();
-            if let Some(ns) = negotiated.namespace_of(Feature::WorktreeProject) {
+            if negotiated.is_active(Feature::WorktreeProject) {
                 let project = json!({"version": 1, "originProjectPath": dir.path.to_string_lossy()});
                 namespace::write_key(&mut meta, ns, "worktreeProject", project);
             }
-            if let Some(ns) = negotiated.namespace_of(Feature::SessionConfig) {
+            if negotiated.is_active(Feature::SessionConfig) {
                 namespace::write_key(&mut meta, ns, "sessionConfig", json!({"version": 1, "configOptionValues": {}}));
             }
             if !meta.is_empty() {
@@ -584,7 +582,6 @@ async fn drive(
             };
             rec(&|o| o.session_id = Some(session_id.clone()));
 
-            let steer_ns = negotiated.namespace_of(Feature::Steering);
             let steer_by_request = negotiated
                 .steering()
                 .is_some_and(|st| st.transport == SteeringTransport::Request);
@@ -604,7 +601,7 @@ async fn drive(
                         return None;
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
-                    let method = steer_ns.unwrap_or(ns).method("session/steer");
+                    let method = ns.method("session/steer");
                     let params = json!({
                         "sessionId": session_id,
                         "steerId": format!("probe-steer-{}", i + 1),
@@ -654,7 +651,7 @@ async fn drive(
             if negotiated.is_active(Feature::SessionHistory) {
                 queries.push(("session/history/read", json!({"sessionId": session_id})));
             }
-            if let (Some(fork_ns), Some(turn)) = (negotiated.namespace_of(Feature::ForkAtTurn), &last_turn) {
+            if let (Some(fork_ns), Some(turn)) = (negotiated.is_active(Feature::ForkAtTurn).then_some(ns), &last_turn) {
                 let mut meta = serde_json::Map::new();
                 namespace::write_key(&mut meta, fork_ns, "forkAtTurn", json!({"version": 1, "turnId": turn}));
                 let params = json!({

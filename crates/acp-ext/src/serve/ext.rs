@@ -20,7 +20,7 @@ use acp_extension_core::session::{
     SteerResponse, SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse,
     SubagentsListRequest, SubagentsListResponse,
 };
-use acp_extension_core::wire::FiniteF64;
+use acp_extension_core::wire::{EpochSeconds, Percent};
 use agent_client_protocol::Error;
 use agent_client_protocol::v1::schema::{ContentBlock, SessionInfoUpdate, SessionUpdate};
 use serde::Serialize;
@@ -148,12 +148,12 @@ pub(crate) fn request(
 /// accepted on this connection.
 pub(crate) fn rate_limits(inner: &Inner) -> RateLimitsSnapshot {
     let n = inner.counters.prompts;
-    let now = time::now() as f64;
-    let window = |label: &str, used: u64, secs: f64| {
+    let now = time::now();
+    let window = |label: &str, used: u64, secs: u64| {
         RateLimitWindow::new(
-            FiniteF64::new(used as f64).unwrap_or_default(),
-            Some(nn(secs)),
-            Some(nn(now + secs)),
+            Percent::new(used as f64).unwrap_or_default(),
+            Some(nn(secs as f64)),
+            Some(EpochSeconds::from_secs(now + secs)),
         )
         .label(label)
     };
@@ -162,14 +162,14 @@ pub(crate) fn rate_limits(inner: &Inner) -> RateLimitsSnapshot {
             "serve-default",
             RateLimitScope::new("acp-ext-serve").model_id(DEFAULT_MODEL),
             vec![
-                window("5h", (n * 7) % 100, 18_000.0),
-                window("Weekly", (n * 3) % 100, 604_800.0),
+                window("5h", (n * 7) % 100, 18_000),
+                window("Weekly", (n * 3) % 100, 604_800),
             ],
         )
         .limit_name(Some("Synthetic limits".to_owned()))
         .plan_name(Some("Reference".to_owned())),
     ])
-    .fetched_at_epoch_seconds(nn(now))
+    .fetched_at_epoch_seconds(now)
 }
 
 /// `session/steer`: inject into the running turn (`injected`), or `failed`

@@ -14,13 +14,12 @@ use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch, SubagentEmi
 use acp_extension_core::subagent_events::{
     SubagentEvent, SubagentProgress, SubagentSnapshot, SubagentState,
 };
-use acp_extension_core::wire::NonEmptyString;
+use acp_extension_core::wire::{EpochSeconds, NonEmptyString};
 use futures::FutureExt;
 use serde_json::Value;
 
 use super::state::DEFAULT_MODEL;
 use super::time;
-use super::wire::nn;
 
 /// One subagent run and its task record (the native id is the task id).
 #[derive(Debug, Clone)]
@@ -44,8 +43,8 @@ impl RunRecord {
             self.task_id.clone(),
             self.description.clone(),
             self.status,
-            nn(self.started as f64),
-            self.ended.map(|e| nn(e as f64)),
+            EpochSeconds::from_secs(self.started),
+            self.ended.map(EpochSeconds::from_secs),
         )
         .subagent_type("worker")
         .model_id(DEFAULT_MODEL);
@@ -191,7 +190,7 @@ impl Runs {
         let ended = time::now();
         now(self.emitter.snapshot(
             task_id,
-            patch.state(state).ended_at_epoch_seconds(nn(ended as f64)),
+            patch.state(state).ended_at_epoch_seconds(ended),
         ));
         if let Some(rec) = self.get_mut(task_id) {
             rec.ended = Some(ended);

@@ -51,13 +51,8 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
     let ns = match shared.namespaces {
         ServeNamespace::Ua => Namespace::Ua,
         ServeNamespace::Lody => Namespace::Lody,
-        ServeNamespace::Both => {
-            if has(Namespace::Ua) && !has(Namespace::Lody) {
-                Namespace::Ua
-            } else {
-                Namespace::Lody
-            }
-        }
+        // Advertising both spellings, serve writes what the client reads.
+        ServeNamespace::Both => acp_extension_core::negotiation::write_namespace(&raw_caps),
     };
     let ext = shared.advertised.capabilities();
     let mut capabilities = AgentCapabilities::new()

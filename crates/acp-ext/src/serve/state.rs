@@ -186,8 +186,8 @@ impl Goal {
     pub(crate) fn snapshot(&self) -> GoalSnapshot {
         let mut g = GoalSnapshot::new(self.objective.clone(), self.status)
             .iterations(nn(self.iterations as f64))
-            .created_at_epoch_seconds(nn(self.created as f64))
-            .updated_at_epoch_seconds(nn(self.updated as f64))
+            .created_at_epoch_seconds(self.created)
+            .updated_at_epoch_seconds(self.updated)
             .tokens_used(nn(self.tokens_used as f64));
         if let Some(reason) = &self.last_reason {
             g = g.last_reason(Some(reason.clone()));
@@ -385,7 +385,7 @@ impl Shared {
             self.notify(
                 cx,
                 ns,
-                SessionActivityUpdate::new(session_id, level.0, nn(level.1 as f64)),
+                SessionActivityUpdate::new(session_id, level.0, level.1),
             );
         }
     }

@@ -49,7 +49,7 @@ use crate::meta::SessionMeta;
 use crate::rate_limits::{RateLimit, RateLimitsGetRequest, RateLimitsSnapshot};
 use crate::session::{
     ActivityMeta, EmptyResponse, ForkAtTurn, GoalControlRequest, GoalControlResponse,
-    GoalPromptControl, GoalSnapshot, Notice, SessionActivityUpdate, SessionConfig,
+    GoalPromptControl, GoalSnapshot, NoticeMeta, SessionActivityUpdate, SessionConfig,
     SessionHistoryReadRequest, SteerApplied, SteerPromptMeta, SteerRequest, SteerResponse,
     SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentTask,
     SubagentsListRequest, SubagentsListResponse, TaskMeta, WorktreeProject,
@@ -270,7 +270,7 @@ kinds! {
         /// `_meta.<ns>.activity` on tool calls.
         ActivityMeta = "activity-meta": ActivityMeta,
         /// `_meta.<ns>.notice` on session updates.
-        Notice = "notice": Notice,
+        NoticeMeta = "notice": NoticeMeta,
         /// `_meta.<ns>.worktreeProject` on session setup requests.
         WorktreeProject = "worktree-project": WorktreeProject,
         /// `_meta.<ns>.sessionConfig` on session setup requests.

@@ -10,7 +10,7 @@ impl Turn {
                 self.mb()
                     .with::<fields::TurnId>(self.turn_id.clone())
                     .with::<fields::Notice>(
-                        Notice::new(NoticeLevel::Error, message).source("acp-ext serve"),
+                        NoticeMeta::new(NoticeLevel::Error, message).source("acp-ext serve"),
                     )
                     .build(),
             ),

@@ -22,7 +22,7 @@ use acp_extension_core::mcp_apps::{McpAppDisplayMode, McpAppToolCallMeta, McpCal
 use acp_extension_core::meta::{self, fields};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
-    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, Notice, NoticeLevel,
+    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, NoticeLevel, NoticeMeta,
     SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
 };
 use acp_extension_core::subagent_emitter::SnapshotPatch;

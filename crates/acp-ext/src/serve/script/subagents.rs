@@ -35,7 +35,7 @@ impl Turn {
                                     .description(description.clone())
                                     .actor(name.clone())
                                     .model_id(super::super::state::DEFAULT_MODEL)
-                                    .started_at_epoch_seconds(nn(now as f64)),
+                                    .started_at_epoch_seconds(now),
                                 ),
                             ),
                         ),
@@ -51,7 +51,7 @@ impl Turn {
                     .name(name.clone())
                     .description(description.clone())
                     .model_id(super::super::state::DEFAULT_MODEL)
-                    .started_at_epoch_seconds(nn(now as f64));
+                    .started_at_epoch_seconds(now);
                 kids.push(Kid {
                     task: task.clone(),
                     call: call.clone(),
@@ -165,7 +165,7 @@ impl Turn {
                                     TaskStatus::Completed,
                                 )
                                 .summary(summary.clone())
-                                .ended_at_epoch_seconds(nn(time::now() as f64))
+                                .ended_at_epoch_seconds(time::now())
                                 .usage(
                                     TaskUsage::new()
                                         .total_tokens(nn(120.0))
@@ -293,7 +293,7 @@ pub(super) fn fail_call(
 ) {
     let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)
         .error(reason)
-        .ended_at_epoch_seconds(nn(time::now() as f64));
+        .ended_at_epoch_seconds(time::now());
     wire::update(
         cx,
         session_id,

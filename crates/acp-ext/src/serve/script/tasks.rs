@@ -28,7 +28,7 @@ impl Turn {
         let mut meta =
             TaskMeta::new(task.clone(), kind, task_status).description(description.clone());
         if let Some(at) = started {
-            meta = meta.started_at_epoch_seconds(nn(at as f64));
+            meta = meta.started_at_epoch_seconds(at);
         }
         self.send(SessionUpdate::ToolCall(
             ToolCall::new(call.clone(), title)
@@ -162,11 +162,11 @@ impl BackgroundJob {
                 let mut t = TaskMeta::new(task.task_id.clone(), task.kind, task_status)
                     .description(task.description.clone());
                 if let Some(at) = started {
-                    t = t.started_at_epoch_seconds(nn(at as f64));
+                    t = t.started_at_epoch_seconds(at);
                 }
                 if ended {
                     t = t
-                        .ended_at_epoch_seconds(nn(time::now() as f64))
+                        .ended_at_epoch_seconds(time::now())
                         .usage(TaskUsage::new().duration_ms(nn((self.secs * 1000.0).round())));
                 }
                 if let Some(e) = error {
