@@ -203,14 +203,15 @@ const TESTED: &[&str] = &[
     "usage-total-decreased",
     "usage-delta-mismatch",
     "usage-scope-reentered",
-    "usage-scope-id-too-long",
     "epoch-milliseconds",
     "epoch-fractional",
     "epoch-zero",
-    "used-percent-range",
     "title-without-source",
     "steer-unknown-id",
-    "background-task-count",
+    "steer-answered-after-turn",
+    "steer-not-applied",
+    "namespace-mismatch",
+    "namespace-mixed",
 ];
 
 #[test]
@@ -856,8 +857,9 @@ fn usage_matches_every_reference_vector() {
         let findings = run(&msgs);
         let name = case["name"].as_str().unwrap();
         if name == "scope_id_300_chars_not_validated" {
-            // The accumulator keeps any id; the contract caps it at 256.
-            assert_eq!(rule_ids(&findings), ["usage-scope-id-too-long"]);
+            // The accumulator keeps any id; the contract's type caps it at 256.
+            assert_eq!(rule_ids(&findings), ["shape"]);
+            assert!(findings[0].message.contains("at most 256"), "{findings:?}");
         } else {
             assert!(findings.is_empty(), "{name}: {findings:#?}");
         }
@@ -904,11 +906,12 @@ fn usage_scope_reentered() {
 }
 
 #[test]
-fn usage_scope_id_too_long() {
+fn a_usage_scope_id_too_long_breaks_the_type() {
     let long = "é".repeat(257);
     let findings = run(&[(A2C, usage_update("s", &long, 1, None))]);
-    assert_eq!(rule_ids(&findings), ["usage-scope-id-too-long"]);
+    assert_eq!(rule_ids(&findings), ["shape"]);
     assert_eq!(findings[0].path, "/params/_meta/lody/usageScopeId");
+    assert!(findings[0].message.contains("at most 256"), "{findings:?}");
     assert_clean(&[(A2C, usage_update("s", &"é".repeat(256), 1, None))]);
 }
 
@@ -921,6 +924,7 @@ fn epoch_milliseconds() {
         ),
     )]);
     assert_eq!(rule_ids(&findings), ["epoch-milliseconds"]);
+    assert_eq!(findings[0].severity, Severity::Warning);
     assert_eq!(
         findings[0].path,
         "/params/update/_meta/lody/goal/createdAtEpochSeconds"
@@ -964,7 +968,7 @@ fn epoch_zero() {
 }
 
 #[test]
-fn used_percent_range() {
+fn a_used_percent_outside_0_to_100_breaks_the_type() {
     let snapshot = |p: f64| {
         json!({"rateLimits": [{"limitId": "l", "scope": {"providerId": "p"},
             "windows": [{"usedPercent": p, "windowDurationSeconds": null, "resetsAtEpochSeconds": null}]}]})
@@ -975,13 +979,14 @@ fn used_percent_range() {
         (A2C, ok(3, snapshot(-1.0))),
     ]);
     assert_eq!(
-        paths(&of(&findings, &rules::USED_PERCENT_RANGE)),
+        paths(&of(&findings, &rules::SHAPE)),
         [
             "/params/rateLimits/0/windows/0/usedPercent",
             "/result/rateLimits/0/windows/0/usedPercent"
         ]
     );
     assert_eq!(findings.len(), 2);
+    assert!(findings[0].message.contains("0..100"), "{findings:?}");
     assert_clean(&[
         (A2C, note("_lody/rate_limits/update", snapshot(100.0))),
         (A2C, note("_lody/rate_limits/update", snapshot(0.0))),
@@ -1056,17 +1061,282 @@ fn steer_unknown_id() {
     assert_clean(&[(A2C, applied("b"))]);
 }
 
+/// A steering connection: the client advertised nothing, the agent steering
+/// by request; session `s` exists.
+fn steering_stream(tail: Vec<(Direction, Value)>) -> Vec<(Direction, Value)> {
+    let head = init(json!({"steering": steering("request")}), json!({}));
+    with(head, tail)
+}
+
+fn prompt(id: u64) -> Value {
+    req(
+        id,
+        "session/prompt",
+        json!({"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}),
+    )
+}
+
+fn steer_req(id: u64, steer: &str) -> Value {
+    req(
+        id,
+        "_lody/session/steer",
+        json!({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}], "steerId": steer}),
+    )
+}
+
+fn steer_applied(steer: &str) -> Value {
+    note(
+        "_lody/session/steer_applied",
+        json!({"sessionId": "s", "steerId": steer}),
+    )
+}
+
+fn outcome(id: u64, outcome: &str) -> Value {
+    ok(id, json!({"outcome": outcome}))
+}
+
+fn end_turn(id: u64) -> Value {
+    ok(id, json!({"stopReason": "end_turn"}))
+}
+
 #[test]
-fn background_task_count() {
+fn steer_answered_after_turn() {
+    // The agent ran the prompt on its dispatch loop: the steer sent
+    // mid-turn is answered after the prompt's response.
+    let findings = run(&steering_stream(vec![
+        (C2A, prompt(1)),
+        (C2A, steer_req(2, "st-1")),
+        (A2C, end_turn(1)),
+        (A2C, outcome(2, "failed")),
+    ]));
+    assert_eq!(
+        rule_ids(&of(&findings, &rules::STEER_ANSWERED_AFTER_TURN)),
+        ["steer-answered-after-turn"]
+    );
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    // Answered mid-turn and applied: clean. A steer sent between turns and
+    // refused is not late either.
+    assert_clean(&steering_stream(vec![
+        (C2A, prompt(1)),
+        (C2A, steer_req(2, "st-1")),
+        (A2C, outcome(2, "injected")),
+        (A2C, steer_applied("st-1")),
+        (A2C, end_turn(1)),
+        (C2A, steer_req(3, "st-2")),
+        (A2C, outcome(3, "failed")),
+    ]));
+}
+
+#[test]
+fn steer_not_applied() {
+    // Injected, but the turn ends without `steer_applied`.
+    let findings = run(&steering_stream(vec![
+        (C2A, prompt(1)),
+        (C2A, steer_req(2, "st-1")),
+        (A2C, outcome(2, "injected")),
+        (A2C, end_turn(1)),
+    ]));
+    assert_eq!(
+        rule_ids(&of(&findings, &rules::STEER_NOT_APPLIED)),
+        ["steer-not-applied"]
+    );
+    assert!(findings[0].message.contains("st-1"), "{findings:#?}");
+    // Injected after its turn ended, never applied: both rules.
+    let findings = run(&steering_stream(vec![
+        (C2A, prompt(1)),
+        (C2A, steer_req(2, "st-1")),
+        (A2C, end_turn(1)),
+        (A2C, outcome(2, "injected")),
+    ]));
+    assert_eq!(
+        rule_ids(&findings),
+        ["steer-answered-after-turn", "steer-not-applied"]
+    );
+    assert_eq!(findings[1].path, "/result/outcome");
+    // A failed steer needs no confirmation; a turn whose steer was applied is clean.
+    assert_clean(&steering_stream(vec![
+        (C2A, prompt(1)),
+        (C2A, steer_req(2, "st-1")),
+        (A2C, outcome(2, "failed")),
+        (A2C, end_turn(1)),
+        (C2A, prompt(3)),
+        (C2A, steer_req(4, "st-2")),
+        (A2C, steer_applied("st-2")),
+        (A2C, outcome(4, "injected")),
+        (A2C, end_turn(3)),
+    ]));
+}
+
+#[test]
+fn namespace_mismatch() {
+    let usage = |method: &str| {
+        note(
+            method,
+            json!({"sessionId": "s", "usage": row(1), "modelUsage": {"m": row(1)}}),
+        )
+    };
+    let agent_both =
+        json!({"_meta": {"ua": {"usage": {"version": 1}}, "lody": {"usage": {"version": 1}}}});
+    let stream = |client: Value, tail: Vec<(Direction, Value)>| {
+        let mut msgs = vec![
+            (
+                C2A,
+                req(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": 1, "clientCapabilities": client}),
+                ),
+            ),
+            (
+                A2C,
+                ok(
+                    0,
+                    json!({"protocolVersion": 1, "agentCapabilities": agent_both}),
+                ),
+            ),
+        ];
+        msgs.extend(tail);
+        msgs
+    };
+    // The issue's connection: a lody-only client gets `_ua/…` and `_meta.ua`.
+    let lody_client = json!({"_meta": {"lody": {}}});
+    let findings = run(&stream(
+        lody_client.clone(),
+        vec![
+            (A2C, usage("_ua/session/usage_update")),
+            (
+                A2C,
+                session_update(
+                    "s",
+                    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
+                        "_meta": {"ua": {"messagePhase": "final_answer"}}}),
+                ),
+            ),
+        ],
+    ));
+    let hits = of(&findings, &rules::NAMESPACE_MISMATCH);
+    assert_eq!(paths(&hits), ["/method", "/params/update/_meta/ua"]);
+    assert!(hits[0].message.contains("only `_meta.lody`"), "{hits:#?}");
+    assert!(hits[0].message.contains("write `lody`"), "{hits:#?}");
+    // A plain client (no section) reads lody; a ua-only client reads ua;
+    // a client advertising both reads either.
+    assert_eq!(
+        rule_ids(&run(&stream(
+            json!({}),
+            vec![(A2C, usage("_ua/session/usage_update"))]
+        ))),
+        ["namespace-mismatch"]
+    );
+    assert_clean(&stream(
+        json!({}),
+        vec![(A2C, usage("_lody/session/usage_update"))],
+    ));
+    assert_clean(&stream(
+        json!({"_meta": {"ua": {}}}),
+        vec![(A2C, usage("_ua/session/usage_update"))],
+    ));
+    assert_eq!(
+        rule_ids(&run(&stream(
+            json!({"_meta": {"ua": {}}}),
+            vec![(A2C, usage("_lody/session/usage_update"))]
+        ))),
+        ["namespace-mismatch"]
+    );
+    assert_clean(&stream(
+        json!({"_meta": {"ua": {}, "lody": {}}}),
+        vec![(A2C, usage("_ua/session/usage_update"))],
+    ));
+    // The client writing to a ua-only agent in lody.
+    let findings = run(&[
+        (
+            C2A,
+            req(
+                0,
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            ),
+        ),
+        (
+            A2C,
+            ok(
+                0,
+                json!({"protocolVersion": 1, "agentCapabilities": {"_meta": {"ua": {"steering": steering("request")}}}}),
+            ),
+        ),
+        (C2A, steer_req(1, "st")),
+    ]);
+    assert_eq!(rule_ids(&findings), ["namespace-mismatch"]);
+    assert!(
+        findings[0]
+            .message
+            .contains("the agent advertised only `_meta.ua`"),
+        "{findings:#?}"
+    );
+    // Before initialize nothing is judged.
+    assert_clean(&[(A2C, usage("_ua/session/usage_update"))]);
+}
+
+#[test]
+fn namespace_mixed() {
+    let both = json!({"_meta": {"ua": {}, "lody": {}}});
+    let agent =
+        json!({"_meta": {"lody": {"usage": {"version": 1}, "sessionTitle": {"version": 1}}}});
+    let findings = run(&[
+        (
+            C2A,
+            req(
+                0,
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": both}),
+            ),
+        ),
+        (
+            A2C,
+            ok(0, json!({"protocolVersion": 1, "agentCapabilities": agent})),
+        ),
+        (
+            A2C,
+            note(
+                "_lody/session/usage_update",
+                json!({"sessionId": "s", "usage": row(1)}),
+            ),
+        ),
+        (
+            A2C,
+            session_update(
+                "s",
+                json!({"sessionUpdate": "session_info_update", "title": "t", "_meta": {"ua": {"titleSource": "generated"}}}),
+            ),
+        ),
+        (
+            A2C,
+            session_update(
+                "s",
+                json!({"sessionUpdate": "session_info_update", "title": "t", "_meta": {"ua": {"titleSource": "generated"}}}),
+            ),
+        ),
+    ]);
+    // Reported once per direction, at the first use of the second namespace.
+    let hits = of(&findings, &rules::NAMESPACE_MIXED);
+    assert_eq!(paths(&hits), ["/params/update/_meta/ua"]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+}
+
+#[test]
+fn a_fractional_background_task_count_breaks_the_type() {
     let update = |n: Value| {
         note(
             "_lody/session/activity_update",
             json!({"version": 1, "sessionId": "s", "state": "running", "backgroundTaskCount": n}),
         )
     };
-    let findings = run(&[(A2C, update(json!(1.5)))]);
-    assert_eq!(rule_ids(&findings), ["background-task-count"]);
+    let findings = run(&[(A2C, update(json!(1.5))), (A2C, update(json!(-1)))]);
+    assert_eq!(rule_ids(&findings), ["shape", "shape"]);
     assert_eq!(findings[0].path, "/params/backgroundTaskCount");
+    assert!(
+        findings[0].message.contains("non-negative integer"),
+        "{findings:?}"
+    );
     assert_clean(&[(A2C, update(json!(2))), (A2C, update(json!(0)))]);
 }
 
@@ -1700,4 +1970,421 @@ fn the_rule_table_is_in_the_binary() {
     let help = String::from_utf8(help.stdout).unwrap();
     assert!(!help.contains("CHECK.md"), "{help}");
     assert!(help.contains("--rules"), "{help}");
+}
+
+// ---------------------------------------------------------------------------
+// One rule per field: `validate` and `check` agree
+
+/// How a rule relates to `acp-ext validate`.
+enum Class {
+    /// About the input's framing, before any contract type applies.
+    Input,
+    /// A value that breaks a contract type: `validate` rejects the message
+    /// and `check` reports the rule (an error).
+    Type(Value),
+    /// An error that depends on other messages of the connection: `validate`
+    /// accepts every message of both transcripts, whose last message is the
+    /// same; `check` reports the rule on the first and not on the second.
+    Context(Vec<(Direction, Value)>, Vec<(Direction, Value)>),
+    /// Not an error: the transcript triggers it, and `validate` accepts
+    /// every message of it.
+    Advice(Vec<(Direction, Value)>),
+}
+
+fn validates(message: &Value) -> bool {
+    acp_extension_core::validate::validate_value(acp_extension_core::validate::Kind::Auto, message)
+        .violations
+        .is_empty()
+}
+
+#[test]
+fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
+    use Class::*;
+    let goal = |control: Value| {
+        json!({"goal": {"version": 1, "actions": ["set", "pause", "resume", "clear"],
+            "controlActions": control, "promptActions": ["resume"]}})
+    };
+    let goal_set = req(
+        9,
+        "_lody/session/goal",
+        json!({"sessionId": "s", "action": "set", "objective": "o"}),
+    );
+    let titled = |meta: Value| {
+        session_update(
+            "s",
+            json!({"sessionUpdate": "session_info_update", "title": "t", "_meta": meta}),
+        )
+    };
+    let tool_call = session_update(
+        "s",
+        json!({"sessionUpdate": "tool_call", "toolCallId": "toolu_1", "title": "Task"}),
+    );
+    let ns_init = |client: Value| {
+        vec![
+            (
+                C2A,
+                req(
+                    0,
+                    "initialize",
+                    json!({"protocolVersion": 1, "clientCapabilities": client}),
+                ),
+            ),
+            (
+                A2C,
+                ok(
+                    0,
+                    json!({"protocolVersion": 1, "agentCapabilities": {"_meta": {"ua": {"usage": {"version": 1}}, "lody": {"usage": {"version": 1}}}}}),
+                ),
+            ),
+        ]
+    };
+    let ua_usage = note(
+        "_ua/session/usage_update",
+        json!({"sessionId": "s", "usage": row(1)}),
+    );
+    let activity = |n: Value| {
+        note(
+            "_lody/session/activity_update",
+            json!({"version": 1, "sessionId": "s", "state": "running", "backgroundTaskCount": n}),
+        )
+    };
+    let window = |p: f64| {
+        note(
+            "_lody/rate_limits/update",
+            json!({"rateLimits": [{"limitId": "l", "scope": {"providerId": "p"},
+            "windows": [{"usedPercent": p, "windowDurationSeconds": null, "resetsAtEpochSeconds": null}]}]}),
+        )
+    };
+    let table: Vec<(&str, Class)> = vec![
+        ("not-json", Input),
+        ("input-too-large", Input),
+        ("not-a-message", Input),
+        ("shape", Type(activity(json!(1.5)))),
+        (
+            "unknown-method",
+            Type(note("_lody/session/typo", json!({}))),
+        ),
+        (
+            "unknown-meta-key",
+            Advice(vec![(A2C, titled(json!({"lody": {"private": 1}})))]),
+        ),
+        (
+            "not-advertised",
+            Context(
+                with(
+                    init(json!({}), json!({})),
+                    vec![(A2C, usage_update("s", "A", 1, None))],
+                ),
+                with(usage_init(), vec![(A2C, usage_update("s", "A", 1, None))]),
+            ),
+        ),
+        (
+            "flag-not-advertised",
+            Context(
+                with(
+                    init(json!({"rateLimits": {"version": 1}}), json!({})),
+                    vec![(C2A, req(5, "_lody/rate_limits/get", json!({})))],
+                ),
+                with(
+                    init(
+                        json!({"rateLimits": {"version": 1, "query": true}}),
+                        json!({}),
+                    ),
+                    vec![(C2A, req(5, "_lody/rate_limits/get", json!({})))],
+                ),
+            ),
+        ),
+        (
+            "goal-action-not-advertised",
+            Context(
+                with(
+                    init(goal(json!(["pause"])), json!({})),
+                    vec![(C2A, goal_set.clone())],
+                ),
+                with(
+                    init(goal(json!(["set", "pause"])), json!({})),
+                    vec![(C2A, goal_set)],
+                ),
+            ),
+        ),
+        (
+            "subagent-events-not-negotiated",
+            Context(
+                with(
+                    init(json!({"subagentEvents": {"version": 1}}), json!({})),
+                    vec![(A2C, snapshot("s", "r", "running"))],
+                ),
+                with(
+                    both_subagent_events(),
+                    vec![(A2C, snapshot("s", "r", "running"))],
+                ),
+            ),
+        ),
+        (
+            "answer-notes-not-advertised",
+            Context(
+                with(
+                    init_caps(
+                        json!({}),
+                        json!({"elicitation": {"form": {}}, "_meta": {"lody": {"elicitation": {"version": 1}}}}),
+                    ),
+                    vec![(A2C, elicitation_with_note())],
+                ),
+                with(
+                    init_caps(
+                        json!({}),
+                        json!({"elicitation": {"form": {}}, "_meta": {"lody": {"elicitation": {"version": 1, "answerNotes": true}}}}),
+                    ),
+                    vec![(A2C, elicitation_with_note())],
+                ),
+            ),
+        ),
+        (
+            "wrong-side-capability",
+            Advice(init(json!({"elicitation": {"version": 1}}), json!({}))),
+        ),
+        (
+            "subagent-first-not-snapshot",
+            Context(
+                with(both_subagent_events(), vec![(A2C, progress("s", "r"))]),
+                with(
+                    both_subagent_events(),
+                    vec![
+                        (A2C, snapshot("s", "r", "running")),
+                        (A2C, progress("s", "r")),
+                    ],
+                ),
+            ),
+        ),
+        (
+            "subagent-after-terminal",
+            Context(
+                with(
+                    both_subagent_events(),
+                    vec![
+                        (A2C, snapshot("s", "r", "running")),
+                        (A2C, snapshot("s", "r", "completed")),
+                        (A2C, output("s", "r")),
+                    ],
+                ),
+                with(
+                    both_subagent_events(),
+                    vec![
+                        (A2C, snapshot("s", "r", "running")),
+                        (A2C, output("s", "r")),
+                    ],
+                ),
+            ),
+        ),
+        (
+            "subagent-run-id-native",
+            Context(
+                with(
+                    both_subagent_events(),
+                    vec![(A2C, tool_call), (A2C, snapshot("s", "toolu_1", "running"))],
+                ),
+                with(
+                    both_subagent_events(),
+                    vec![(A2C, snapshot("s", "toolu_1", "running"))],
+                ),
+            ),
+        ),
+        (
+            "usage-total-decreased",
+            Context(
+                usage_stream(&[("s", "A", 100, None), ("s", "A", 50, None)]),
+                usage_stream(&[("s", "A", 50, None)]),
+            ),
+        ),
+        (
+            "usage-delta-mismatch",
+            Context(
+                usage_stream(&[("s", "A", 10, None), ("s", "A", 20, Some(5))]),
+                usage_stream(&[("s", "A", 15, None), ("s", "A", 20, Some(5))]),
+            ),
+        ),
+        (
+            "usage-scope-reentered",
+            Context(
+                usage_stream(&[
+                    ("s", "A", 10, None),
+                    ("s", "B", 10, None),
+                    ("s", "A", 20, None),
+                ]),
+                usage_stream(&[("s", "A", 10, None), ("s", "A", 20, None)]),
+            ),
+        ),
+        (
+            "epoch-milliseconds",
+            Advice(vec![(
+                A2C,
+                goal_info(
+                    json!({"objective": "o", "status": "active", "createdAtEpochSeconds": 1710000000000u64}),
+                ),
+            )]),
+        ),
+        (
+            "epoch-fractional",
+            Advice(vec![(
+                A2C,
+                goal_info(
+                    json!({"objective": "o", "status": "active", "createdAtEpochSeconds": 1710000000.5}),
+                ),
+            )]),
+        ),
+        (
+            "epoch-zero",
+            Advice(vec![(
+                A2C,
+                goal_info(
+                    json!({"objective": "o", "status": "active", "createdAtEpochSeconds": 0}),
+                ),
+            )]),
+        ),
+        (
+            "title-without-source",
+            Context(
+                with(
+                    init(json!({"sessionTitle": {"version": 1}}), json!({})),
+                    vec![(A2C, titled(json!({})))],
+                ),
+                with(init(json!({}), json!({})), vec![(A2C, titled(json!({})))]),
+            ),
+        ),
+        (
+            "steer-unknown-id",
+            Context(
+                steering_stream(vec![(C2A, prompt(1)), (A2C, steer_applied("x"))]),
+                steering_stream(vec![
+                    (C2A, prompt(1)),
+                    (C2A, steer_req(2, "x")),
+                    (A2C, outcome(2, "injected")),
+                    (A2C, steer_applied("x")),
+                ]),
+            ),
+        ),
+        (
+            "steer-answered-after-turn",
+            Advice(steering_stream(vec![
+                (C2A, prompt(1)),
+                (C2A, steer_req(2, "x")),
+                (A2C, end_turn(1)),
+                (A2C, outcome(2, "failed")),
+            ])),
+        ),
+        (
+            "steer-not-applied",
+            Advice(steering_stream(vec![
+                (C2A, prompt(1)),
+                (C2A, steer_req(2, "x")),
+                (A2C, outcome(2, "injected")),
+                (A2C, end_turn(1)),
+            ])),
+        ),
+        (
+            "namespace-mismatch",
+            Context(
+                with(
+                    ns_init(json!({"_meta": {"lody": {}}})),
+                    vec![(A2C, ua_usage.clone())],
+                ),
+                with(ns_init(json!({"_meta": {"ua": {}}})), vec![(A2C, ua_usage)]),
+            ),
+        ),
+        (
+            "namespace-mixed",
+            Advice(with(
+                ns_init(json!({"_meta": {"ua": {}, "lody": {}}})),
+                vec![
+                    (
+                        A2C,
+                        note(
+                            "_lody/session/usage_update",
+                            json!({"sessionId": "s", "usage": row(1)}),
+                        ),
+                    ),
+                    (
+                        A2C,
+                        note(
+                            "_ua/session/usage_update",
+                            json!({"sessionId": "s", "usage": row(2)}),
+                        ),
+                    ),
+                ],
+            )),
+        ),
+    ];
+    let listed: Vec<&str> = table.iter().map(|(id, _)| *id).collect();
+    let all: Vec<&str> = rules::ALL.iter().map(|r| r.id).collect();
+    assert_eq!(listed, all, "every rule is classified, in table order");
+
+    for (id, class) in &table {
+        let rule = rules::RuleInfo::by_id(id).unwrap();
+        let fires = |msgs: &[(Direction, Value)]| run(msgs).iter().any(|f| f.rule == *id);
+        match class {
+            Input => assert_eq!(rule.severity, Severity::Error, "{id}"),
+            Type(message) => {
+                assert_eq!(rule.severity, Severity::Error, "{id}");
+                assert!(!validates(message), "{id}: validate accepts {message}");
+                assert!(
+                    fires(&[(A2C, message.clone())]),
+                    "{id}: check is silent on {message}"
+                );
+            }
+            Context(bad, good) => {
+                assert_eq!(rule.severity, Severity::Error, "{id}");
+                assert_eq!(
+                    bad.last().unwrap().1,
+                    good.last().unwrap().1,
+                    "{id}: the same last message"
+                );
+                for (_, m) in bad.iter().chain(good) {
+                    assert!(validates(m), "{id}: validate rejects {m}");
+                }
+                assert!(fires(bad), "{id}: not reported in context");
+                assert!(!fires(good), "{id}: reported without its context");
+            }
+            Advice(msgs) => {
+                assert_ne!(
+                    rule.severity,
+                    Severity::Error,
+                    "{id} is an error, so validate must reject it"
+                );
+                for (_, m) in msgs {
+                    assert!(validates(m), "{id}: validate rejects {m}");
+                }
+                assert!(fires(msgs), "{id}: not reported");
+            }
+        }
+    }
+
+    // The values whose rules moved into the types: `validate` rejects them
+    // and `check` reports `shape`, each at its pointer.
+    for (message, pointer) in [
+        (activity(json!(1.5)), "/params/backgroundTaskCount"),
+        (activity(json!(-1)), "/params/backgroundTaskCount"),
+        (window(150.0), "/params/rateLimits/0/windows/0/usedPercent"),
+        (window(-0.5), "/params/rateLimits/0/windows/0/usedPercent"),
+        (
+            usage_update("s", &"x".repeat(257), 1, None),
+            "/params/_meta/lody/usageScopeId",
+        ),
+    ] {
+        assert!(!validates(&message), "{message}");
+        let findings = run(&with(usage_init(), vec![(A2C, message.clone())]));
+        assert!(
+            findings
+                .iter()
+                .any(|f| f.rule == "shape" && f.path == pointer && f.severity == Severity::Error),
+            "{message}: {findings:#?}"
+        );
+    }
+    for message in [
+        activity(json!(2)),
+        window(100.0),
+        window(0.0),
+        usage_update("s", &"x".repeat(256), 1, None),
+    ] {
+        assert!(validates(&message), "{message}");
+    }
 }

@@ -1,6 +1,6 @@
 //! Capability objects that peers advertise in `initialize`.
 //!
-//! The agent advertises [`ExtensionCapabilities`] at
+//! The agent advertises [`AgentExtensionCapabilities`] at
 //! `InitializeResponse.agentCapabilities._meta.<ns>` and the client advertises
 //! [`ClientExtensionCapabilities`] at
 //! `InitializeRequest.clientCapabilities._meta.<ns>`, where `<ns>` is `ua` or
@@ -11,13 +11,13 @@
 //!
 //! ```
 //! use acp_extension_core::capabilities::{
-//!     ExtensionCapabilities, RateLimitsCapability, VersionOneCapability,
+//!     AgentExtensionCapabilities, RateLimitsCapability, VersionOneCapability,
 //! };
 //! use acp_extension_core::namespace::NamespaceSet;
 //! use acp_extension_core::wire::{True, Version1};
 //! use serde_json::json;
 //!
-//! let caps = ExtensionCapabilities::new()
+//! let caps = AgentExtensionCapabilities::new()
 //!     .usage(VersionOneCapability::new())
 //!     .rate_limits(RateLimitsCapability::new().query(True));
 //! assert_eq!(
@@ -25,7 +25,7 @@
 //!     json!({"lody": {"usage": {"version": 1}, "rateLimits": {"version": 1, "query": true}}}),
 //! );
 //!
-//! let parsed: ExtensionCapabilities =
+//! let parsed: AgentExtensionCapabilities =
 //!     serde_json::from_value(json!({"usage": {"version": 1}, "future": {"version": 1}}))?;
 //! assert!(parsed.usage.is_some());
 //! assert!(parsed.extra.contains_key("future")); // unknown keys survive
@@ -218,7 +218,7 @@ crate::wire_struct! {
     ///
     /// Every key is optional; absent means unsupported. `subagentEvents` and
     /// `mcpApps` become active only when the client advertises them too.
-    pub struct ExtensionCapabilities {
+    pub struct AgentExtensionCapabilities {
         opt {
             /// Subagent events (needs the client flag too).
             subagent_events: VersionOneCapability = "subagentEvents",
@@ -297,7 +297,7 @@ fn write_section(meta: &mut Map, section: &Map, ns: NamespaceSet) {
 }
 
 macro_rules! advertising {
-    ($ty:ident, $sdk:ident, $sdk_doc:literal) => {
+    ($ty:ident, $sdk:ident) => {
         impl $ty {
             /// A `_meta` object holding these capabilities under each
             /// namespace of `ns`: `{"lody": {…}}`, `{"ua": {…}}` or both.
@@ -313,25 +313,44 @@ macro_rules! advertising {
             pub fn write_meta(&self, meta: &mut Map, ns: NamespaceSet) {
                 write_section(meta, &to_object(self), ns);
             }
+        }
 
-            #[doc = concat!("Advertises these capabilities in an SDK [`", $sdk_doc, "`], merging into its `_meta`.")]
-            pub fn apply_to(&self, caps: &mut $sdk, ns: NamespaceSet) {
-                self.write_meta(caps.meta.get_or_insert_with(Map::new), ns);
+        impl AdvertiseExtensions for $sdk {
+            type Extensions = $ty;
+            fn extensions(mut self, extensions: &$ty, ns: NamespaceSet) -> Self {
+                extensions.write_meta(self.meta.get_or_insert_with(Map::new), ns);
+                self
             }
         }
     };
 }
 
-advertising!(
-    ExtensionCapabilities,
-    AgentCapabilities,
-    "AgentCapabilities"
-);
-advertising!(
-    ClientExtensionCapabilities,
-    ClientCapabilities,
-    "ClientCapabilities"
-);
+/// Advertises extension capabilities on the SDK's own capability builders
+/// ([`AgentCapabilities`] takes [`AgentExtensionCapabilities`],
+/// [`ClientCapabilities`] takes [`ClientExtensionCapabilities`]), merged
+/// into their `_meta` so that other vendors' keys stay.
+///
+/// ```
+/// use acp_extension_core::capabilities::{AdvertiseExtensions, AgentExtensionCapabilities, VersionOneCapability};
+/// use acp_extension_core::namespace::NamespaceSet;
+/// use agent_client_protocol::v1::schema::AgentCapabilities;
+///
+/// let caps = AgentCapabilities::new()
+///     .load_session(true)
+///     .extensions(&AgentExtensionCapabilities::new().usage(VersionOneCapability::new()), NamespaceSet::Lody);
+/// assert_eq!(caps.meta.unwrap()["lody"]["usage"]["version"], 1);
+/// ```
+pub trait AdvertiseExtensions: Sized {
+    /// The extension capabilities this SDK type carries.
+    type Extensions;
+
+    /// `self` with `extensions` advertised under each namespace of `ns`.
+    #[must_use]
+    fn extensions(self, extensions: &Self::Extensions, ns: NamespaceSet) -> Self;
+}
+
+advertising!(AgentExtensionCapabilities, AgentCapabilities);
+advertising!(ClientExtensionCapabilities, ClientCapabilities);
 
 /// Which peer is speaking: the one whose capabilities are being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

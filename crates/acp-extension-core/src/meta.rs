@@ -39,8 +39,8 @@ use crate::elicitation::ElicitationMeta;
 use crate::mcp_apps::McpAppToolCallMeta;
 use crate::namespace::{self, Namespace};
 use crate::session::{
-    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, NoticeMeta, SessionConfig,
-    SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
+    ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, NoticeMeta,
+    SessionConfig, SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
 };
 use crate::violation::{Check, Violation, check, child};
 use crate::wire::Map;
@@ -123,7 +123,7 @@ pub mod fields {
     );
     field!(
         /// `usageScopeId` on `session/usage_update`: the accounting scope.
-        UsageScopeId = "usageScopeId": String
+        UsageScopeId = "usageScopeId": crate::usage::UsageScopeId
     );
     field!(
         /// `turnId` on session updates: the native turn the update belongs to.
@@ -169,7 +169,7 @@ crate::wire_struct! {
             /// See [`fields::SessionConfig`].
             session_config: SessionConfig = "sessionConfig",
             /// See [`fields::UsageScopeId`].
-            usage_scope_id: String = "usageScopeId",
+            usage_scope_id: crate::usage::UsageScopeId = "usageScopeId",
             /// See [`fields::McpApp`].
             mcp_app: McpAppToolCallMeta = "mcpApp",
         }

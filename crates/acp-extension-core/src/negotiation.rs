@@ -41,7 +41,7 @@ use crate::capabilities::{
     ElicitationCapability, Feature, FeatureOptions, FeatureSide, GoalCapability,
     RateLimitsCapability, SteeringCapability, SubagentCapability, TaskCapability,
 };
-use crate::namespace::{self, Namespace};
+use crate::namespace::{self, Namespace, NamespaceSet};
 use crate::violation::{Violation, child};
 use crate::wire::{Map, json_type};
 
@@ -331,15 +331,35 @@ pub struct ActiveFeature {
 /// assert_eq!(write_namespace(&json!({"fs": {"readTextFile": true}})), Namespace::Lody);
 /// ```
 pub fn write_namespace(reader_capabilities: &Value) -> Namespace {
+    match advertised_namespaces(reader_capabilities) {
+        Some(NamespaceSet::Ua) => Namespace::Ua,
+        _ => Namespace::Lody,
+    }
+}
+
+/// Which namespace sections a capabilities object carries: `_meta.ua`,
+/// `_meta.lody` or both as objects; `None` when it carries neither.
+///
+/// ```
+/// use acp_extension_core::namespace::NamespaceSet;
+/// use acp_extension_core::negotiation::advertised_namespaces;
+/// use serde_json::json;
+///
+/// assert_eq!(advertised_namespaces(&json!({"_meta": {"lody": {}}})), Some(NamespaceSet::Lody));
+/// assert_eq!(advertised_namespaces(&json!({"_meta": {"ua": {}, "lody": {}}})), Some(NamespaceSet::Both));
+/// assert_eq!(advertised_namespaces(&json!({"_meta": {"lody": true}})), None);
+/// ```
+pub fn advertised_namespaces(capabilities: &Value) -> Option<NamespaceSet> {
     let section = |ns: Namespace| {
-        meta_of(reader_capabilities)
+        meta_of(capabilities)
             .and_then(|m| m.get(ns.key()))
             .is_some_and(Value::is_object)
     };
-    if section(Namespace::Ua) && !section(Namespace::Lody) {
-        Namespace::Ua
-    } else {
-        Namespace::Lody
+    match (section(Namespace::Ua), section(Namespace::Lody)) {
+        (true, true) => Some(NamespaceSet::Both),
+        (true, false) => Some(NamespaceSet::Ua),
+        (false, true) => Some(NamespaceSet::Lody),
+        (false, false) => None,
     }
 }
 
@@ -432,14 +452,17 @@ impl Negotiated {
     /// raw JSON with [`negotiate`] instead.
     ///
     /// ```
-    /// use acp_extension_core::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities, Feature};
+    /// use acp_extension_core::capabilities::{
+    ///     AdvertiseExtensions, AgentExtensionCapabilities, ClientExtensionCapabilities, Feature,
+    ///     VersionOneCapability,
+    /// };
     /// use acp_extension_core::namespace::NamespaceSet;
     /// use acp_extension_core::negotiation::Negotiated;
     /// use acp_extension_core::Namespace;
     /// use agent_client_protocol::v1::schema::{AgentCapabilities, ClientCapabilities};
     ///
-    /// let agent = AgentCapabilities::new()
-    ///     .extensions(&AgentExtensionCapabilities::new().session_title(), NamespaceSet::Both);
+    /// let ext = AgentExtensionCapabilities::new().session_title(VersionOneCapability::new());
+    /// let agent = AgentCapabilities::new().extensions(&ext, NamespaceSet::Both);
     /// let client = ClientCapabilities::new()
     ///     .extensions(&ClientExtensionCapabilities::new(), NamespaceSet::Ua);
     /// let n = Negotiated::from_sdk(&agent, &client);

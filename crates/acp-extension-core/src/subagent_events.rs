@@ -84,8 +84,8 @@ use crate::violation::{Check, Rule, Violation, child};
 use crate::wire::nullable_schema;
 use crate::wire::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
 use crate::wire::{
-    EpochSeconds, FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt, SafeUint, True,
-    Version1, check_nullable, check_opt, check_req,
+    EpochSeconds, FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt,
+    SafeUint, True, Version1, check_nullable, check_opt, check_req,
 };
 
 /// The method of a subagent event in the `lody` namespace.
@@ -638,7 +638,9 @@ impl Sift for SubagentEmbeddedResourceContents {
                 let (mut text, mut blob) = (false, false);
                 while let Some(key) = map.next_key::<Key<'de>>()? {
                     let k = &*key.0;
-                    let Some(i) = SubagentEmbeddedResourceContents::KEYS.iter().position(|w| *w == k)
+                    let Some(i) = SubagentEmbeddedResourceContents::KEYS
+                        .iter()
+                        .position(|w| *w == k)
                     else {
                         map.next_value_seed(SkipValue)?;
                         continue;
@@ -1249,7 +1251,9 @@ impl Check for SubagentOutput {
             return;
         };
         match obj.get(Self::TAG).and_then(Value::as_str) {
-            Some("agent_message_chunk" | "agent_thought_chunk") => SubagentContentChunk::check(v, at, out),
+            Some("agent_message_chunk" | "agent_thought_chunk") => {
+                SubagentContentChunk::check(v, at, out)
+            }
             Some("tool_call") => SubagentToolCall::check(v, at, out),
             Some("tool_call_update") => SubagentToolCallUpdate::check(v, at, out),
             Some("plan") => SubagentPlan::check(v, at, out),
@@ -1281,7 +1285,10 @@ impl JsonSchema for SubagentOutput {
             variant("agent_message_chunk", chunk.clone()),
             variant("agent_thought_chunk", chunk),
             variant("tool_call", g.subschema_for::<SubagentToolCall>()),
-            variant("tool_call_update", g.subschema_for::<SubagentToolCallUpdate>()),
+            variant(
+                "tool_call_update",
+                g.subschema_for::<SubagentToolCallUpdate>(),
+            ),
             variant("plan", g.subschema_for::<SubagentPlan>()),
         ];
         json_schema!({ "oneOf": variants })

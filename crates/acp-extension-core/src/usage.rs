@@ -76,6 +76,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::namespace::{self, Namespace};
+use crate::violation::Rule;
 use crate::wire::{Count, FiniteF64, Map};
 
 /// Longest `usageScopeId` the contract allows (in JavaScript string length,
@@ -153,7 +154,7 @@ crate::wire_struct! {
             /// The contribution since the previous emitted update.
             delta: UsageDelta = "delta",
             /// Extension metadata; see [`SessionUsageUpdate::usage_scope_id`].
-            meta: Map = "_meta",
+            meta: UsageUpdateMeta = "_meta",
         }
     }
 }
@@ -162,13 +163,13 @@ impl SessionUsageUpdate {
     /// `_meta.ua.usageScopeId`, else `_meta.lody.usageScopeId`, when it is a
     /// string (`ua` wins when both are present).
     pub fn usage_scope_id(&self) -> Option<&str> {
-        let meta = self.meta.as_ref()?;
+        let meta = &self.meta.as_ref()?.0;
         namespace::read_key(meta, USAGE_SCOPE_ID_KEY).and_then(|(_, v)| v.as_str())
     }
 
     /// Writes `_meta.<namespace>.usageScopeId`, keeping every other `_meta` key.
     pub fn set_usage_scope_id(&mut self, namespace: Namespace, id: impl Into<String>) {
-        let meta = self.meta.get_or_insert_with(Map::new);
+        let meta = &mut self.meta.get_or_insert_with(UsageUpdateMeta::default).0;
         namespace::write_key(
             meta,
             namespace,
@@ -354,6 +355,179 @@ pub fn sum_model_usage(rows: &IndexMap<String, ModelUsage>) -> ModelUsage {
         .collect();
     order.sort_by_key(|(k, _)| *k);
     sum_rows(order.iter().map(|(_, r)| r)).to_usage()
+}
+
+/// A `usageScopeId`: a string of at most [`MAX_USAGE_SCOPE_ID_LENGTH`]
+/// UTF-16 code units (JavaScript's `length`), the contract's
+/// `SessionUsageScopeMeta` rule. A longer id fails [`Rule::MaxLength`];
+/// consumers treat its update as unscoped.
+///
+/// ```
+/// use acp_extension_core::usage::UsageScopeId;
+///
+/// assert!(UsageScopeId::new("turn-1").is_ok());
+/// assert!(UsageScopeId::new("x".repeat(257)).is_err());
+/// assert!(serde_json::from_str::<UsageScopeId>(&format!("{:?}", "é".repeat(256))).is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
+pub struct UsageScopeId(String);
+
+impl UsageScopeId {
+    /// Wraps `id`, or returns [`Rule::MaxLength`] when it is too long.
+    pub fn new(id: impl Into<String>) -> Result<Self, Rule> {
+        let id = id.into();
+        if id.encode_utf16().count() > MAX_USAGE_SCOPE_ID_LENGTH {
+            Err(Rule::MaxLength(MAX_USAGE_SCOPE_ID_LENGTH))
+        } else {
+            Ok(Self(id))
+        }
+    }
+
+    /// The id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for UsageScopeId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<&str> for UsageScopeId {
+    type Error = Rule;
+    fn try_from(s: &str) -> Result<Self, Rule> {
+        Self::new(s)
+    }
+}
+
+impl TryFrom<String> for UsageScopeId {
+    type Error = Rule;
+    fn try_from(s: String) -> Result<Self, Rule> {
+        Self::new(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for UsageScopeId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+impl crate::violation::Check for UsageScopeId {
+    const EXPECTED: &'static str = "a string of at most 256 characters";
+    fn check(v: &Value, at: &str, out: &mut Vec<crate::violation::Violation>) {
+        match v.as_str() {
+            Some(s) => {
+                if let Err(rule) = Self::new(s) {
+                    out.push(crate::violation::Violation::new(at, rule));
+                }
+            }
+            None => out.push(crate::violation::Violation::new(
+                at,
+                Rule::type_of("a string", v),
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for UsageScopeId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UsageScopeId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // JSON Schema counts code points; the contract counts UTF-16 units,
+        // which the validators apply exactly.
+        schemars::json_schema!({ "type": "string", "maxLength": MAX_USAGE_SCOPE_ID_LENGTH })
+    }
+}
+
+/// The `_meta` of a usage update: any object, whose `_meta.<ns>.usageScopeId`
+/// (when present) is a [`UsageScopeId`]. Every other key is kept as sent.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[serde(transparent)]
+pub struct UsageUpdateMeta(pub Map);
+
+impl UsageUpdateMeta {
+    fn violations(meta: &Map, at: &str, out: &mut Vec<crate::violation::Violation>) {
+        use crate::violation::{Violation, child};
+        for ns in Namespace::ALL {
+            let here = child(at, ns.key());
+            match meta.get(ns.key()) {
+                None => {}
+                Some(Value::Object(section)) => {
+                    if let Some(id) = section.get(USAGE_SCOPE_ID_KEY) {
+                        let at = child(&here, USAGE_SCOPE_ID_KEY);
+                        <UsageScopeId as crate::violation::Check>::check(id, &at, out);
+                    }
+                }
+                Some(Value::Null) => out.push(Violation::new(
+                    here,
+                    Rule::NotNull {
+                        expected: "an object",
+                    },
+                )),
+                Some(other) => out.push(Violation::new(here, Rule::type_of("an object", other))),
+            }
+        }
+    }
+}
+
+impl From<Map> for UsageUpdateMeta {
+    fn from(map: Map) -> Self {
+        Self(map)
+    }
+}
+
+impl<'de> Deserialize<'de> for UsageUpdateMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Map::deserialize(d)?;
+        let mut out = Vec::new();
+        Self::violations(&map, "", &mut out);
+        match out.first() {
+            None => Ok(Self(map)),
+            Some(v) => Err(serde::de::Error::custom(format_args!(
+                "{}: {}",
+                v.pointer,
+                v.message()
+            ))),
+        }
+    }
+}
+
+impl crate::violation::Check for UsageUpdateMeta {
+    const EXPECTED: &'static str = "an object";
+    fn check(v: &Value, at: &str, out: &mut Vec<crate::violation::Violation>) {
+        match v.as_object() {
+            Some(map) => Self::violations(map, at, out),
+            None => out.push(crate::violation::Violation::new(
+                at,
+                Rule::type_of("an object", v),
+            )),
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for UsageUpdateMeta {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "UsageUpdateMeta".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let id = g.subschema_for::<UsageScopeId>();
+        let section = serde_json::json!({"type": "object", "properties": {"usageScopeId": id}});
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {"ua": section, "lody": section},
+        })
+    }
 }
 
 /// The error of [`SessionUsageAccumulator::with_scope_id`] for an id longer

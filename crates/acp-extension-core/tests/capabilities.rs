@@ -4,9 +4,10 @@
 mod common;
 
 use acp_extension_core::capabilities::{
-    ClientExtensionCapabilities, ConfigPolicy, ElicitationCapability, ExtensionCapabilities,
-    Feature, FeatureSide, GoalAction, GoalCapability, RateLimitsCapability, SteeringCapability,
-    SteeringTransport, SubagentCapability, TaskCapability, UpstreamTurn, VersionOneCapability,
+    AdvertiseExtensions, AgentExtensionCapabilities, ClientExtensionCapabilities, ConfigPolicy,
+    ElicitationCapability, Feature, FeatureSide, GoalAction, GoalCapability, RateLimitsCapability,
+    SteeringCapability, SteeringTransport, SubagentCapability, TaskCapability, UpstreamTurn,
+    VersionOneCapability,
 };
 use acp_extension_core::namespace::NamespaceSet;
 use acp_extension_core::validate::{Check, check};
@@ -52,7 +53,7 @@ fn codex_v1_agent_section() -> Value {
 
 #[test]
 fn real_agent_capabilities_round_trip() {
-    let caps: ExtensionCapabilities = round_trip(codex_v1_agent_section());
+    let caps: AgentExtensionCapabilities = round_trip(codex_v1_agent_section());
     let steering = caps.steering.unwrap();
     assert_eq!(steering.transport, SteeringTransport::Request);
     assert_eq!(steering.upstream_turn, UpstreamTurn::Same);
@@ -81,7 +82,7 @@ fn real_agent_capabilities_round_trip() {
         "acp-extension-claude/src__tests__acp-scenarios____snapshots____air__session-setup.jsonl",
     );
     let first: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
-    let caps: ExtensionCapabilities =
+    let caps: AgentExtensionCapabilities =
         round_trip(first["payload"]["agentCapabilities"]["_meta"]["lody"].clone());
     assert_eq!(caps.steering.unwrap().config_policy, ConfigPolicy::Apply);
     assert_eq!(
@@ -109,10 +110,10 @@ fn every_agent_key_round_trips_including_informational_ones() {
         "worktreeProject": {"version": 1},
         "mcpApps": {"version": 1},
     });
-    let caps: ExtensionCapabilities = round_trip(all);
+    let caps: AgentExtensionCapabilities = round_trip(all);
     assert!(caps.session_config.is_some() && caps.session_activity.is_some());
     assert!(caps.extra.is_empty());
-    round_trip::<ExtensionCapabilities>(json!({}));
+    round_trip::<AgentExtensionCapabilities>(json!({}));
 }
 
 #[test]
@@ -121,7 +122,7 @@ fn unknown_keys_survive_everywhere() {
         "mcp": {"version": 1, "supported": false},
         "usage": {"version": 1, "future": [1, 2]},
     });
-    let caps: ExtensionCapabilities = round_trip(v);
+    let caps: AgentExtensionCapabilities = round_trip(v);
     assert_eq!(caps.extra["mcp"], json!({"version": 1, "supported": false}));
     assert_eq!(caps.usage.unwrap().extra["future"], json!([1, 2]));
 }
@@ -129,7 +130,7 @@ fn unknown_keys_survive_everywhere() {
 #[test]
 fn absent_and_null_are_different() {
     // Every key is opt: absent is fine, null is a violation.
-    rejects::<ExtensionCapabilities>(json!({"rateLimits": null}), "/rateLimits", "not-null");
+    rejects::<AgentExtensionCapabilities>(json!({"rateLimits": null}), "/rateLimits", "not-null");
     rejects::<ClientExtensionCapabilities>(
         json!({"elicitation": null}),
         "/elicitation",
@@ -243,7 +244,7 @@ fn client_capabilities_of_the_elicitation_fixture() {
 
 #[test]
 fn builders_produce_the_wire_shape() {
-    let caps = ExtensionCapabilities::new()
+    let caps = AgentExtensionCapabilities::new()
         .steering(SteeringCapability::new(
             SteeringTransport::Request,
             UpstreamTurn::Same,
@@ -268,7 +269,7 @@ fn builders_produce_the_wire_shape() {
 
 #[test]
 fn to_meta_writes_one_or_both_namespaces() {
-    let caps = ExtensionCapabilities::new().usage(VersionOneCapability::new());
+    let caps = AgentExtensionCapabilities::new().usage(VersionOneCapability::new());
     let section = json!({"usage": {"version": 1}});
     assert_eq!(
         Value::Object(caps.to_meta(NamespaceSet::Lody)),
@@ -296,7 +297,7 @@ fn write_meta_keeps_other_keys() {
             .as_object()
             .unwrap()
             .clone();
-    ExtensionCapabilities::new()
+    AgentExtensionCapabilities::new()
         .usage(VersionOneCapability::new())
         .write_meta(&mut meta, NamespaceSet::Both);
     assert_eq!(
@@ -310,13 +311,16 @@ fn write_meta_keeps_other_keys() {
 }
 
 #[test]
-fn apply_to_sdk_agent_capabilities() {
+fn extensions_on_sdk_agent_capabilities() {
     let mut meta = Map::new();
     meta.insert("authStatus".into(), json!({}));
-    let mut sdk = AgentCapabilities::new().load_session(true).meta(meta);
-    ExtensionCapabilities::new()
-        .subagent_events(VersionOneCapability::new())
-        .apply_to(&mut sdk, NamespaceSet::Lody);
+    let sdk = AgentCapabilities::new()
+        .load_session(true)
+        .meta(meta)
+        .extensions(
+            &AgentExtensionCapabilities::new().subagent_events(VersionOneCapability::new()),
+            NamespaceSet::Lody,
+        );
     let wire = serde_json::to_value(&sdk).unwrap();
     assert_eq!(wire["loadSession"], json!(true));
     assert_eq!(
@@ -330,11 +334,12 @@ fn apply_to_sdk_agent_capabilities() {
 }
 
 #[test]
-fn apply_to_sdk_client_capabilities() {
-    let mut sdk = ClientCapabilities::new();
-    ClientExtensionCapabilities::new()
-        .elicitation(ElicitationCapability::new().answer_notes(True))
-        .apply_to(&mut sdk, NamespaceSet::Ua);
+fn extensions_on_sdk_client_capabilities() {
+    let sdk = ClientCapabilities::new().extensions(
+        &ClientExtensionCapabilities::new()
+            .elicitation(ElicitationCapability::new().answer_notes(True)),
+        NamespaceSet::Ua,
+    );
     let wire = serde_json::to_value(&sdk).unwrap();
     assert_eq!(
         wire["_meta"],
@@ -367,11 +372,11 @@ fn features_know_their_keys_and_sides() {
             "elicitation",
         ]
     );
-    // Every agent key is a field of ExtensionCapabilities; the client ones of ClientExtensionCapabilities.
+    // Every agent key is a field of AgentExtensionCapabilities; the client ones of ClientExtensionCapabilities.
     for f in Feature::ALL {
         assert_eq!(Feature::from_key(f.key()), Some(f));
         assert_eq!(
-            ExtensionCapabilities::KEYS.contains(&f.key()),
+            AgentExtensionCapabilities::KEYS.contains(&f.key()),
             f != Feature::Elicitation,
             "{f}"
         );
@@ -395,7 +400,7 @@ fn features_know_their_keys_and_sides() {
 
 #[test]
 fn schemas_list_the_contract_keys() {
-    let schema = serde_json::to_value(schemars::schema_for!(ExtensionCapabilities)).unwrap();
+    let schema = serde_json::to_value(schemars::schema_for!(AgentExtensionCapabilities)).unwrap();
     let props = schema["properties"].as_object().unwrap();
     assert_eq!(props.len(), 15);
     assert_eq!(schema["required"], json!([]));

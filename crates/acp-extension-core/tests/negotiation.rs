@@ -409,7 +409,11 @@ fn each_side_writes_one_namespace_read_from_the_other_side() {
     assert!(n.is_active(Feature::SubagentEvents) && n.is_active(Feature::Usage));
     assert_eq!(n.agent_writes, Namespace::Lody);
     assert_eq!(n.namespace(Side::Agent), Namespace::Lody);
-    assert_eq!(n.client_writes, Namespace::Lody, "an agent reading both gets lody");
+    assert_eq!(
+        n.client_writes,
+        Namespace::Lody,
+        "an agent reading both gets lody"
+    );
 
     let n = negotiate(&both, &ua);
     assert_eq!(n.agent_writes, Namespace::Ua);

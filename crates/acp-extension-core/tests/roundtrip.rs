@@ -16,7 +16,7 @@ mod arb;
 
 use std::fmt::Debug;
 
-use acp_extension_core::capabilities::{ClientExtensionCapabilities, ExtensionCapabilities};
+use acp_extension_core::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities};
 use acp_extension_core::elicitation::{ElicitationMeta, ElicitationQuestion};
 use acp_extension_core::mcp_apps::{
     McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
@@ -250,7 +250,7 @@ fn tree_round_trip(kind: Kind, v: &Value) -> Result<(), TestCaseError> {
     match kind {
         Kind::AgentCapabilities => capability_sections(v)
             .into_iter()
-            .try_for_each(round_trip::<ExtensionCapabilities>),
+            .try_for_each(round_trip::<AgentExtensionCapabilities>),
         Kind::ClientCapabilities => capability_sections(v)
             .into_iter()
             .try_for_each(round_trip::<ClientExtensionCapabilities>),
@@ -492,7 +492,10 @@ fn standard_messages_with_contract_meta_validate() {
     let s = (
         proptest::sample::select(vec!["ua", "lody"]),
         strategy(&g, Kind::SessionMeta),
-        g.strategy(&json!({ "$ref": "#/$defs/ExtensionCapabilities" }), true),
+        g.strategy(
+            &json!({ "$ref": "#/$defs/AgentExtensionCapabilities" }),
+            true,
+        ),
         g.strategy(
             &json!({ "$ref": "#/$defs/ClientExtensionCapabilities" }),
             true,

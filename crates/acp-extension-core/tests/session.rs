@@ -114,7 +114,10 @@ fn task_round_trips() {
         "usage": {"totalTokens": 10, "toolUses": 2, "durationMs": 3.5},
         "skipTranscript": true
     }));
-    assert_eq!(t.started_at_epoch_seconds, Some(EpochSeconds::new(1710000000.25).unwrap()));
+    assert_eq!(
+        t.started_at_epoch_seconds,
+        Some(EpochSeconds::new(1710000000.25).unwrap())
+    );
     assert_eq!(t.usage.unwrap().tool_uses, Some(num(2.0)));
     round_trip::<TaskUsage>(json!({}));
 }
@@ -436,7 +439,10 @@ fn subagent_task_round_trips() {
         "startedAtEpochSeconds": 0, "endedAtEpochSeconds": 1710000001, "stopReason": "timeout"
     }));
     assert_eq!(t.status, SubagentTaskStatus::TimedOut);
-    assert_eq!(t.ended_at_epoch_seconds, Some(EpochSeconds::from_secs(1710000001)));
+    assert_eq!(
+        t.ended_at_epoch_seconds,
+        Some(EpochSeconds::from_secs(1710000001))
+    );
     assert_eq!(
         SubagentTaskStatus::ALL,
         [
@@ -665,7 +671,7 @@ fn session_activity_update() {
         json!({"version": 1, "sessionId": "s", "state": "busy", "backgroundTaskCount": -1}),
         &[
             ("/state", "one-of"),
-            ("/backgroundTaskCount", "finite-non-negative"),
+            ("/backgroundTaskCount", "non-negative-integer"),
         ],
     );
 }

@@ -869,9 +869,9 @@ fn typed_events_build_the_wire_shape() {
             SubagentToolCallLocation::new("/a")
                 .line(Some(acp_extension_core::wire::SafeUint::new(3.0).unwrap())),
         ])
-        .content(vec![SubagentToolCallContent::from(SubagentContent::new(SubagentTextContent::new(
-            "out",
-        )))]);
+        .content(vec![SubagentToolCallContent::from(SubagentContent::new(
+            SubagentTextContent::new("out"),
+        ))]);
     let payload = SubagentOutputPayload::new(call).native_turn_id("turn");
     let event = SubagentEvent::new(id("root"), id("run-1"), payload);
     assert_eq!(
@@ -882,7 +882,9 @@ fn typed_events_build_the_wire_shape() {
                           "content": [{"type": "content", "content": {"type": "text", "text": "out"}}]},
                "nativeTurnId": "turn"})
     );
-    let thought = SubagentOutput::AgentThoughtChunk(SubagentContentChunk::new(SubagentTextContent::new("hm")));
+    let thought = SubagentOutput::AgentThoughtChunk(SubagentContentChunk::new(
+        SubagentTextContent::new("hm"),
+    ));
     assert_eq!(thought.tag(), "agent_thought_chunk");
     assert!(is_subagent_output(&serde_json::to_value(&thought).unwrap()));
 }

@@ -496,10 +496,14 @@ fn usage_scope_id_reads_ua_before_lody() {
             .usage_scope_id(),
         Some("u")
     );
-    assert_eq!(
-        with_meta(json!({"lody": {"usageScopeId": 5}})).usage_scope_id(),
-        None
-    );
+    // The id is a string of at most 256 UTF-16 units; anything else breaks the type.
+    let mut v = base.clone();
+    v["_meta"] = json!({"lody": {"usageScopeId": 5}});
+    assert!(serde_json::from_value::<SessionUsageUpdate>(v.clone()).is_err());
+    v["_meta"] = json!({"ua": {"usageScopeId": "x".repeat(257)}});
+    let violations = acp_extension_core::violation::check::<SessionUsageUpdate>(&v);
+    assert_eq!(violations[0].pointer, "/_meta/ua/usageScopeId");
+    assert_eq!(violations[0].rule.id(), "max-length");
     assert_eq!(with_meta(json!({"other": 1})).usage_scope_id(), None);
     assert_eq!(
         parse::<SessionUsageUpdate>(base.clone()).usage_scope_id(),

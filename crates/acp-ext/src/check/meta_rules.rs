@@ -5,7 +5,14 @@ use super::*;
 impl Checker {
     /// Rules that look at every `_meta.<ns>` section and at the contract
     /// payload (`ext`: `value` is an extension method's params or result).
-    pub(super) fn common(&mut self, value: &Value, at: &str, ext: bool, out: &mut Vec<Finding>) {
+    pub(super) fn common(
+        &mut self,
+        dir: Direction,
+        value: &Value,
+        at: &str,
+        ext: bool,
+        out: &mut Vec<Finding>,
+    ) {
         if ext {
             epochs(value, at, out);
         }
@@ -16,6 +23,9 @@ impl Checker {
             if section.capabilities {
                 continue;
             }
+            let ns = section.ns;
+            let at = section.at.clone();
+            self.namespace_use(dir, ns, &at, &|| format!("`_meta.{ns}`"), out);
             for key in section.map.keys() {
                 if !KNOWN_META_KEYS.contains(&key.as_str()) {
                     out.push(Finding::of(
@@ -291,28 +301,6 @@ pub(super) fn epochs_in(obj: &Map<String, Value>, at: &str, out: &mut Vec<Findin
                     }
                 }
                 epochs(x, &here, out);
-            }
-        }
-    }
-}
-
-pub(super) fn percents(snapshot: &Value, at: &str, out: &mut Vec<Finding>) {
-    let Some(limits) = snapshot.get("rateLimits").and_then(Value::as_array) else {
-        return;
-    };
-    for (i, limit) in limits.iter().enumerate() {
-        let Some(windows) = limit.get("windows").and_then(Value::as_array) else {
-            continue;
-        };
-        for (j, w) in windows.iter().enumerate() {
-            if let Some(p) = w.get("usedPercent").and_then(Value::as_f64)
-                && !(0.0..=100.0).contains(&p)
-            {
-                out.push(Finding::of(
-                    &rules::USED_PERCENT_RANGE,
-                    format!("{at}/rateLimits/{i}/windows/{j}/usedPercent"),
-                    format!("`usedPercent` is {p}; it must lie within 0..100"),
-                ));
             }
         }
     }

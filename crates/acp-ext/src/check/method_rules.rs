@@ -24,6 +24,9 @@ impl Checker {
                     .and_then(|e| e.get("form"))
                     .is_some_and(Value::is_object);
                 self.client = Some(adv);
+                self.client_reads = Some(namespace_rules::Reader::of(caps));
+                self.agent_reads = None;
+                self.written = Default::default();
             }
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
@@ -39,6 +42,14 @@ impl Checker {
                 }
             }
             "session/prompt" => {
+                if dir != Direction::AgentToClient
+                    && let Some(sid) = sid.as_deref()
+                {
+                    self.sessions
+                        .get_or_create(sid, self.limits.sessions)
+                        .steering
+                        .prompt_sent();
+                }
                 if let (Some(sid), Some(meta)) =
                     (sid, params.get("_meta").and_then(Value::as_object))
                     && let Some((_, steer)) = namespace::read_key(meta, "steer")
@@ -125,7 +136,6 @@ impl Checker {
             }
             "rate_limits/update" => {
                 self.need(Feature::RateLimits, &what, at, out);
-                percents(params, "/params", out);
             }
             "rate_limits/get" => {
                 if let Some(FeatureOptions::RateLimits(c)) =
@@ -155,14 +165,18 @@ impl Checker {
                 }
                 if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
                     let cap = self.limits.steer_ids_per_session;
-                    self.sessions
-                        .get_or_create(sid, self.limits.sessions)
-                        .steer_ids
-                        .insert(id_hash(id), cap);
+                    let session = self.sessions.get_or_create(sid, self.limits.sessions);
+                    session.steer_ids.insert(id_hash(id), cap);
+                    session.steering.steer_sent(id, cap);
                 }
             }
             "session/steer_applied" => {
                 self.need(Feature::Steering, &what, at, out);
+                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId"))
+                    && let Some(session) = self.sessions.get_mut(sid)
+                {
+                    session.steering.applied(id);
+                }
                 if let (true, Some(sid), Some(id)) =
                     (self.client_traffic, sid, str_at(params, "steerId"))
                 {
@@ -231,17 +245,6 @@ impl Checker {
             }
             "session/activity_update" => {
                 self.need(Feature::SessionActivity, &what, at, out);
-                if let Some(n) = params.get("backgroundTaskCount").and_then(Value::as_f64)
-                    && !(n >= 0.0 && n.fract() == 0.0)
-                {
-                    out.push(Finding::of(
-                        &rules::BACKGROUND_TASK_COUNT,
-                        "/params/backgroundTaskCount",
-                        format!(
-                            "`backgroundTaskCount` is {n}; it counts tasks, a non-negative integer"
-                        ),
-                    ));
-                }
             }
             _ => {}
         }
@@ -260,6 +263,7 @@ impl Checker {
                 let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Agent);
                 advertisement_findings(&adv, &format!("/result/{key}"), out);
                 self.agent = Some(adv);
+                self.agent_reads = Some(namespace_rules::Reader::of(caps));
             }
             Some("session/new" | "session/fork") => {
                 if let Some(sid) = str_at(result, "sessionId") {
@@ -268,27 +272,65 @@ impl Checker {
                         .restart();
                 }
             }
-            Some(m) => match split_method(m).map(|(_, p)| p) {
-                Some("rate_limits/get") => percents(result, "/result", out),
-                Some("subagents/list") => {
-                    // Task ids are native ids of the requested session.
-                    let tasks = result.get("tasks").and_then(Value::as_array);
-                    if let (Some(sid), Some(tasks)) = (sid, tasks) {
-                        for (i, task) in tasks.iter().enumerate() {
-                            if let Some(id) = str_at(task, "taskId") {
-                                self.note_native(
-                                    sid,
-                                    id,
-                                    &format!("/result/tasks/{i}/taskId"),
-                                    out,
-                                );
-                            }
+            // Task ids are native ids of the requested session.
+            Some(m) if split_method(m).map(|(_, p)| p) == Some("subagents/list") => {
+                let tasks = result.get("tasks").and_then(Value::as_array);
+                if let (Some(sid), Some(tasks)) = (sid, tasks) {
+                    for (i, task) in tasks.iter().enumerate() {
+                        if let Some(id) = str_at(task, "taskId") {
+                            self.note_native(sid, id, &format!("/result/tasks/{i}/taskId"), out);
                         }
                     }
                 }
-                _ => {}
-            },
+            }
+            Some(_) => {}
             None => {}
+        }
+    }
+
+    /// Steering timing, on the answer to a request of session `sid`: a
+    /// prompt's response ends its turn; a steer's answer is judged against
+    /// the turn it was sent in.
+    pub(super) fn on_answer(
+        &mut self,
+        method: &str,
+        sid: &str,
+        steer_id: Option<&str>,
+        result: Option<&Value>,
+        out: &mut Vec<Finding>,
+    ) {
+        let Some(session) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        if method == "session/prompt" {
+            for id in session.steering.turn_ended() {
+                out.push(Finding::of(
+                    &rules::STEER_NOT_APPLIED,
+                    "",
+                    format!("the turn ended, but steer {id:?} was answered `injected` and no `session/steer_applied` named it"),
+                ));
+            }
+            return;
+        }
+        if split_method(method).map(|(_, p)| p) != Some("session/steer") {
+            return;
+        }
+        let Some(id) = steer_id else { return };
+        let injected = result.and_then(|r| str_at(r, "outcome")) == Some("injected");
+        let verdict = session.steering.answered(id, injected);
+        if verdict.late {
+            out.push(Finding::of(
+                &rules::STEER_ANSWERED_AFTER_TURN,
+                "",
+                format!("steer {id:?} was sent while a prompt was running but answered after that prompt's response; run the turn off the dispatch loop so that steers are answered mid-turn"),
+            ));
+        }
+        if verdict.unapplied {
+            out.push(Finding::of(
+                &rules::STEER_NOT_APPLIED,
+                "/result/outcome",
+                format!("steer {id:?} is answered `injected` after its turn ended, and no `session/steer_applied` named it"),
+            ));
         }
     }
 }

@@ -35,13 +35,15 @@
 //!     "method": "_lody/rate_limits/update", "params": {"rateLimits": [], "fetchedAtEpochSeconds": 1710000000000u64}}));
 //! let rules: Vec<_> = findings.iter().map(|f| f.rule).collect();
 //! assert_eq!(rules, ["not-advertised", "epoch-milliseconds"]);
-//! assert!(findings.iter().all(|f| f.severity == Severity::Error));
+//! assert_eq!(findings[0].severity, Severity::Error);
+//! assert_eq!(findings[1].severity, Severity::Warning);
 //! assert_eq!(findings[1].path, "/params/fetchedAtEpochSeconds");
 //! ```
 
 pub mod input;
 mod meta_rules;
 mod method_rules;
+mod namespace_rules;
 mod negotiation_rules;
 pub mod report;
 pub mod rules;
@@ -51,7 +53,6 @@ mod subagent_rules;
 mod usage_rules;
 
 // The rule families' helpers, for each other (through `use super::*`).
-use meta_rules::percents;
 use negotiation_rules::{advertisement_findings, capabilities_of, looks_like_initialize_result};
 use usage_rules::unscoped_key;
 
@@ -61,8 +62,8 @@ use acp_extension_core::capabilities::{
     Feature, FeatureOptions, FeatureSide, Side, SteeringTransport,
 };
 use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
-use acp_extension_core::namespace::{self, Namespace, split_method};
-use acp_extension_core::negotiation::{Advertisement, ProblemKind};
+use acp_extension_core::namespace::{self, Namespace, NamespaceSet, split_method};
+use acp_extension_core::negotiation::{self, Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
 use acp_extension_core::wire::json_type;
 use serde::Serialize;
@@ -221,6 +222,8 @@ struct Pending {
     method: String,
     /// The request's `sessionId`, to attribute its result.
     session: Option<String>,
+    /// A `session/steer` request's `steerId`.
+    steer_id: Option<String>,
 }
 
 fn pending_key(direction: Direction, id: &Value) -> u64 {
@@ -249,14 +252,15 @@ pub struct Checker {
     pending: BoundedMap<Pending>,
     sessions: Sessions,
     scopes: BoundedMap<ScopeState>,
+    /// The namespaces each receiver reads, once its initialize was seen.
+    agent_reads: Option<namespace_rules::Reader>,
+    client_reads: Option<namespace_rules::Reader>,
+    /// What each direction wrote: agent to client, then client to agent.
+    written: [namespace_rules::Written; 2],
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
-}
-
-fn utf16_len(s: &str) -> usize {
-    s.encode_utf16().count()
 }
 
 /// The keys the contract defines under `_meta.<ns>` of a message.
@@ -375,20 +379,28 @@ impl Checker {
             }
             self.shape(msg, &mut out);
             let params = obj.get("params").unwrap_or(&NULL);
+            let split = split_method(method);
             if let Some(id) = obj.get("id").filter(|id| !id.is_null()) {
+                let steer = split.is_some_and(|(_, p)| p == "session/steer");
                 self.pending.insert(
                     pending_key(dir, id),
                     Pending {
                         direction: dir,
                         method: method.to_owned(),
                         session: str_at(params, "sessionId").map(str::to_owned),
+                        steer_id: steer
+                            .then(|| str_at(params, "steerId").map(str::to_owned))
+                            .flatten(),
                     },
                     self.limits.pending_requests,
                 );
             }
-            let ext = split_method(method).is_some() && method_kind(method).is_some();
+            if let Some((ns, _)) = split {
+                self.namespace_use(dir, ns, "/method", &|| format!("`{method}`"), &mut out);
+            }
+            let ext = split.is_some() && method_kind(method).is_some();
             self.on_call(dir, method, params, &mut out);
-            self.common(params, "/params", ext, &mut out);
+            self.common(dir, params, "/params", ext, &mut out);
         } else if obj.contains_key("result") || obj.contains_key("error") {
             let pending = obj
                 .get("id")
@@ -425,10 +437,14 @@ impl Checker {
                     ));
                 }
             }
+            let sid = pending.as_ref().and_then(|p| p.session.as_deref());
             if let Some(r) = result {
-                let sid = pending.as_ref().and_then(|p| p.session.as_deref());
                 self.on_result(method.as_deref(), sid, r, &mut out);
-                self.common(r, "/result", ext, &mut out);
+                self.common(dir, r, "/result", ext, &mut out);
+            }
+            if let (Some(m), Some(sid)) = (method.as_deref(), sid) {
+                let steer_id = pending.as_ref().and_then(|p| p.steer_id.as_deref());
+                self.on_answer(m, sid, steer_id, result, &mut out);
             }
         } else {
             out.push(Finding::of(

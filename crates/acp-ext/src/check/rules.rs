@@ -62,8 +62,8 @@ pub const SHAPE: RuleInfo = RuleInfo::new(
 /// A `_ua/…` / `_lody/…` method that the contract does not define.
 pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(
     "unknown-method",
-    Warning,
-    "A method in the contract's namespace (`_lody/…`, `_ua/…`) that the contract does not define: a typo or a newer contract version.",
+    Error,
+    "A method in the contract's namespace (`_lody/…`, `_ua/…`) that the contract does not define: a typo, or a method of a newer contract version that this connection did not negotiate (`acp-ext validate` rejects it too).",
 );
 /// Unknown keys under `_meta.<ns>` or in a capability advertisement.
 pub const UNKNOWN_META_KEY: RuleInfo = RuleInfo::new(
@@ -143,35 +143,23 @@ pub const USAGE_SCOPE_REENTERED: RuleInfo = RuleInfo::new(
     Error,
     "A `usageScopeId` reappears after another scope began in the same session; scope ids are never reused by a later accounting lifetime.",
 );
-/// Usage: scope ids are at most 256 characters.
-pub const USAGE_SCOPE_ID_TOO_LONG: RuleInfo = RuleInfo::new(
-    "usage-scope-id-too-long",
-    Error,
-    "A `usageScopeId` longer than 256 characters (UTF-16 code units).",
-);
 /// Time: epoch seconds that look like milliseconds.
 pub const EPOCH_MILLISECONDS: RuleInfo = RuleInfo::new(
     "epoch-milliseconds",
-    Error,
-    "An `…EpochSeconds` value over 10^11 (year 5138): almost certainly milliseconds.",
+    Warning,
+    "An `…EpochSeconds` value over 10^11 (year 5138): almost certainly milliseconds. Legal for the contract's types (any finite number >= 0), so a warning.",
 );
 /// Time: fractional epoch seconds.
 pub const EPOCH_FRACTIONAL: RuleInfo = RuleInfo::new(
     "epoch-fractional",
     Warning,
-    "An `…EpochSeconds` value with a fraction (typically milliseconds divided by 1000 without rounding); legal, but consumers may expect whole seconds.",
+    "An `…EpochSeconds` value with a fraction (typically milliseconds divided by 1000 without rounding); legal, but consumers read whole seconds (the Lody host drops a rate-limit snapshot with a fractional reset time). `wire::EpochSeconds::now()` writes whole seconds.",
 );
 /// Time: epoch zero used as a placeholder.
 pub const EPOCH_ZERO: RuleInfo = RuleInfo::new(
     "epoch-zero",
     Warning,
     "An `…EpochSeconds` value of 0 (1970-01-01): a placeholder rather than a time; omit the optional field instead.",
-);
-/// Rate limits: percentages within 0..100.
-pub const USED_PERCENT_RANGE: RuleInfo = RuleInfo::new(
-    "used-percent-range",
-    Error,
-    "A rate-limit window's `usedPercent` outside 0..100 (the contract normalizes it to an inclusive percentage).",
 );
 /// Titles: tagged titles when `sessionTitle` is advertised.
 pub const TITLE_WITHOUT_SOURCE: RuleInfo = RuleInfo::new(
@@ -185,11 +173,30 @@ pub const STEER_UNKNOWN_ID: RuleInfo = RuleInfo::new(
     Error,
     "`session/steer_applied` names a steer id the client never sent (on `session/steer` or in prompt `_meta.<ns>.steer`). Judged only when the transcript has client traffic.",
 );
-/// Activity: background task counts are non-negative integers.
-pub const BACKGROUND_TASK_COUNT: RuleInfo = RuleInfo::new(
-    "background-task-count",
+
+/// Namespaces: traffic in a namespace the receiver does not read.
+pub const NAMESPACE_MISMATCH: RuleInfo = RuleInfo::new(
+    "namespace-mismatch",
     Error,
-    "`session/activity_update` `backgroundTaskCount` is not a non-negative integer.",
+    "An extension method or a `_meta.<ns>` field in a namespace the receiving peer did not advertise and that the write rule does not give (`ua` only to a peer whose capabilities carry `_meta.ua` and no `_meta.lody`, else `lody`): that peer may drop it. Judged once the receiver's initialize was seen.",
+);
+/// Namespaces: one peer writing both spellings on one connection.
+pub const NAMESPACE_MIXED: RuleInfo = RuleInfo::new(
+    "namespace-mixed",
+    Warning,
+    "One peer writes both `lody` and `ua` (methods or `_meta.<ns>` fields) on one connection; every feature should use the one namespace the write rule gives.",
+);
+/// Steering: a steer sent mid-turn but answered after the turn ended.
+pub const STEER_ANSWERED_AFTER_TURN: RuleInfo = RuleInfo::new(
+    "steer-answered-after-turn",
+    Warning,
+    "A `session/steer` sent while a prompt of its session was running is answered only after that prompt's response: the agent handled the prompt on its dispatch loop, so the steer waited for the turn to end (run the turn off the loop).",
+);
+/// Steering: an injected steer never confirmed.
+pub const STEER_NOT_APPLIED: RuleInfo = RuleInfo::new(
+    "steer-not-applied",
+    Warning,
+    "A steer answered `injected` without a `session/steer_applied` for its id before its turn ended; the client cannot tell whether it was applied.",
 );
 
 /// Every rule, in the order of the README's table.
@@ -212,14 +219,15 @@ pub const ALL: &[RuleInfo] = &[
     USAGE_TOTAL_DECREASED,
     USAGE_DELTA_MISMATCH,
     USAGE_SCOPE_REENTERED,
-    USAGE_SCOPE_ID_TOO_LONG,
     EPOCH_MILLISECONDS,
     EPOCH_FRACTIONAL,
     EPOCH_ZERO,
-    USED_PERCENT_RANGE,
     TITLE_WITHOUT_SOURCE,
     STEER_UNKNOWN_ID,
-    BACKGROUND_TASK_COUNT,
+    STEER_ANSWERED_AFTER_TURN,
+    STEER_NOT_APPLIED,
+    NAMESPACE_MISMATCH,
+    NAMESPACE_MIXED,
 ];
 
 /// The rule table as Markdown (`| rule | severity | meaning |`), for the README.

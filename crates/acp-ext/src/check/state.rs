@@ -183,6 +183,106 @@ pub(crate) struct Run {
     pub(crate) terminal: bool,
 }
 
+/// One steer sent on `session/steer`.
+#[derive(Debug, Clone)]
+pub(crate) struct SteerTrack {
+    id: String,
+    /// The turn it was sent in, when a prompt was running.
+    turn: Option<u64>,
+    injected: bool,
+    applied: bool,
+}
+
+/// What was answered to one steer, judged against its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct SteerVerdict {
+    /// Sent during a turn, answered after it ended.
+    pub(crate) late: bool,
+    /// Answered `injected` after its turn ended, never applied.
+    pub(crate) unapplied: bool,
+}
+
+/// Prompt turns and steers of one session, for the steering timing rules.
+#[derive(Debug, Default)]
+pub(crate) struct SteeringState {
+    /// Prompts sent so far; the current turn's number.
+    turn: u64,
+    /// Whether the current turn's prompt awaits its response.
+    open: bool,
+    /// Recent steers, oldest first (at most the steer-id capacity).
+    steers: VecDeque<SteerTrack>,
+}
+
+impl SteeringState {
+    pub(crate) fn prompt_sent(&mut self) {
+        self.turn += 1;
+        self.open = true;
+    }
+
+    pub(crate) fn steer_sent(&mut self, id: &str, cap: usize) {
+        if cap == 0 {
+            return;
+        }
+        while self.steers.len() >= cap {
+            self.steers.pop_front();
+        }
+        self.steers.push_back(SteerTrack {
+            id: id.to_owned(),
+            turn: self.open.then_some(self.turn),
+            injected: false,
+            applied: false,
+        });
+    }
+
+    pub(crate) fn applied(&mut self, id: &str) {
+        if let Some(s) = self.steers.iter_mut().rev().find(|s| s.id == id) {
+            s.applied = true;
+        }
+    }
+
+    /// The steer's answer arrived.
+    pub(crate) fn answered(&mut self, id: &str, injected: bool) -> SteerVerdict {
+        let (turn, open) = (self.turn, self.open);
+        let Some(i) = self.steers.iter().rposition(|s| s.id == id) else {
+            return SteerVerdict::default();
+        };
+        let s = &mut self.steers[i];
+        s.injected = injected;
+        let ended = s.turn.is_some_and(|t| t != turn || !open);
+        let verdict = SteerVerdict {
+            late: ended,
+            unapplied: ended && injected && !s.applied,
+        };
+        if ended || !injected {
+            self.steers.remove(i);
+        }
+        verdict
+    }
+
+    /// The current turn's prompt was answered: its injected steers that
+    /// were never applied, which are then forgotten with the turn's others.
+    pub(crate) fn turn_ended(&mut self) -> Vec<String> {
+        let turn = self.turn;
+        self.open = false;
+        let mut unapplied = Vec::new();
+        self.steers.retain(|s| {
+            if s.turn != Some(turn) {
+                return true;
+            }
+            if s.injected && !s.applied {
+                unapplied.push(s.id.clone());
+            }
+            // Unanswered steers of the turn stay, to judge their answer.
+            !s.injected
+        });
+        unapplied
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.steers.len()
+    }
+}
+
 /// Everything remembered about one session.
 #[derive(Debug, Default)]
 pub(crate) struct SessionState {
@@ -192,6 +292,7 @@ pub(crate) struct SessionState {
     pub(crate) runs: BoundedMap<Run>,
     pub(crate) native_ids: BoundedSet,
     pub(crate) steer_ids: BoundedSet,
+    pub(crate) steering: SteeringState,
     pub(crate) usage: UsageState,
     pub(crate) last_used: u64,
 }
@@ -295,7 +396,7 @@ impl Sessions {
         for s in self.map.values() {
             t.runs += s.runs.len();
             t.native_ids += s.native_ids.len();
-            t.steer_ids += s.steer_ids.len();
+            t.steer_ids += s.steer_ids.len() + s.steering.len();
             t.ended_scopes += s.usage.ended.len();
         }
         t

@@ -15,18 +15,6 @@ impl Checker {
         let scope_at = scope
             .map(|(ns, _)| format!("/params/_meta/{}/usageScopeId", ns.key()))
             .unwrap_or_default();
-        if let Some((_, id)) = scope
-            && utf16_len(id) > acp_extension_core::usage::MAX_USAGE_SCOPE_ID_LENGTH
-        {
-            out.push(Finding::of(
-                &rules::USAGE_SCOPE_ID_TOO_LONG,
-                &scope_at,
-                format!(
-                    "`usageScopeId` has {} characters; at most 256 are allowed",
-                    utf16_len(id)
-                ),
-            ));
-        }
         // Scope ids are unique within an ACP session: scopes are per session.
         let key = match scope {
             Some((_, id)) => id_hash(&format!("{sid}\0{id}")),

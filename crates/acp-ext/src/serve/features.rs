@@ -1,9 +1,9 @@
 //! The extension features `serve` implements and their advertisement.
 
 use acp_extension_core::capabilities::{
-    ConfigPolicy, ExtensionCapabilities, Feature, GoalAction, GoalCapability, RateLimitsCapability,
-    SteeringCapability, SteeringTransport, SubagentCapability, TaskCapability, UpstreamTurn,
-    VersionOneCapability,
+    AgentExtensionCapabilities, ConfigPolicy, Feature, GoalAction, GoalCapability,
+    RateLimitsCapability, SteeringCapability, SteeringTransport, SubagentCapability,
+    TaskCapability, UpstreamTurn, VersionOneCapability,
 };
 use acp_extension_core::wire::True;
 
@@ -99,8 +99,8 @@ impl Advertised {
     }
 
     /// The extension capability object (the value of `_meta.<ns>`).
-    pub(crate) fn capabilities(&self) -> ExtensionCapabilities {
-        let mut caps = ExtensionCapabilities::new();
+    pub(crate) fn capabilities(&self) -> AgentExtensionCapabilities {
+        let mut caps = AgentExtensionCapabilities::new();
         let v1 = VersionOneCapability::new;
         for f in &self.0 {
             caps = match f {

@@ -188,10 +188,9 @@ impl Runs {
             return Vec::new();
         }
         let ended = time::now();
-        now(self.emitter.snapshot(
-            task_id,
-            patch.state(state).ended_at_epoch_seconds(ended),
-        ));
+        now(self
+            .emitter
+            .snapshot(task_id, patch.state(state).ended_at_epoch_seconds(ended)));
         if let Some(rec) = self.get_mut(task_id) {
             rec.ended = Some(ended);
             rec.status = match state {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use acp_extension_core::capabilities::Feature;
+use acp_extension_core::capabilities::{AdvertiseExtensions, Feature};
 use acp_extension_core::meta::{self, MetaError, fields};
 use acp_extension_core::namespace::{self, Namespace};
 use acp_extension_core::negotiation::negotiate;
@@ -55,7 +55,7 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
         ServeNamespace::Both => acp_extension_core::negotiation::write_namespace(&raw_caps),
     };
     let ext = shared.advertised.capabilities();
-    let mut capabilities = AgentCapabilities::new()
+    let capabilities = AgentCapabilities::new()
         .load_session(true)
         .session_capabilities(
             SessionCapabilities::new()
@@ -63,8 +63,8 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
                 .resume(SessionResumeCapabilities::new())
                 .close(SessionCloseCapabilities::new())
                 .fork(SessionForkCapabilities::new()),
-        );
-    ext.apply_to(&mut capabilities, shared.namespaces.set());
+        )
+        .extensions(&ext, shared.namespaces.set());
     let negotiated = negotiate(&to_value(&capabilities)?, &raw_caps);
     let elicitation_form = request
         .client_capabilities

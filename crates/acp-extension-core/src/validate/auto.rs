@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::{Check, Rule, Violation, child};
-use crate::capabilities::{ClientExtensionCapabilities, ExtensionCapabilities};
+use crate::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities};
 use crate::meta::SessionMeta;
 use crate::methods::{ExtensionNotification, ExtensionRequest, method_kind};
 use crate::namespace::{Namespace, split_method};
@@ -44,7 +44,7 @@ fn check_sections(
         if let Some(v) = meta.get(ns.key()) {
             let here = child(at, ns.key());
             match section {
-                Section::Agent => ExtensionCapabilities::check(v, &here, out),
+                Section::Agent => AgentExtensionCapabilities::check(v, &here, out),
                 Section::Client => ClientExtensionCapabilities::check(v, &here, out),
                 Section::Session => SessionMeta::check(v, &here, out),
             }
@@ -165,7 +165,7 @@ fn check_capabilities<T: Check>(v: &Value) -> Vec<Violation> {
 
 /// `agent-capabilities`: the whole `agentCapabilities` or its extension object.
 pub(crate) fn check_agent_capabilities(v: &Value) -> Vec<Violation> {
-    check_capabilities::<ExtensionCapabilities>(v)
+    check_capabilities::<AgentExtensionCapabilities>(v)
 }
 
 /// `client-capabilities`: the whole `clientCapabilities` or its extension object.

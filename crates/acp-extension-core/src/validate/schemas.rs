@@ -3,7 +3,7 @@
 
 use schemars::{Schema, json_schema};
 
-use crate::capabilities::{ClientExtensionCapabilities, ExtensionCapabilities};
+use crate::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities};
 
 fn capabilities_schema<T: schemars::JsonSchema>(title: &str, owner: &str) -> Schema {
     let mut g = crate::schema::generator();
@@ -25,7 +25,7 @@ fn capabilities_schema<T: schemars::JsonSchema>(title: &str, owner: &str) -> Sch
 }
 
 pub(super) fn agent_capabilities_schema() -> Schema {
-    capabilities_schema::<ExtensionCapabilities>("AgentCapabilities", "agentCapabilities")
+    capabilities_schema::<AgentExtensionCapabilities>("AgentCapabilities", "agentCapabilities")
 }
 
 pub(super) fn client_capabilities_schema() -> Schema {

@@ -200,7 +200,15 @@ impl SchemaGen {
             .boxed(),
             "number" => {
                 let min = flat.get("minimum").and_then(Value::as_f64);
-                number(min).prop_map(Generated::leaf).boxed()
+                let max = flat.get("maximum").and_then(Value::as_f64);
+                number(min)
+                    .prop_map(move |v| match (max, v.as_f64()) {
+                        // Fold values above the maximum back into range.
+                        (Some(m), Some(x)) if x > m => Value::from((x % m.max(1.0)).floor() as i64),
+                        _ => v,
+                    })
+                    .prop_map(Generated::leaf)
+                    .boxed()
             }
             "array" => {
                 let items = flat.get("items").cloned().unwrap_or(Value::Bool(true));

@@ -22,8 +22,8 @@ use acp_extension_core::mcp_apps::{McpAppDisplayMode, McpAppToolCallMeta, McpCal
 use acp_extension_core::meta::{self, fields};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
-    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, NoticeLevel, NoticeMeta,
-    SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
+    ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, NoticeLevel,
+    NoticeMeta, SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
 };
 use acp_extension_core::subagent_emitter::SnapshotPatch;
 use acp_extension_core::subagent_events::{
