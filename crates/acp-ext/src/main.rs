@@ -94,6 +94,10 @@ enum Command {
         /// Capture the agent's stderr instead of passing it through.
         #[arg(long)]
         quiet: bool,
+        /// Exit 1 when a finding is at least this severe: error (default),
+        /// warning or info (`--fail-on info` demands a spotless run).
+        #[arg(long, value_name = "S", default_value = "error")]
+        fail_on: acp_ext::check::Severity,
         /// The agent command and its arguments.
         #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
         command: Vec<String>,
@@ -262,6 +266,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             prompts,
             timeout,
             quiet,
+            fail_on,
             command,
         } => {
             let mut options = acp_ext::probe::ProbeOptions::default()
@@ -287,7 +292,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report.print_human(&mut out, Style::stdout())?;
             }
-            Ok(if report.has_errors() {
+            Ok(if report.has_findings_at_least(fail_on) {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

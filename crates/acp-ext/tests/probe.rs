@@ -227,6 +227,32 @@ fn finding<'a>(report: &'a probe::Report, rule: &str) -> Vec<&'a acp_ext::check:
 }
 
 #[tokio::test]
+async fn a_steer_answered_after_its_turn_is_flagged() {
+    let options = ProbeOptions::default().quiet(true).prompt("hi");
+    let report = probe::run(scripted("steer-inline"), options).await.unwrap();
+    let late = finding(&report, "steer-answered-after-turn");
+    assert_eq!(late.len(), 1, "{:#?}", report.findings);
+    assert_eq!(late[0].severity, acp_ext::check::Severity::Warning);
+    assert!(finding(&report, "steer-not-applied").is_empty());
+    assert!(human(&report).contains("steer-answered-after-turn"));
+}
+
+#[tokio::test]
+async fn a_steer_injected_without_steer_applied_is_flagged() {
+    let options = ProbeOptions::default().quiet(true).prompt("hi");
+    let report = probe::run(scripted("steer-unconfirmed"), options)
+        .await
+        .unwrap();
+    assert_eq!(
+        finding(&report, "steer-not-applied").len(),
+        1,
+        "{:#?}",
+        report.findings
+    );
+    assert!(finding(&report, "steer-answered-after-turn").is_empty());
+}
+
+#[tokio::test]
 async fn an_error_text_answer_is_shown_with_the_turns_traffic() {
     let options = ProbeOptions::default().quiet(true).prompt("hi");
     let report = probe::run(scripted("text"), options).await.unwrap();

@@ -1387,8 +1387,12 @@ async fn fail_sends_an_error_notice_and_fails_the_turn() {
         let notice = peer
             .updates(&sid)
             .into_iter()
-            .find_map(|u| u["_meta"]["lody"].get("notice").cloned())
-            .expect("an error notice");
+            .find(|u| {
+                u["sessionUpdate"] == "session_info_update"
+                    && u["_meta"]["lody"].get("notice").is_some()
+            })
+            .map(|u| u["_meta"]["lody"]["notice"].clone())
+            .expect("an error notice on session_info_update");
         assert_eq!(notice["level"], "error");
         assert!(notice["message"].is_string());
         peer.turn(&sid, "still here").await;

@@ -75,7 +75,11 @@
 //!    [`subagent_emitter`], [`plan_mode`]; and [`schema`], the generator the
 //!    schemas share;
 //! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
-//!    dispatching to every area.
+//!    dispatching to every area;
+//! 4. [`producer`]: the connection layer for agents, [`producer::AgentExtensions`]
+//!    writing every extension message of one negotiated connection in its
+//!    namespace, and [`producer::ExtensionRequestHandler`] for the requests
+//!    an agent receives.
 //!
 
 #![deny(missing_docs)]
@@ -106,6 +110,9 @@ pub mod usage;
 
 // Whole-message validation on top: it dispatches by kind to every area.
 pub mod validate;
+
+// The connection layer: the agent's handle on one negotiated connection.
+pub mod producer;
 
 pub use namespace::Namespace;
 pub use violation::{Check, Rule, Violation};

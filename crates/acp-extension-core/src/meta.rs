@@ -249,8 +249,9 @@ pub trait HasMeta {
     /// The `_meta` object, if any. (Named so as not to collide with the
     /// SDK builders' own `meta(…)` setters.)
     fn ext_meta(&self) -> Option<&Map>;
-    /// The `_meta` slot, to create or edit.
-    fn ext_meta_mut(&mut self) -> &mut Option<Map>;
+    /// The `_meta` slot, to create or edit; `None` only for a message kind
+    /// this crate does not know (a `SessionUpdate` variant newer than it).
+    fn ext_meta_mut(&mut self) -> Option<&mut Option<Map>>;
 }
 
 /// Typed access to contract fields on any [`HasMeta`] message.
@@ -263,10 +264,14 @@ pub trait MetaExt: HasMeta {
         }
     }
 
-    /// Writes field `F` under `ns`.
-    fn set_ext<F: MetaField>(&mut self, ns: Namespace, value: F::Value) {
-        let meta = self.ext_meta_mut().get_or_insert_with(Map::new);
-        write::<F>(meta, ns, &value);
+    /// Writes field `F` under `ns`; `false` when the message has no
+    /// `_meta` slot this crate knows (see [`HasMeta::ext_meta_mut`]).
+    fn set_ext<F: MetaField>(&mut self, ns: Namespace, value: F::Value) -> bool {
+        let Some(slot) = self.ext_meta_mut() else {
+            return false;
+        };
+        write::<F>(slot.get_or_insert_with(Map::new), ns, &value);
+        true
     }
 
     /// Builder form of [`MetaExt::set_ext`].
@@ -281,7 +286,7 @@ pub trait MetaExt: HasMeta {
 
     /// Removes field `F` from both namespaces.
     fn remove_ext<F: MetaField>(&mut self) {
-        if let Some(meta) = self.ext_meta_mut() {
+        if let Some(Some(meta)) = self.ext_meta_mut() {
             namespace::remove_key(meta, F::KEY);
         }
     }
@@ -293,8 +298,8 @@ impl HasMeta for Option<Map> {
     fn ext_meta(&self) -> Option<&Map> {
         self.as_ref()
     }
-    fn ext_meta_mut(&mut self) -> &mut Option<Map> {
-        self
+    fn ext_meta_mut(&mut self) -> Option<&mut Option<Map>> {
+        Some(self)
     }
 }
 
@@ -305,8 +310,8 @@ macro_rules! has_meta {
                 fn ext_meta(&self) -> Option<&Map> {
                     self.meta.as_ref()
                 }
-                fn ext_meta_mut(&mut self) -> &mut Option<Map> {
-                    &mut self.meta
+                fn ext_meta_mut(&mut self) -> Option<&mut Option<Map>> {
+                    Some(&mut self.meta)
                 }
             }
         )*
@@ -341,6 +346,63 @@ has_meta!(
     SessionConfigOption,
     SetSessionConfigOptionRequest,
 );
+
+/// The `_meta` of a session update sits on the update's own object (the
+/// inner struct of each variant).
+///
+/// ```
+/// use acp_extension_core::meta::{fields, MetaExt};
+/// use acp_extension_core::session::TitleSource;
+/// use acp_extension_core::Namespace;
+/// use agent_client_protocol::v1::schema::{SessionInfoUpdate, SessionUpdate};
+///
+/// let update = SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title("Fix the parser"))
+///     .with_ext::<fields::TitleSource>(Namespace::Lody, TitleSource::Generated);
+/// assert_eq!(update.ext::<fields::TitleSource>().unwrap(), Some(TitleSource::Generated));
+/// ```
+impl HasMeta for acp::SessionUpdate {
+    fn ext_meta(&self) -> Option<&Map> {
+        use acp::SessionUpdate as U;
+        match self {
+            U::UserMessageChunk(c) | U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) => {
+                c.meta.as_ref()
+            }
+            U::ToolCall(t) => t.meta.as_ref(),
+            U::ToolCallUpdate(t) => t.meta.as_ref(),
+            U::Plan(p) => p.meta.as_ref(),
+            U::AvailableCommandsUpdate(u) => u.meta.as_ref(),
+            U::CurrentModeUpdate(u) => u.meta.as_ref(),
+            U::ConfigOptionUpdate(u) => u.meta.as_ref(),
+            U::SessionInfoUpdate(u) => u.meta.as_ref(),
+            U::UsageUpdate(u) => u.meta.as_ref(),
+            U::Notice(u) => u.meta.as_ref(),
+            U::CompactionUpdate(u) => u.meta.as_opt_ref().flatten(),
+            U::CompactionSummaryChunk(u) => u.meta.as_ref(),
+            _ => None,
+        }
+    }
+    /// `None` for `compaction_update`, whose `_meta` has three states in
+    /// the SDK (write it there directly), and for variants newer than this crate.
+    fn ext_meta_mut(&mut self) -> Option<&mut Option<Map>> {
+        use acp::SessionUpdate as U;
+        Some(match self {
+            U::UserMessageChunk(c) | U::AgentMessageChunk(c) | U::AgentThoughtChunk(c) => {
+                &mut c.meta
+            }
+            U::ToolCall(t) => &mut t.meta,
+            U::ToolCallUpdate(t) => &mut t.meta,
+            U::Plan(p) => &mut p.meta,
+            U::AvailableCommandsUpdate(u) => &mut u.meta,
+            U::CurrentModeUpdate(u) => &mut u.meta,
+            U::ConfigOptionUpdate(u) => &mut u.meta,
+            U::SessionInfoUpdate(u) => &mut u.meta,
+            U::UsageUpdate(u) => &mut u.meta,
+            U::Notice(u) => &mut u.meta,
+            U::CompactionSummaryChunk(u) => &mut u.meta,
+            _ => return None,
+        })
+    }
+}
 
 // `session/fork` is behind the SDK's `unstable_session_fork` feature.
 #[cfg(feature = "unstable_session_fork")]

@@ -670,6 +670,33 @@ impl Default for SessionUsageAccumulator {
     }
 }
 
+/// Per-model usage rows keyed by model id: any map (`IndexMap`,
+/// `HashMap`, `BTreeMap`). Costs sum in the map's iteration order, so an
+/// insertion-ordered map (`IndexMap`, as JSON parses with `preserve_order`)
+/// reproduces the reference's floating-point sums bit for bit.
+pub trait ModelRows {
+    /// Each model id with its row, in the map's order.
+    fn model_rows(&self) -> impl Iterator<Item = (&str, &ModelUsage)>;
+}
+
+impl<S: std::hash::BuildHasher> ModelRows for IndexMap<String, ModelUsage, S> {
+    fn model_rows(&self) -> impl Iterator<Item = (&str, &ModelUsage)> {
+        self.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+impl<S: std::hash::BuildHasher> ModelRows for HashMap<String, ModelUsage, S> {
+    fn model_rows(&self) -> impl Iterator<Item = (&str, &ModelUsage)> {
+        self.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
+impl ModelRows for BTreeMap<String, ModelUsage> {
+    fn model_rows(&self) -> impl Iterator<Item = (&str, &ModelUsage)> {
+        self.iter().map(|(k, v)| (k.as_str(), v))
+    }
+}
+
 /// One model's change planned by [`SessionUsageAccumulator::update`].
 struct Change<'a> {
     name: &'a str,
@@ -743,15 +770,15 @@ impl SessionUsageAccumulator {
         &mut self,
         session_id: &str,
         operation_id: &str,
-        rows: &IndexMap<String, ModelUsage>,
+        rows: &impl ModelRows,
     ) -> Option<SessionUsageUpdate> {
         let op = self.op_index.get(operation_id).copied();
 
         // 1–3: merge without touching state; stop when nothing changed.
         let mut changes = Vec::new();
-        for (name, usage) in rows {
+        for (name, usage) in rows.model_rows() {
             let existing = op.and_then(|o| {
-                let m = *self.model_index.get(name.as_str())?;
+                let m = *self.model_index.get(name)?;
                 let ledger = &self.models[m];
                 let key = self.ops[o].key;
                 let pos = ledger

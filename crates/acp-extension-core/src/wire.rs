@@ -484,6 +484,15 @@ pub(crate) fn check_req<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<
 #[macro_export]
 #[doc(hidden)]
 macro_rules! wire_struct {
+    // `Default` for the structs whose `new` takes no argument.
+    (@default $name:ident []) => {
+        impl ::std::default::Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+    };
+    (@default $name:ident [$($req:tt)+]) => {};
     (
         $(#[$attr:meta])*
         pub struct $name:ident {
@@ -506,6 +515,8 @@ macro_rules! wire_struct {
             /// a relay never drops another peer's fields.
             pub extra: $crate::wire::Map,
         }
+
+        $crate::wire_struct!(@default $name [$($($rf)*)?]);
 
         impl $name {
             /// Keys of this object that the contract defines.

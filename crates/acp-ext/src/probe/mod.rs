@@ -594,10 +594,13 @@ async fn drive(
                     json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
                     timeout,
                 );
-                // A long turn is the place to exercise steering: send one
-                // steer while it runs, when the agent takes steers by request.
+                // Exercise steering in every turn when the agent takes
+                // steers by request: one steer shortly after the prompt.
+                // The checker judges its timing (`steer-answered-after-turn`,
+                // `steer-not-applied`); a turn already over answers `failed`,
+                // which is fine.
                 let steer = async {
-                    if !(steer_by_request && text.starts_with("/slow")) {
+                    if !steer_by_request {
                         return None;
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;

@@ -292,7 +292,12 @@ impl Report {
 
     /// Whether any finding is an error.
     pub fn has_errors(&self) -> bool {
-        self.findings.iter().any(|f| f.severity == Severity::Error)
+        self.has_findings_at_least(Severity::Error)
+    }
+
+    /// Whether a finding is at least as severe as `severity`.
+    pub fn has_findings_at_least(&self, severity: Severity) -> bool {
+        self.findings.iter().any(|f| f.severity >= severity)
     }
 
     /// Prints the report for people.

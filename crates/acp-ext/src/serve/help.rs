@@ -68,7 +68,7 @@ pub const PROMPT_COMMANDS: &[PromptCommand] = &[
     ),
     cmd(
         "/fail",
-        "a notice on a message chunk, then the prompt fails with -32603",
+        "an error notice on session_info_update, then the prompt fails with -32603",
     ),
 ];
 

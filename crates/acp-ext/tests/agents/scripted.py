@@ -7,6 +7,12 @@ whose behaviour the tests reproduce, chosen by the first argument.
   error-data  every prompt fails with -32603 and `error.data.details`
               (claude-agent-acp when its query closes early)
   slow-init   answers initialize after 2 seconds
+  steer-inline    advertises steering by request and handles each prompt
+              inline: the steer sent mid-turn is read and answered `failed`
+              only after the prompt's response (an SDK agent awaiting its
+              turn on the dispatch loop)
+  steer-unconfirmed  the same, but answers the steer `injected` before the
+              prompt's response and never sends `steer_applied`
 
 In every mode `initialize` lists a terminal auth method only to a client that
 advertised `clientCapabilities.auth.terminal`, and advertises vendor metadata
@@ -33,6 +39,10 @@ for line in sys.stdin:
         if mode == "slow-init":
             time.sleep(2)
         caps = params.get("clientCapabilities", {})
+        features = {"usage": {"version": 1}}
+        if mode.startswith("steer-"):
+            features["steering"] = {"version": 1, "transport": "request",
+                                    "upstreamTurn": "same", "configPolicy": "active"}
         auth = [{"id": "api-key", "name": "API key"}]
         if caps.get("auth", {}).get("terminal"):
             auth.append({"id": "vendor-login", "name": "Log in", "type": "terminal"})
@@ -42,8 +52,8 @@ for line in sys.stdin:
             "authMethods": auth,
             "agentCapabilities": {"_meta": {
                 "claudeCode": {"promptQueueing": True},
-                "ua": {"usage": {"version": 1}},
-                "lody": {"usage": {"version": 1}},
+                "ua": features,
+                "lody": features,
             }},
         }})
     elif method == "session/new":
@@ -57,6 +67,18 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "error": {
                 "code": -32603, "message": "Internal error",
                 "data": {"details": "Query closed before response received"}}})
+            continue
+        if mode.startswith("steer-"):
+            # The turn blocks the loop: the next message (the steer) is
+            # read only now.
+            steer = json.loads(sys.stdin.readline())
+            answer = {"jsonrpc": "2.0", "id": steer.get("id"),
+                      "result": {"outcome": "injected" if mode == "steer-unconfirmed" else "failed"}}
+            if mode == "steer-unconfirmed":
+                send(answer)
+            send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+            if mode == "steer-inline":
+                send(answer)
             continue
         send({"jsonrpc": "2.0", "method": "session/update", "params": {
             "sessionId": "s1", "update": {

@@ -1,4 +1,4 @@
-//! `/fail`: a notice, then a failed turn.
+//! `/fail`: a notice on `session_info_update`, then a failed turn.
 
 use super::*;
 
@@ -9,6 +9,13 @@ impl Turn {
             ContentChunk::new(ContentBlock::from(message.to_owned())).meta(
                 self.mb()
                     .with::<fields::TurnId>(self.turn_id.clone())
+                    .build(),
+            ),
+        ));
+        // Notices ride on `session_info_update`, where clients read them.
+        self.send(SessionUpdate::SessionInfoUpdate(
+            SessionInfoUpdate::new().meta(
+                self.mb()
                     .with::<fields::Notice>(
                         NoticeMeta::new(NoticeLevel::Error, message).source("acp-ext serve"),
                     )

@@ -1,0 +1,443 @@
+//! The agent's side of one connection: every extension message written in
+//! the negotiated namespace, and typed handling of the extension requests
+//! an agent receives.
+//!
+//! An adapter built on the official SDK negotiates once, in its
+//! `initialize` handler, and keeps an [`AgentExtensions`] for the
+//! connection. The handle writes every contract notification and every
+//! `_meta.<ns>` field in the one namespace [`Negotiated::agent_writes`]
+//! gives (see [`crate::negotiation::write_namespace`]), so a connection
+//! never mixes `lody` and `ua`. It refuses a notification whose feature is
+//! not active ([`SendError::NotNegotiated`]) instead of sending what the
+//! client did not ask for, hands out a subagent emitter only when both
+//! peers advertised `subagentEvents`, and builds usage accumulators whose
+//! `usageScopeId` follows the namespace.
+//!
+//! ```no_run
+//! use acp_extension_core::capabilities::{AdvertiseExtensions, AgentExtensionCapabilities, VersionOneCapability};
+//! use acp_extension_core::namespace::NamespaceSet;
+//! use acp_extension_core::negotiation::Negotiated;
+//! use acp_extension_core::producer::AgentExtensions;
+//! use acp_extension_core::session::TitleSource;
+//! use agent_client_protocol::v1::schema::{AgentCapabilities, InitializeRequest, SessionId};
+//! use agent_client_protocol::{Client, v1::ConnectionTo};
+//!
+//! fn on_initialize(cx: ConnectionTo<Client>, request: &InitializeRequest) -> AgentExtensions {
+//!     let ours = AgentExtensionCapabilities::new().session_title(VersionOneCapability::new());
+//!     let capabilities = AgentCapabilities::new().extensions(&ours, NamespaceSet::Both);
+//!     // … answer `initialize` with `capabilities` …
+//!     AgentExtensions::new(cx, Negotiated::from_sdk(&capabilities, &request.client_capabilities))
+//! }
+//!
+//! fn after_the_first_prompt(ext: &AgentExtensions, session: &SessionId) -> Result<(), acp_extension_core::producer::SendError> {
+//!     ext.title(session, "Fix the parser", TitleSource::Generated)
+//! }
+//! ```
+//!
+//! # Steering: run the turn off the dispatch loop
+//!
+//! The SDK runs handlers one at a time on its dispatch loop. A
+//! `session/prompt` handler that awaits its whole turn there blocks every
+//! later message of the connection: a `session/steer` sent mid-turn is
+//! handled only after the turn ended, answered `failed`, and no
+//! `steer_applied` follows (`acp-ext check` reports
+//! `steer-answered-after-turn`). Move the prompt's responder into a task
+//! with `cx.spawn` and return at once, so that the steer's handler runs
+//! while the turn does:
+//!
+//! ```no_run
+//! # use agent_client_protocol::{Agent, Client, v1::{ConnectionTo, Responder}};
+//! # use agent_client_protocol::v1::schema::{PromptRequest, PromptResponse, StopReason};
+//! # async fn run_turn(_: PromptRequest) -> agent_client_protocol::Result<PromptResponse> { Ok(PromptResponse::new(StopReason::EndTurn)) }
+//! # fn builder() {
+//! let agent = Agent.v1().on_receive_request(
+//!     async move |request: PromptRequest, responder: Responder<PromptResponse>, cx: ConnectionTo<Client>| {
+//!         // Not `responder.respond(run_turn(request).await?)`: that blocks the loop.
+//!         cx.spawn(async move { responder.respond_with_result(run_turn(request).await) })
+//!     },
+//!     agent_client_protocol::on_receive_request!(),
+//! );
+//! # let _ = agent;
+//! # }
+//! ```
+//!
+//! # Incoming extension requests
+//!
+//! Implement [`ExtensionRequestHandler`] for the methods the agent
+//! advertises; every other method answers `-32601` (method not found), as
+//! the contract expects of an agent that did not advertise it. Register
+//! one SDK handler for [`AnyExtensionRequest`] and pass what arrives to
+//! [`handle_request`] (spawned, when a method waits on the peer).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    InitializeRequest, InitializeResponse, SessionId, SessionInfoUpdate, SessionNotification,
+    SessionUpdate,
+};
+use agent_client_protocol::{Client, Error};
+use serde_json::{Value, json};
+
+use crate::capabilities::Feature;
+use crate::mcp_apps::{
+    McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
+    McpAppToolCallRequest, McpCallToolResult,
+};
+use crate::meta::{HasMeta, MetaExt, MetaField, fields};
+use crate::methods::{
+    AnyExtensionRequest, ExtensionNotificationMethod, ExtensionRequest, ExtensionResponse,
+    NamespacedNotification,
+};
+use crate::namespace::{self, Namespace};
+use crate::negotiation::Negotiated;
+use crate::rate_limits::{RateLimitsGetRequest, RateLimitsSnapshot};
+use crate::session::{
+    EmptyResponse, GoalControlRequest, GoalControlResponse, GoalSnapshot, NoticeMeta,
+    SessionActivityUpdate, SessionHistoryReadRequest, SteerApplied, SteerRequest, SteerResponse,
+    SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentsListRequest,
+    SubagentsListResponse, TitleSource,
+};
+use crate::subagent_emitter::{AcpNotificationSink, SubagentEmitter};
+use crate::usage::{ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
+
+/// Why [`AgentExtensions`] did not send a message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The message belongs to a feature that is not active on this
+    /// connection (the agent did not advertise it, or it needs the client
+    /// too and the client did not).
+    #[error("`{0}` is not active on this connection; it was not sent")]
+    NotNegotiated(Feature),
+    /// The SDK could not send it (the connection is closed).
+    #[error(transparent)]
+    Connection(#[from] Error),
+}
+
+/// One connection's extension writer, for an agent on the official SDK.
+///
+/// Cheap to clone (the negotiation is shared); every clone writes the
+/// same namespace. See the [module documentation](self).
+#[derive(Clone)]
+pub struct AgentExtensions {
+    cx: ConnectionTo<Client>,
+    negotiated: Arc<Negotiated>,
+}
+
+impl std::fmt::Debug for AgentExtensions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentExtensions")
+            .field("namespace", &self.namespace())
+            .field(
+                "active",
+                &self.negotiated.active_features().collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentExtensions {
+    /// The handle for connection `cx` with this negotiation.
+    pub fn new(cx: ConnectionTo<Client>, negotiated: Negotiated) -> Self {
+        Self {
+            cx,
+            negotiated: Arc::new(negotiated),
+        }
+    }
+
+    /// Negotiates from the initialize exchange (the client's request and
+    /// the agent's own response) and binds the result to `cx`.
+    pub fn from_initialize(
+        cx: ConnectionTo<Client>,
+        request: &InitializeRequest,
+        response: &InitializeResponse,
+    ) -> Self {
+        let negotiated =
+            Negotiated::from_sdk(&response.agent_capabilities, &request.client_capabilities);
+        Self::new(cx, negotiated)
+    }
+
+    /// The namespace every message of this handle is written in.
+    pub fn namespace(&self) -> Namespace {
+        self.negotiated.agent_writes
+    }
+
+    /// The negotiation this handle writes by.
+    pub fn negotiated(&self) -> &Negotiated {
+        &self.negotiated
+    }
+
+    /// Whether `feature` is active on this connection.
+    pub fn is_active(&self, feature: Feature) -> bool {
+        self.negotiated.is_active(feature)
+    }
+
+    /// The SDK connection, for standard ACP messages.
+    pub fn connection(&self) -> &ConnectionTo<Client> {
+        &self.cx
+    }
+
+    fn require(&self, feature: Feature) -> Result<(), SendError> {
+        if self.is_active(feature) {
+            Ok(())
+        } else {
+            Err(SendError::NotNegotiated(feature))
+        }
+    }
+
+    fn notify<T: ExtensionNotificationMethod + Send + 'static>(
+        &self,
+        feature: Feature,
+        message: T,
+    ) -> Result<(), SendError> {
+        self.require(feature)?;
+        self.cx
+            .send_notification(NamespacedNotification::new(self.namespace(), message))?;
+        Ok(())
+    }
+
+    /// `session/usage_update` (feature `usage`). A `usageScopeId` the
+    /// update carries is rewritten under this handle's namespace.
+    pub fn usage_update(&self, mut update: SessionUsageUpdate) -> Result<(), SendError> {
+        if let Some(id) = update.usage_scope_id().map(str::to_owned) {
+            if let Some(meta) = update.meta.as_mut() {
+                namespace::remove_key(&mut meta.0, "usageScopeId");
+                for ns in Namespace::ALL {
+                    if meta
+                        .0
+                        .get(ns.key())
+                        .and_then(Value::as_object)
+                        .is_some_and(|m| m.is_empty())
+                    {
+                        meta.0.shift_remove(ns.key());
+                    }
+                }
+            }
+            update.set_usage_scope_id(self.namespace(), id);
+        }
+        self.notify(Feature::Usage, update)
+    }
+
+    /// `rate_limits/update` (feature `rateLimits`).
+    pub fn rate_limits_update(&self, snapshot: RateLimitsSnapshot) -> Result<(), SendError> {
+        self.notify(Feature::RateLimits, snapshot)
+    }
+
+    /// `session/steer_applied` (feature `steering`): the steer with this id
+    /// was applied to the running turn. Send it before the turn's prompt
+    /// response.
+    pub fn steer_applied(
+        &self,
+        session_id: &SessionId,
+        steer_id: impl Into<String>,
+    ) -> Result<(), SendError> {
+        self.notify(
+            Feature::Steering,
+            SteerApplied::new(&*session_id.0, steer_id.into()),
+        )
+    }
+
+    /// `session/activity_update` (feature `sessionActivity`).
+    pub fn activity_update(&self, update: SessionActivityUpdate) -> Result<(), SendError> {
+        self.notify(Feature::SessionActivity, update)
+    }
+
+    /// A standard `session/update` for `session_id`.
+    pub fn session_update(
+        &self,
+        session_id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<(), SendError> {
+        self.cx
+            .send_notification(SessionNotification::new(session_id.clone(), update))?;
+        Ok(())
+    }
+
+    /// A title on `session_info_update`, tagged with
+    /// `_meta.<ns>.titleSource` (feature `sessionTitle`, which requires
+    /// tagged titles). Without the feature the title is refused: an
+    /// untagged title would replace the client's own.
+    pub fn title(
+        &self,
+        session_id: &SessionId,
+        title: impl Into<String>,
+        source: TitleSource,
+    ) -> Result<(), SendError> {
+        self.require(Feature::SessionTitle)?;
+        let update = SessionInfoUpdate::new().title(title.into());
+        let update = self.with_meta::<fields::TitleSource, _>(update, source);
+        self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
+    }
+
+    /// The session's goal on `session_info_update` as `_meta.<ns>.goal`
+    /// (feature `goal`); `None` says the session has no goal.
+    pub fn goal(
+        &self,
+        session_id: &SessionId,
+        goal: Option<GoalSnapshot>,
+    ) -> Result<(), SendError> {
+        self.require(Feature::Goal)?;
+        let update = self.with_meta::<fields::Goal, _>(SessionInfoUpdate::new(), goal);
+        self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
+    }
+
+    /// A notice on `session_info_update` as `_meta.<ns>.notice` (where the
+    /// Lody client reads it; no capability gates notices).
+    pub fn notice(&self, session_id: &SessionId, notice: NoticeMeta) -> Result<(), SendError> {
+        let update = self.with_meta::<fields::Notice, _>(SessionInfoUpdate::new(), notice);
+        self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
+    }
+
+    /// Writes contract field `F` (task, activity, turn id, message phase, …)
+    /// into `target`'s `_meta` under this handle's namespace; `false` when
+    /// `target` has no `_meta` slot this crate knows.
+    pub fn set_meta<F: MetaField>(&self, target: &mut impl HasMeta, value: F::Value) -> bool {
+        target.set_ext::<F>(self.namespace(), value)
+    }
+
+    /// Builder form of [`AgentExtensions::set_meta`].
+    #[must_use]
+    pub fn with_meta<F: MetaField, T: HasMeta>(&self, mut target: T, value: F::Value) -> T {
+        target.set_ext::<F>(self.namespace(), value);
+        target
+    }
+
+    /// A subagent emitter for root session `session_id`, sending
+    /// `subagents/event` in this handle's namespace; `None` unless both
+    /// peers advertised `subagentEvents`.
+    pub fn subagent_emitter(
+        &self,
+        session_id: &SessionId,
+    ) -> Option<SubagentEmitter<AcpNotificationSink>> {
+        self.is_active(Feature::SubagentEvents).then(|| {
+            SubagentEmitter::new(
+                &*session_id.0,
+                AcpNotificationSink::new(self.cx.clone(), self.namespace()),
+            )
+        })
+    }
+
+    /// A usage accumulator (a fresh random scope) whose `usageScopeId`
+    /// is written in this handle's namespace; `None` without `usage`.
+    pub fn usage_accumulator(&self) -> Option<SessionUsageAccumulator> {
+        self.is_active(Feature::Usage)
+            .then(|| SessionUsageAccumulator::new().with_namespace(self.namespace()))
+    }
+
+    /// Like [`AgentExtensions::usage_accumulator`], with a given scope id.
+    pub fn usage_accumulator_with_scope(
+        &self,
+        scope_id: impl Into<String>,
+    ) -> Result<Option<SessionUsageAccumulator>, ScopeIdTooLong> {
+        if !self.is_active(Feature::Usage) {
+            return Ok(None);
+        }
+        SessionUsageAccumulator::with_scope_id(scope_id)
+            .map(|a| Some(a.with_namespace(self.namespace())))
+    }
+}
+
+/// The `-32601` answer for an extension method the agent does not
+/// implement, naming it in `data`.
+pub fn method_not_implemented(path: &str) -> Error {
+    Error::method_not_found().data(json!({ "method": path }))
+}
+
+macro_rules! handler_methods {
+    ($( $(#[$doc:meta])* $name:ident($req:ty) -> $resp:ty = $path:literal; )*) => {
+        /// The extension requests an agent receives, one method each; every
+        /// method not overridden answers `-32601` (method not found).
+        /// Override exactly the ones the agent advertises.
+        ///
+        /// ```
+        /// use acp_extension_core::methods::{ExtensionRequest, ExtensionResponse};
+        /// use acp_extension_core::producer::{handle_request, ExtensionRequestHandler};
+        /// use acp_extension_core::session::{SteerOutcome, SteerRequest, SteerResponse};
+        ///
+        /// struct Steering;
+        /// impl ExtensionRequestHandler for Steering {
+        ///     async fn steer(&self, _: SteerRequest) -> agent_client_protocol::Result<SteerResponse> {
+        ///         Ok(SteerResponse::new(SteerOutcome::Injected))
+        ///     }
+        /// }
+        ///
+        /// # futures::executor::block_on(async {
+        /// let steer = ExtensionRequest::parse("_lody/session/steer",
+        ///     &serde_json::json!({"sessionId": "s", "steerId": "st-1", "prompt": []}))?.unwrap().1;
+        /// assert!(matches!(handle_request(&Steering, steer).await, Ok(ExtensionResponse::SessionSteer(_))));
+        /// let list = ExtensionRequest::parse("_lody/subagents/list", &serde_json::json!({"sessionId": "s"}))?.unwrap().1;
+        /// assert_eq!(i32::from(handle_request(&Steering, list).await.unwrap_err().code), -32601);
+        /// # Ok::<_, acp_extension_core::methods::ParamsError>(())
+        /// # }).unwrap();
+        /// ```
+        pub trait ExtensionRequestHandler: Send + Sync {
+            $(
+                $(#[$doc])*
+                #[doc = concat!("\n\nDefault: `-32601` naming `", $path, "`.")]
+                fn $name(&self, request: $req) -> impl Future<Output = Result<$resp, Error>> + Send {
+                    let _ = request;
+                    async { Err(method_not_implemented($path)) }
+                }
+            )*
+        }
+    };
+}
+
+handler_methods! {
+    /// `session/steer` (capability `steering`, request transport).
+    steer(SteerRequest) -> SteerResponse = "session/steer";
+    /// `session/goal` (capability `goal`).
+    goal(GoalControlRequest) -> GoalControlResponse = "session/goal";
+    /// `rate_limits/get` (capability `rateLimits.query`).
+    rate_limits(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get";
+    /// `session/history/read` (capability `sessionHistory`).
+    history_read(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read";
+    /// `subagents/list` (capability `subagents.list`).
+    subagents_list(SubagentsListRequest) -> SubagentsListResponse = "subagents/list";
+    /// `subagents/cancel` (capability `subagents.cancel`).
+    subagents_cancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel";
+    /// `subagents/output` (capability `subagents.output`).
+    subagents_output(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output";
+    /// `mcp_apps/load` (capability `mcpApps`).
+    mcp_app_load(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load";
+    /// `mcp_apps/resource/read` (capability `mcpApps`).
+    mcp_app_resource_read(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read";
+    /// `mcp_apps/tool/call` (capability `mcpApps`).
+    mcp_app_tool_call(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call";
+}
+
+/// Runs `request` through `handler`'s method for it.
+pub async fn handle_request<H: ExtensionRequestHandler + ?Sized>(
+    handler: &H,
+    request: ExtensionRequest,
+) -> Result<ExtensionResponse, Error> {
+    use ExtensionRequest as R;
+    use ExtensionResponse as A;
+    Ok(match request {
+        R::SessionSteer(r) => A::SessionSteer(handler.steer(r).await?),
+        R::SessionGoal(r) => A::SessionGoal(handler.goal(r).await?),
+        R::RateLimitsGet(r) => A::RateLimitsGet(handler.rate_limits(r).await?),
+        R::SessionHistoryRead(r) => A::SessionHistoryRead(handler.history_read(r).await?),
+        R::SubagentsList(r) => A::SubagentsList(handler.subagents_list(r).await?),
+        R::SubagentsCancel(r) => A::SubagentsCancel(handler.subagents_cancel(r).await?),
+        R::SubagentsOutput(r) => A::SubagentsOutput(handler.subagents_output(r).await?),
+        R::McpAppsLoad(r) => A::McpAppsLoad(handler.mcp_app_load(r).await?),
+        R::McpAppsResourceRead(r) => {
+            A::McpAppsResourceRead(handler.mcp_app_resource_read(r).await?)
+        }
+        R::McpAppsToolCall(r) => A::McpAppsToolCall(handler.mcp_app_tool_call(r).await?),
+        #[allow(unreachable_patterns)]
+        other => return Err(method_not_implemented(other.path())),
+    })
+}
+
+/// [`handle_request`] for the SDK's typed message: the request as it
+/// arrived (either namespace).
+pub async fn handle_any<H: ExtensionRequestHandler + ?Sized>(
+    handler: &H,
+    request: AnyExtensionRequest,
+) -> Result<ExtensionResponse, Error> {
+    handle_request(handler, request.request).await
+}

@@ -1,0 +1,321 @@
+//! `producer::AgentExtensions` on a real SDK connection: an agent built with
+//! it, a client that records every line the agent writes.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+use acp_extension_core::capabilities::{
+    AdvertiseExtensions, AgentExtensionCapabilities, ClientExtensionCapabilities, Feature,
+    VersionOneCapability,
+};
+use acp_extension_core::meta::fields;
+use acp_extension_core::namespace::NamespaceSet;
+use acp_extension_core::producer::{AgentExtensions, SendError};
+use acp_extension_core::rate_limits::RateLimitsSnapshot;
+use acp_extension_core::session::{
+    ActivityKind, ActivityMeta, NoticeLevel, NoticeMeta, SessionActivityState,
+    SessionActivityUpdate, TitleSource,
+};
+use acp_extension_core::subagent_events::{
+    OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
+};
+use acp_extension_core::usage::ModelUsage;
+use acp_extension_core::validate::{Kind, validate_value};
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentCapabilities, ClientCapabilities, InitializeRequest, InitializeResponse, SessionId,
+    SessionUpdate, ToolCall,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, Client, Lines, UntypedMessage};
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use indexmap::IndexMap;
+use serde_json::{Value, json};
+
+fn to_io<E: std::fmt::Display>(e: E) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// What the agent's handle said about each send.
+type Outcomes = Arc<Mutex<Vec<(&'static str, Result<(), String>)>>>;
+
+fn agent_capabilities() -> AgentCapabilities {
+    let ours = AgentExtensionCapabilities::new()
+        .usage(VersionOneCapability::new())
+        .session_title(VersionOneCapability::new())
+        .subagent_events(VersionOneCapability::new())
+        .session_activity(VersionOneCapability::new())
+        .compaction(VersionOneCapability::new());
+    // The migration setting the docs suggest: both spellings.
+    AgentCapabilities::new().extensions(&ours, NamespaceSet::Both)
+}
+
+/// Everything the handle can send, once the client's initialize arrived.
+async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
+    let sid = SessionId::new("s1");
+    let record = |what: &'static str, r: Result<(), SendError>| {
+        outcomes
+            .lock()
+            .unwrap()
+            .push((what, r.map_err(|e| e.to_string())));
+    };
+    record(
+        "title",
+        ext.title(&sid, "Fix the parser", TitleSource::Generated),
+    );
+    let mut acc = ext.usage_accumulator().expect("usage is active");
+    let mut rows = IndexMap::new();
+    rows.insert("m".to_owned(), ModelUsage::new(10u64, 2u64, 0u64));
+    let update = acc.update("s1", "turn-1", &rows).expect("a first update");
+    record("usage", ext.usage_update(update));
+    record(
+        "activity",
+        ext.activity_update(SessionActivityUpdate::new(
+            "s1",
+            SessionActivityState::Running,
+            1u64,
+        )),
+    );
+    record(
+        "notice",
+        ext.notice(&sid, NoticeMeta::new(NoticeLevel::Warning, "slow network")),
+    );
+    let call = ext.with_meta::<fields::Activity, _>(
+        ToolCall::new("call-1", "Compacting"),
+        ActivityMeta::new(ActivityKind::ContextCompaction),
+    );
+    record(
+        "tool call",
+        ext.session_update(&sid, SessionUpdate::ToolCall(call)),
+    );
+    // Not advertised: refused, not sent.
+    record(
+        "rate limits",
+        ext.rate_limits_update(RateLimitsSnapshot::new(vec![])),
+    );
+    record("goal", ext.goal(&sid, None));
+    record("steer applied", ext.steer_applied(&sid, "st-1"));
+    match ext.subagent_emitter(&sid) {
+        Some(mut runs) => {
+            let support =
+                SubagentSupport::new(vec![SubagentStream::Text], false, OutputRead::None, false);
+            let r = runs
+                .start(
+                    "child",
+                    SubagentSnapshot::new(SubagentState::Running, support),
+                )
+                .await
+                .map_err(SendError::from);
+            record("subagent", r);
+        }
+        None => record(
+            "subagent",
+            Err(SendError::NotNegotiated(Feature::SubagentEvents)),
+        ),
+    }
+}
+
+/// Runs the agent against a client advertising `client_ext` under
+/// `client_ns`; returns every line the agent wrote and the handle's outcomes.
+async fn connect(
+    client_ext: ClientExtensionCapabilities,
+    client_ns: NamespaceSet,
+) -> (Vec<Value>, Vec<(&'static str, Result<(), String>)>) {
+    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+    let agent_transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
+    let log: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let tap = log.clone();
+    let client_incoming = a2c_rx.map(move |line: String| {
+        tap.lock()
+            .unwrap()
+            .push(serde_json::from_str(&line).unwrap());
+        Ok(line)
+    });
+    let client_transport = Lines::new(c2a_tx.sink_map_err(to_io), client_incoming);
+
+    let outcomes: Outcomes = Arc::default();
+    let sent = outcomes.clone();
+    let agent = Agent
+        .v1()
+        .on_receive_request(
+            async move |request: InitializeRequest,
+                        responder: Responder<InitializeResponse>,
+                        cx: ConnectionTo<Client>| {
+                let response = InitializeResponse::new(ProtocolVersion::V1)
+                    .agent_capabilities(agent_capabilities());
+                let ext = AgentExtensions::from_initialize(cx.clone(), &request, &response);
+                responder.respond(response)?;
+                let sent = sent.clone();
+                cx.spawn(async move {
+                    send_everything(ext, sent).await;
+                    Ok(())
+                })
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            // Answered after everything above was written: a flush.
+            async move |_: UntypedMessage,
+                        responder: Responder<Value>,
+                        _cx: ConnectionTo<Client>| { responder.respond(json!({})) },
+            agent_client_protocol::on_receive_request!(),
+        );
+    let agent = tokio::spawn(agent.connect_to(agent_transport));
+    let caps = ClientCapabilities::new().extensions(&client_ext, client_ns);
+    let waiting = outcomes.clone();
+    Client
+        .v1()
+        .on_receive_notification(
+            async move |_: UntypedMessage, _cx: ConnectionTo<Agent>| Ok(()),
+            agent_client_protocol::on_receive_notification!(),
+        )
+        .connect_with(client_transport, async move |cx| {
+            cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
+                .block_task()
+                .await?;
+            // The agent sends from a task; wait until all nine outcomes exist.
+            for _ in 0..200 {
+                if outcomes_len(&waiting) >= 9 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            cx.send_request(UntypedMessage::new("_test/flush", json!({}))?)
+                .block_task()
+                .await?;
+            Ok(())
+        })
+        .await
+        .expect("the client connection");
+    drop(agent);
+    let lines = log.lock().unwrap().clone();
+    let outcomes = outcomes_take(&outcomes);
+    (lines, outcomes)
+}
+
+fn outcomes_len(o: &Outcomes) -> usize {
+    o.lock().unwrap().len()
+}
+
+fn outcomes_take(o: &Outcomes) -> Vec<(&'static str, Result<(), String>)> {
+    std::mem::take(&mut *o.lock().unwrap())
+}
+
+/// The namespaces of every method and `_meta.<ns>` key the agent wrote
+/// after its initialize response.
+fn namespaces_written(lines: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in lines {
+        if line
+            .get("result")
+            .is_some_and(|r| r.get("agentCapabilities").is_some())
+        {
+            continue;
+        }
+        if let Some(m) = line["method"].as_str()
+            && let Some((ns, _)) = acp_extension_core::namespace::split_method(m)
+        {
+            out.push(ns.key().to_owned());
+        }
+        collect_meta(line, &mut out);
+    }
+    out
+}
+
+fn collect_meta(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                if k == "_meta"
+                    && let Some(m) = x.as_object()
+                {
+                    out.extend(m.keys().filter(|k| *k == "ua" || *k == "lody").cloned());
+                }
+                collect_meta(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_meta(x, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn a_lody_client_gets_lody_for_every_feature() {
+    let client = ClientExtensionCapabilities::new().subagent_events(VersionOneCapability::new());
+    let (lines, outcomes) = connect(client, NamespaceSet::Lody).await;
+    let written = namespaces_written(&lines);
+    assert!(written.len() >= 6, "{lines:#?}");
+    assert!(
+        written.iter().all(|ns| ns == "lody"),
+        "{written:?}\n{lines:#?}"
+    );
+    // Every message is valid, and the features not advertised were refused.
+    for line in &lines {
+        assert!(
+            validate_value(Kind::Auto, line).violations.is_empty(),
+            "{line}"
+        );
+    }
+    let refused: Vec<&str> = outcomes
+        .iter()
+        .filter(|(_, r)| r.is_err())
+        .map(|(w, _)| *w)
+        .collect();
+    assert_eq!(
+        refused,
+        ["rate limits", "goal", "steer applied"],
+        "{outcomes:?}"
+    );
+    let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
+    assert!(
+        methods.contains(&"_lody/session/usage_update"),
+        "{methods:?}"
+    );
+    assert!(
+        methods.contains(&"_lody/session/activity_update"),
+        "{methods:?}"
+    );
+    assert!(methods.contains(&"_lody/subagents/event"), "{methods:?}");
+    assert!(!methods.iter().any(|m| m.contains("rate_limits")));
+    let usage = lines
+        .iter()
+        .find(|l| l["method"] == "_lody/session/usage_update")
+        .unwrap();
+    assert!(usage["params"]["_meta"]["lody"]["usageScopeId"].is_string());
+    let title = lines
+        .iter()
+        .find(|l| l["params"]["update"]["title"] == "Fix the parser")
+        .expect("the title");
+    assert_eq!(
+        title["params"]["update"]["_meta"]["lody"]["titleSource"],
+        "generated"
+    );
+}
+
+#[tokio::test]
+async fn a_ua_client_gets_ua_and_no_subagent_events_without_the_flag() {
+    let (lines, outcomes) = connect(ClientExtensionCapabilities::new(), NamespaceSet::Ua).await;
+    let written = namespaces_written(&lines);
+    assert!(!written.is_empty());
+    assert!(written.iter().all(|ns| ns == "ua"), "{written:?}");
+    let subagent = outcomes.iter().find(|(w, _)| *w == "subagent").unwrap();
+    assert!(
+        subagent.1.as_ref().unwrap_err().contains("subagentEvents"),
+        "{outcomes:?}"
+    );
+    let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
+    assert!(methods.contains(&"_ua/session/usage_update"), "{methods:?}");
+    assert!(!methods.iter().any(|m| m.contains("subagents/event")));
+}
+
+#[test]
+fn a_refusal_names_the_feature() {
+    let e = SendError::NotNegotiated(Feature::RateLimits);
+    assert_eq!(
+        e.to_string(),
+        "`rateLimits` is not active on this connection; it was not sent"
+    );
+}
