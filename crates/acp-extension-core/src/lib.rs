@@ -29,6 +29,22 @@
 //! assert_eq!(report.violations[0].message(), "must be a string when present; null is not allowed");
 //! ```
 //!
+//! # For adapter authors
+//!
+//! Negotiate once in `initialize` and keep a [`producer::AgentExtensions`]
+//! for the connection: it writes every extension message in the one
+//! namespace the client reads ([`negotiation::write_namespace`]), refuses
+//! features that are not active, and hands out the subagent emitter and
+//! the usage accumulator already bound to that namespace. Run each prompt
+//! off the SDK's dispatch loop so that steers are answered mid-turn (see
+//! [`producer`]). `examples/agent.rs` is a complete adapter; the project's
+//! CI probes it with `acp-ext probe` and requires no finding.
+//!
+//! Values carry their rules in their types: [`wire::EpochSeconds`] (whole
+//! seconds from `now()` or a `SystemTime`), [`wire::Count`],
+//! [`wire::Percent`], [`usage::UsageScopeId`]. What `acp-ext check`
+//! calls an error, these types and [`validate`] reject.
+//!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |

@@ -2,8 +2,11 @@
 //!
 //! Readers accept both everywhere (`_meta.ua` / `_meta.lody`, `_ua/…` /
 //! `_lody/…`); when both carry the same key, `ua` wins. Writers use one
-//! chosen namespace, [`Namespace::Lody`] by default because every deployed
-//! client reads it today.
+//! namespace per connection, for every feature:
+//! [`crate::negotiation::write_namespace`] gives it from what the reading
+//! peer advertised (`ua` only to a peer that advertised `_meta.ua` and not
+//! `_meta.lody`; [`Namespace::Lody`], which every deployed client reads,
+//! otherwise), and [`crate::producer::AgentExtensions`] applies it.
 //!
 //! ```
 //! use acp_extension_core::namespace::{self, Namespace};

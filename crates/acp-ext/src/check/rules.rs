@@ -190,7 +190,7 @@ pub const NAMESPACE_MIXED: RuleInfo = RuleInfo::new(
 pub const STEER_ANSWERED_AFTER_TURN: RuleInfo = RuleInfo::new(
     "steer-answered-after-turn",
     Warning,
-    "A `session/steer` sent while a prompt of its session was running is answered only after that prompt's response: the agent handled the prompt on its dispatch loop, so the steer waited for the turn to end (run the turn off the loop).",
+    "A `session/steer` sent while a prompt of its session was running is answered only after that prompt's response: the agent handled the prompt on its dispatch loop, so the steer waited for the turn to end (run the turn off the loop). On a slow link a steer that crossed the turn's end looks the same, hence a warning.",
 );
 /// Steering: an injected steer never confirmed.
 pub const STEER_NOT_APPLIED: RuleInfo = RuleInfo::new(
