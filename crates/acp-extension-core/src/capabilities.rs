@@ -408,6 +408,14 @@ impl FeatureSide {
 }
 
 /// One feature key of the capability objects.
+///
+/// ```
+/// use acp_extension_core::capabilities::{Feature, FeatureSide};
+///
+/// assert_eq!(Feature::from_key("rateLimits"), Some(Feature::RateLimits));
+/// assert_eq!(Feature::SubagentEvents.side(), FeatureSide::Both);
+/// assert_eq!(Feature::Elicitation.key(), "elicitation");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Feature {

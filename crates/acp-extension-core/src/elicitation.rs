@@ -230,6 +230,16 @@ crate::wire_struct! {
     ///
     /// `noteFor` and `customAnswerFor` exclude each other: a note never
     /// replaces the answer it accompanies.
+    ///
+    /// ```
+    /// use acp_extension_core::elicitation::ElicitationMeta;
+    ///
+    /// let note: ElicitationMeta = serde_json::from_value(serde_json::json!({"version": 1, "noteFor": "approach"}))?;
+    /// assert_eq!(note.note_for.as_deref(), Some("approach"));
+    /// let both = serde_json::json!({"version": 1, "noteFor": "a", "customAnswerFor": "a"});
+    /// assert!(serde_json::from_value::<ElicitationMeta>(both).is_err());
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct ElicitationMeta {
         lit {
             /// Always the literal `1`; other versions need explicit negotiation.

@@ -39,6 +39,15 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// `_meta.<ns>.mcpApp` on an ACP `tool_call` whose tool declares a UI
     /// resource.
+    ///
+    /// ```
+    /// use acp_extension_core::mcp_apps::McpAppToolCallMeta;
+    /// use acp_extension_core::violation::check;
+    ///
+    /// let v = serde_json::json!({"version": 1});
+    /// let problems = check::<McpAppToolCallMeta>(&v);
+    /// assert!(problems.iter().all(|p| p.rule.id() == "required"), "{problems:?}");
+    /// ```
     pub struct McpAppToolCallMeta {
         lit {
             /// Always `1`.

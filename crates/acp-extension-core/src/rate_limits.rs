@@ -90,6 +90,22 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// One provider limit with its windows and, optionally, a wallet.
+    ///
+    /// A snapshot's `windows` is the complete current list: it replaces the
+    /// previous one.
+    ///
+    /// ```
+    /// use acp_extension_core::rate_limits::{RateLimit, RateLimitScope, RateLimitWindow};
+    /// use acp_extension_core::wire::{EpochSeconds, Percent};
+    ///
+    /// let week = RateLimitWindow::new(Percent::new(42.0).unwrap(), None, Some(EpochSeconds::from_secs(1_710_600_000)))
+    ///     .label("Weekly");
+    /// let limit = RateLimit::new("weekly", RateLimitScope::new("anthropic"), vec![week]);
+    /// let wire = serde_json::to_value(&limit)?;
+    /// assert_eq!(wire["windows"][0]["usedPercent"], 42);
+    /// assert!(Percent::new(150.0).is_err()); // a percentage is 0..100
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct RateLimit {
         req {
             /// Stable id of the limit.

@@ -83,6 +83,19 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// `_meta.<ns>.activity` on `tool_call` / `tool_call_update`: marks the
     /// call as a context compaction or a retry rather than a real tool.
+    ///
+    /// ```
+    /// use acp_extension_core::meta::{fields, MetaExt};
+    /// use acp_extension_core::session::{ActivityKind, ActivityMeta};
+    /// use acp_extension_core::Namespace;
+    /// use agent_client_protocol::v1::schema::ToolCall;
+    ///
+    /// let call = ToolCall::new("c1", "Compacting context")
+    ///     .with_ext::<fields::Activity>(Namespace::Lody, ActivityMeta::new(ActivityKind::ContextCompaction));
+    /// let wire = serde_json::to_value(&call)?;
+    /// assert_eq!(wire["_meta"]["lody"]["activity"], serde_json::json!({"version": 1, "kind": "context_compaction"}));
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct ActivityMeta {
         lit {
             /// Always `1`.
@@ -150,6 +163,19 @@ crate::wire_struct! {
 crate::wire_struct! {
     /// `_meta.<ns>.task` on `tool_call` / `tool_call_update`: the tool call
     /// stands for a subagent, background or scheduled task.
+    ///
+    /// ```
+    /// use acp_extension_core::session::{TaskKind, TaskMeta, TaskStatus};
+    /// use acp_extension_core::wire::EpochSeconds;
+    ///
+    /// let task = TaskMeta::new("task-1", TaskKind::Background, TaskStatus::InProgress)
+    ///     .started_at_epoch_seconds(EpochSeconds::from_secs(1_710_000_000));
+    /// assert_eq!(serde_json::to_value(&task)?["startedAtEpochSeconds"], 1_710_000_000);
+    /// let parsed: TaskMeta = serde_json::from_value(serde_json::json!(
+    ///     {"version": 1, "taskId": "t", "kind": "scheduled", "status": "pending"}))?;
+    /// assert_eq!(parsed.kind, TaskKind::Scheduled);
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct TaskMeta {
         lit {
             /// Always `1`.
@@ -587,6 +613,22 @@ impl JsonSchema for AcpContentBlock {
 crate::wire_struct! {
     /// Params of `_lody/session/steer`: steers the running turn with extra
     /// prompt content (request transport).
+    ///
+    /// The agent answers [`SteerResponse`] at once (`injected` while a turn
+    /// runs) and confirms with [`SteerApplied`] before the turn's prompt
+    /// response. Handle prompts off the SDK's dispatch loop, or the steer
+    /// waits for the turn to end (see [`crate::producer`]).
+    ///
+    /// ```
+    /// use acp_extension_core::session::{SteerApplied, SteerRequest};
+    ///
+    /// let steer: SteerRequest = serde_json::from_value(serde_json::json!({
+    ///     "sessionId": "s", "steerId": "st-1", "prompt": [{"type": "text", "text": "Keep the API stable"}]}))?;
+    /// assert_eq!(steer.content_blocks().count(), 1);
+    /// let applied = SteerApplied::new(steer.session_id.clone(), steer.steer_id.clone());
+    /// assert_eq!(serde_json::to_string(&applied)?, r#"{"sessionId":"s","steerId":"st-1"}"#);
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct SteerRequest {
         req {
             /// The session.
@@ -693,6 +735,14 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// Params of `_lody/subagents/list`.
+    ///
+    /// ```
+    /// use acp_extension_core::session::SubagentsListRequest;
+    ///
+    /// let req = SubagentsListRequest::new("s").active_only(true);
+    /// assert_eq!(serde_json::to_string(&req)?, r#"{"sessionId":"s","activeOnly":true}"#);
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct SubagentsListRequest {
         req {
             /// The session.
@@ -783,6 +833,17 @@ crate::wire_enum! {
 crate::wire_struct! {
     /// `_meta.<ns>.notice`: a message for the user that is not part of the
     /// transcript (configuration warnings, advisories).
+    ///
+    /// Clients read it on `session_info_update`
+    /// ([`crate::producer::AgentExtensions::notice`] sends it there).
+    ///
+    /// ```
+    /// use acp_extension_core::session::{NoticeLevel, NoticeMeta};
+    ///
+    /// let n = NoticeMeta::new(NoticeLevel::Warning, "Using the fallback model").source("router");
+    /// assert_eq!(serde_json::to_string(&n)?, r#"{"level":"warning","message":"Using the fallback model","source":"router"}"#);
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct NoticeMeta {
         req {
             /// Severity.
@@ -839,6 +900,15 @@ crate::wire_struct! {
     /// `_meta.<ns>.worktreeProject` on `session/new|load|resume|fork`: the
     /// project a (possibly worktree) `cwd` belongs to. It changes neither
     /// `cwd` nor directory access.
+    ///
+    /// ```
+    /// use acp_extension_core::session::WorktreeProject;
+    ///
+    /// let p: WorktreeProject = serde_json::from_value(serde_json::json!(
+    ///     {"version": 1, "originProjectPath": "/src/app"}))?;
+    /// assert_eq!(p.origin_project_path, "/src/app");
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct WorktreeProject {
         lit {
             /// Always `1`.
@@ -1043,6 +1113,17 @@ crate::wire_struct! {
     /// The contract shows these four keys without marking optionality; they
     /// are all required here, because an update replaces the previous level
     /// and a missing key would leave it undefined.
+    ///
+    /// ```
+    /// use acp_extension_core::session::{SessionActivityState, SessionActivityUpdate};
+    ///
+    /// let u = SessionActivityUpdate::new("s", SessionActivityState::Running, 2u32);
+    /// assert_eq!(serde_json::to_value(&u)?["backgroundTaskCount"], 2);
+    /// // A count is a non-negative integer.
+    /// assert!(serde_json::from_value::<SessionActivityUpdate>(serde_json::json!(
+    ///     {"version": 1, "sessionId": "s", "state": "idle", "backgroundTaskCount": 1.5})).is_err());
+    /// # Ok::<_, serde_json::Error>(())
+    /// ```
     pub struct SessionActivityUpdate {
         lit {
             /// Always `1`.

@@ -1022,6 +1022,17 @@ crate::wire_struct! {
 /// rejected. Written by hand rather than with `wire_union!` because two
 /// variants share [`SubagentContentChunk`] (and so that parsing does not buffer the
 /// object when `sessionUpdate` comes first).
+///
+/// ```
+/// use acp_extension_core::subagent_events::SubagentOutput;
+///
+/// let chunk: SubagentOutput = serde_json::from_value(serde_json::json!({
+///     "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}))?;
+/// assert!(matches!(chunk, SubagentOutput::AgentMessageChunk(_)));
+/// let usage = serde_json::json!({"sessionUpdate": "usage_update", "used": 1, "size": 2});
+/// assert!(serde_json::from_value::<SubagentOutput>(usage).is_err());
+/// # Ok::<_, serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum SubagentOutput {

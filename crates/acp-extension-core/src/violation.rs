@@ -26,6 +26,18 @@ pub fn json_type(v: &Value) -> &'static str {
 }
 
 /// One broken rule at an RFC 6901 JSON pointer such as `/snapshot/summary`.
+///
+/// ```
+/// use acp_extension_core::session::SessionActivityUpdate;
+/// use acp_extension_core::violation::check;
+///
+/// let v = serde_json::json!({"version": 1, "sessionId": "s", "state": "busy", "backgroundTaskCount": -1});
+/// let found: Vec<(String, &str)> = check::<SessionActivityUpdate>(&v)
+///     .iter()
+///     .map(|x| (x.pointer.clone(), x.rule.id()))
+///     .collect();
+/// assert_eq!(found, [("/state".to_owned(), "one-of"), ("/backgroundTaskCount".to_owned(), "non-negative-integer")]);
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{}: {rule}", if pointer.is_empty() { "(root)" } else { pointer.as_str() })]
 #[non_exhaustive]
