@@ -227,6 +227,25 @@ fn finding<'a>(report: &'a probe::Report, rule: &str) -> Vec<&'a acp_ext::check:
 }
 
 #[tokio::test]
+async fn an_agent_writing_a_namespace_the_client_does_not_read_is_flagged() {
+    // The probe advertises `lody` only; this serve writes `ua` whatever the client reads.
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .namespace(acp_extension_core::namespace::NamespaceSet::Lody)
+        .prompt("/limits");
+    let report = probe::run(serve(&["--namespace", "ua"]), options)
+        .await
+        .unwrap();
+    let hits = finding(&report, "namespace-mismatch");
+    assert!(!hits.is_empty(), "{:#?}", report.findings);
+    assert!(
+        hits.iter().all(|f| f.message.contains("only `_meta.lody`")),
+        "{hits:#?}"
+    );
+    assert!(report.has_errors());
+}
+
+#[tokio::test]
 async fn a_steer_answered_after_its_turn_is_flagged() {
     let options = ProbeOptions::default().quiet(true).prompt("hi");
     let report = probe::run(scripted("steer-inline"), options).await.unwrap();

@@ -542,6 +542,35 @@ fn findings_go_to_the_findings_file() {
 }
 
 #[test]
+fn traffic_in_a_namespace_the_client_does_not_read_is_a_finding() {
+    let dir = scratch("namespace-mismatch");
+    let findings = dir.join("f.jsonl");
+    // The client reads only `lody`; the agent answers and then writes `_ua/…`.
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"lody":{}}}}}"#;
+    let agent = concat!(
+        "read line; ",
+        r#"echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"_meta":{"ua":{"usage":{"version":1}},"lody":{"usage":{"version":1}}}}}}'; "#,
+        r#"echo '{"jsonrpc":"2.0","method":"_ua/session/usage_update","params":{"sessionId":"s","usage":{"inputTokens":1,"outputTokens":0,"cacheReadInputTokens":0}}}'; "#,
+        "cat > /dev/null"
+    );
+    let input = format!("{init}\n");
+    let out = run_tap(
+        &["--findings", findings.to_str().unwrap()],
+        &["sh", "-c", agent],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let found = read_jsonl(&findings);
+    let hits: Vec<_> = found
+        .iter()
+        .filter(|f| f["rule"] == "namespace-mismatch")
+        .collect();
+    assert_eq!(hits.len(), 1, "{found:?}");
+    assert_eq!(hits[0]["dir"], "a2c");
+    assert_eq!(hits[0]["severity"], "error");
+}
+
+#[test]
 fn findings_go_to_stderr_by_default() {
     let out = run_tap(&[], &["cat"], b"garbage line\n");
     let err = String::from_utf8_lossy(&out.stderr);
