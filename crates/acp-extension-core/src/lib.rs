@@ -40,6 +40,11 @@
 //! [`producer`]). `examples/agent.rs` is a complete adapter; the project's
 //! CI probes it with `acp-ext probe` and requires no finding.
 //!
+//! The SDK's ids go where an id goes: [`producer::AgentExtensions`] takes
+//! `&SessionId`; the contract types keep the contract's plain strings, so
+//! pass `&*session_id.0` (a `&str`) or `session_id.0.clone()` (an
+//! `Arc<str>`, where an `AsRef<str>` is asked for).
+//!
 //! Values carry their rules in their types: [`wire::EpochSeconds`] (whole
 //! seconds from `now()` or a `SystemTime`), [`wire::Count`],
 //! [`wire::Percent`], [`usage::UsageScopeId`]. What `acp-ext check`
