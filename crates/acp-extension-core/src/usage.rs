@@ -377,10 +377,9 @@ impl UsageScopeId {
     /// Wraps `id`, or returns [`Rule::MaxLength`] when it is too long.
     pub fn new(id: impl Into<String>) -> Result<Self, Rule> {
         let id = id.into();
-        if id.encode_utf16().count() > MAX_USAGE_SCOPE_ID_LENGTH {
-            Err(Rule::MaxLength(MAX_USAGE_SCOPE_ID_LENGTH))
-        } else {
-            Ok(Self(id))
+        match scope_id_fits(&id) {
+            Ok(()) => Ok(Self(id)),
+            Err(_) => Err(Rule::MaxLength(MAX_USAGE_SCOPE_ID_LENGTH)),
         }
     }
 
@@ -446,6 +445,17 @@ impl schemars::JsonSchema for UsageScopeId {
         // JSON Schema counts code points; the contract counts UTF-16 units,
         // which the validators apply exactly.
         schemars::json_schema!({ "type": "string", "maxLength": MAX_USAGE_SCOPE_ID_LENGTH })
+    }
+}
+
+/// The contract's one length rule for scope ids: at most
+/// [`MAX_USAGE_SCOPE_ID_LENGTH`] UTF-16 code units; `Err` holds the length.
+fn scope_id_fits(id: &str) -> Result<(), usize> {
+    let length = id.encode_utf16().count();
+    if length > MAX_USAGE_SCOPE_ID_LENGTH {
+        Err(length)
+    } else {
+        Ok(())
     }
 }
 
@@ -718,10 +728,7 @@ impl SessionUsageAccumulator {
     /// passes a JavaScript consumer's check) are rejected.
     pub fn with_scope_id(id: impl Into<String>) -> Result<Self, ScopeIdTooLong> {
         let id = id.into();
-        let length = id.encode_utf16().count();
-        if length > MAX_USAGE_SCOPE_ID_LENGTH {
-            return Err(ScopeIdTooLong { length });
-        }
+        scope_id_fits(&id).map_err(|length| ScopeIdTooLong { length })?;
         Ok(Self::unchecked(id))
     }
 
