@@ -1784,9 +1784,7 @@ fn closing_a_session_drops_its_state() {
 // ---------------------------------------------------------------------------
 // The command line
 
-fn tmp(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("acp-ext-check-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn tmp(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
@@ -1843,8 +1841,9 @@ fn bad_transcript() -> String {
 
 #[test]
 fn cli_exit_codes() {
-    let clean = tmp("clean.jsonl", &clean_transcript());
-    let bad = tmp("bad.jsonl", &bad_transcript());
+    let dir = common::scratch("exit-codes");
+    let clean = tmp(&dir, "clean.jsonl", &clean_transcript());
+    let bad = tmp(&dir, "bad.jsonl", &bad_transcript());
     let (code, out, _) = acp_ext(&["check", clean.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     assert!(
@@ -1867,7 +1866,11 @@ fn cli_exit_codes() {
         "{err}"
     );
     // A partly malformed file is findings, not a crash.
-    let partly = tmp("partly.jsonl", &format!("{}not json\n", clean_transcript()));
+    let partly = tmp(
+        &dir,
+        "partly.jsonl",
+        &format!("{}not json\n", clean_transcript()),
+    );
     let (code, out, _) = acp_ext(&["check", "--format", "jsonrpc", partly.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(out.contains("partly.jsonl:4  (root)  not JSON"), "{out}");
@@ -1878,7 +1881,8 @@ fn cli_exit_codes() {
 
 #[test]
 fn cli_json_lines() {
-    let bad = tmp("bad-json.jsonl", &bad_transcript());
+    let dir = common::scratch("json-lines");
+    let bad = tmp(&dir, "bad-json.jsonl", &bad_transcript());
     let (code, out, _) = acp_ext(&["check", "--json", bad.to_str().unwrap()]);
     assert_eq!(code, 1);
     let lines: Vec<Value> = out
@@ -1913,7 +1917,7 @@ fn cli_json_lines() {
     ]);
     assert_eq!(code, 1);
     assert_eq!(out.lines().count(), 2);
-    let clean = tmp("clean-json.jsonl", &clean_transcript());
+    let clean = tmp(&dir, "clean-json.jsonl", &clean_transcript());
     let (code, out, _) = acp_ext(&[
         "check",
         "--json",

@@ -53,6 +53,6 @@ fn transcripts_recorded_from_serve_check_clean_in_both_formats() {
         let findings = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{format}: {findings}");
         assert!(findings.trim().is_empty(), "{format}: {findings}");
-        let _ = std::fs::remove_file(&path);
+        std::fs::remove_file(&path).unwrap();
     }
 }

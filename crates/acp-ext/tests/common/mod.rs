@@ -32,7 +32,9 @@ pub fn shared(rel: &str) -> PathBuf {
 }
 
 /// A fresh scratch directory for one test, named after the test binary.
-pub fn scratch(name: &str) -> PathBuf {
+/// Removed when dropped, unless the test is failing: then it stays for
+/// inspection and its path is printed.
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!(
         "acp-ext-{}-{}-{name}",
         env!("CARGO_CRATE_NAME"),
@@ -40,7 +42,39 @@ pub fn scratch(name: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A scratch directory; see [`scratch`].
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<OsStr> for Scratch {
+    fn as_ref(&self) -> &OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept scratch directory {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Starts `acp-ext tap TAP_ARGS -- AGENT` with all three streams piped.
