@@ -625,9 +625,14 @@ fn subagent_first_not_snapshot() {
         vec![
             (A2C, progress("s", "r")),
             (A2C, snapshot("s", "r2", "running")),
+            (A2C, output("s", "r")),
         ],
     ));
-    assert_eq!(rule_ids(&findings), ["subagent-first-not-snapshot"]);
+    // Every event of the run is rejected until its first snapshot.
+    assert_eq!(
+        rule_ids(&findings),
+        ["subagent-first-not-snapshot", "subagent-first-not-snapshot"]
+    );
     assert_eq!(findings[0].path, "/params/type");
     assert_clean(&with(
         both_subagent_events(),
@@ -666,6 +671,27 @@ fn subagent_after_terminal() {
             (A2C, snapshot("s", "r-2", "running")),
         ],
     ));
+    // A terminal snapshot may be repeated (adding `outputIncomplete`, say),
+    // and `unknown` is not terminal: the run may come back.
+    assert_clean(&with(
+        both_subagent_events(),
+        vec![
+            (A2C, snapshot("s", "r", "running")),
+            (A2C, snapshot("s", "r", "unknown")),
+            (A2C, snapshot("s", "r", "running")),
+            (A2C, output("s", "r")),
+            (A2C, snapshot("s", "r", "failed")),
+            (A2C, snapshot("s", "r", "failed")),
+        ],
+    ));
+    let findings = run(&with(
+        both_subagent_events(),
+        vec![
+            (A2C, snapshot("s", "r", "failed")),
+            (A2C, snapshot("s", "r", "completed")),
+        ],
+    ));
+    assert_eq!(rule_ids(&findings), ["subagent-after-terminal"]);
 }
 
 #[test]

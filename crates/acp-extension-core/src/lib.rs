@@ -132,6 +132,9 @@ pub mod usage;
 // Whole-message validation on top: it dispatches by kind to every area.
 pub mod validate;
 
+// Sequence rules: what a message may do given the ones before it.
+pub mod sequence;
+
 // The connection layer: the agent's handle on one negotiated connection.
 pub mod producer;
 

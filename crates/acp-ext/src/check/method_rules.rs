@@ -14,8 +14,7 @@ impl Checker {
         match method {
             "initialize" => {
                 self.agent = None;
-                self.sessions.clear();
-                self.scopes = BoundedMap::default();
+                self.seq.reset();
                 let (key, caps) = capabilities_of(params, Side::Client);
                 let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Client);
                 advertisement_findings(&adv, &format!("/params/{key}"), out);
@@ -30,36 +29,26 @@ impl Checker {
             }
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
-                    self.sessions
-                        .get_or_create(&sid, self.limits.sessions)
-                        .restart();
+                    self.seq.session_started(&sid);
                 }
             }
             "session/close" | "session/delete" => {
                 if let Some(sid) = sid {
-                    self.sessions.remove(&sid);
-                    self.scopes.remove(unscoped_key(&sid));
+                    self.seq.session_closed(&sid);
                 }
             }
             "session/prompt" => {
                 if dir != Direction::AgentToClient
                     && let Some(sid) = sid.as_deref()
                 {
-                    self.sessions
-                        .get_or_create(sid, self.limits.sessions)
-                        .steering
-                        .prompt_sent();
+                    self.seq.prompt_sent(sid);
                 }
                 if let (Some(sid), Some(meta)) =
                     (sid, params.get("_meta").and_then(Value::as_object))
                     && let Some((_, steer)) = namespace::read_key(meta, "steer")
                     && let Some(id) = str_at(steer, "id")
                 {
-                    let cap = self.limits.steer_ids_per_session;
-                    self.sessions
-                        .get_or_create(&sid, self.limits.sessions)
-                        .steer_ids
-                        .insert(id_hash(id), cap);
+                    self.seq.steer_sent(&sid, id, false);
                 }
             }
             "session/update" => self.session_update(sid.as_deref(), params, out),
@@ -132,7 +121,7 @@ impl Checker {
             }
             "session/usage_update" => {
                 self.need(Feature::Usage, &what, at, out);
-                self.usage(params, out);
+                out.extend(self.seq.usage_update(params).into_iter().map(Finding::from));
             }
             "rate_limits/update" => {
                 self.need(Feature::RateLimits, &what, at, out);
@@ -164,35 +153,18 @@ impl Checker {
                     ));
                 }
                 if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
-                    let cap = self.limits.steer_ids_per_session;
-                    let session = self.sessions.get_or_create(sid, self.limits.sessions);
-                    session.steer_ids.insert(id_hash(id), cap);
-                    session.steering.steer_sent(id, cap);
+                    self.seq.steer_sent(sid, id, true);
                 }
             }
             "session/steer_applied" => {
                 self.need(Feature::Steering, &what, at, out);
-                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId"))
-                    && let Some(session) = self.sessions.get_mut(sid)
-                {
-                    session.steering.applied(id);
-                }
-                if let (true, Some(sid), Some(id)) =
-                    (self.client_traffic, sid, str_at(params, "steerId"))
-                {
-                    let known = self
-                        .sessions
-                        .get_mut(sid)
-                        .is_some_and(|s| s.steer_ids.contains(id_hash(id)));
-                    if !known {
-                        out.push(Finding::of(
-                            &rules::STEER_UNKNOWN_ID,
-                            "/params/steerId",
-                            format!(
-                                "steer {id:?} was applied, but the client never sent a steer with that id in this session"
-                            ),
-                        ));
-                    }
+                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
+                    let client_seen = self.client_traffic;
+                    out.extend(
+                        self.seq
+                            .steer_applied(sid, id, client_seen)
+                            .map(Finding::from),
+                    );
                 }
             }
             "session/goal" => {
@@ -267,9 +239,7 @@ impl Checker {
             }
             Some("session/new" | "session/fork") => {
                 if let Some(sid) = str_at(result, "sessionId") {
-                    self.sessions
-                        .get_or_create(sid, self.limits.sessions)
-                        .restart();
+                    self.seq.session_started(sid);
                 }
             }
             // Task ids are native ids of the requested session.
@@ -299,17 +269,8 @@ impl Checker {
         result: Option<&Value>,
         out: &mut Vec<Finding>,
     ) {
-        let Some(session) = self.sessions.get_mut(sid) else {
-            return;
-        };
         if method == "session/prompt" {
-            for id in session.steering.turn_ended() {
-                out.push(Finding::of(
-                    &rules::STEER_NOT_APPLIED,
-                    "",
-                    format!("the turn ended, but steer {id:?} was answered `injected` and no `session/steer_applied` named it"),
-                ));
-            }
+            out.extend(self.seq.prompt_answered(sid).into_iter().map(Finding::from));
             return;
         }
         if split_method(method).map(|(_, p)| p) != Some("session/steer") {
@@ -317,20 +278,11 @@ impl Checker {
         }
         let Some(id) = steer_id else { return };
         let injected = result.and_then(|r| str_at(r, "outcome")) == Some("injected");
-        let verdict = session.steering.answered(id, injected);
-        if verdict.late {
-            out.push(Finding::of(
-                &rules::STEER_ANSWERED_AFTER_TURN,
-                "",
-                format!("steer {id:?} was sent while a prompt was running but answered after that prompt's response; run the turn off the dispatch loop so that steers are answered mid-turn"),
-            ));
-        }
-        if verdict.unapplied {
-            out.push(Finding::of(
-                &rules::STEER_NOT_APPLIED,
-                "/result/outcome",
-                format!("steer {id:?} is answered `injected` after its turn ended, and no `session/steer_applied` named it"),
-            ));
-        }
+        out.extend(
+            self.seq
+                .steer_answered(sid, id, injected)
+                .into_iter()
+                .map(Finding::from),
+        );
     }
 }

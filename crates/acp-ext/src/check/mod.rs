@@ -48,15 +48,10 @@ mod negotiation_rules;
 pub mod report;
 pub mod rules;
 pub mod run;
-mod state;
 mod subagent_rules;
-mod usage_rules;
 
 // The rule families' helpers, for each other (through `use super::*`).
 use negotiation_rules::{advertisement_findings, capabilities_of, looks_like_initialize_result};
-use usage_rules::unscoped_key;
-
-use std::fmt;
 
 use acp_extension_core::capabilities::{
     Feature, FeatureOptions, FeatureSide, Side, SteeringTransport,
@@ -69,93 +64,9 @@ use acp_extension_core::wire::json_type;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use acp_extension_core::sequence::{Direction, Limits, TrackedState};
+use acp_extension_core::sequence::{PendingRequests, SequenceFinding, SequenceTracker};
 pub use rules::RuleInfo;
-use state::{BoundedMap, COUNTERS, Run, ScopeState, Sessions, Totals, id_hash};
-pub use state::{Limits, TrackedState};
-
-/// Which way a message travelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Direction {
-    /// From the client (editor) to the agent.
-    ClientToAgent,
-    /// From the agent to the client.
-    AgentToClient,
-    /// Not recorded (loose fixtures): inferred from the message where possible.
-    Unknown,
-}
-
-impl Direction {
-    /// The other way; `Unknown` stays unknown.
-    pub fn opposite(self) -> Self {
-        match self {
-            Direction::ClientToAgent => Direction::AgentToClient,
-            Direction::AgentToClient => Direction::ClientToAgent,
-            Direction::Unknown => Direction::Unknown,
-        }
-    }
-
-    /// `c2a`, `a2c` or `unknown` (the spelling of `tap --record`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::ClientToAgent => "c2a",
-            Direction::AgentToClient => "a2c",
-            Direction::Unknown => "unknown",
-        }
-    }
-
-    /// Parses `c2a` / `a2c` (the `dir` of `tap --record` lines).
-    pub fn from_tap(s: &str) -> Option<Self> {
-        match s {
-            "c2a" => Some(Direction::ClientToAgent),
-            "a2c" => Some(Direction::AgentToClient),
-            _ => None,
-        }
-    }
-
-    /// The direction a request or notification with this method travels
-    /// in ACP and in the contract; `Unknown` for methods of other vendors.
-    ///
-    /// ```
-    /// use acp_ext::check::Direction;
-    /// assert_eq!(Direction::of_method("session/update"), Direction::AgentToClient);
-    /// assert_eq!(Direction::of_method("_ua/session/steer"), Direction::ClientToAgent);
-    /// assert_eq!(Direction::of_method("_vendor/x"), Direction::Unknown);
-    /// ```
-    pub fn of_method(method: &str) -> Self {
-        if let Some((_, path)) = split_method(method) {
-            return match method_kind(method) {
-                None => Direction::Unknown,
-                Some(_) => match path {
-                    "subagents/event"
-                    | "session/usage_update"
-                    | "rate_limits/update"
-                    | "session/steer_applied"
-                    | "session/activity_update" => Direction::AgentToClient,
-                    _ => Direction::ClientToAgent,
-                },
-            };
-        }
-        if method.starts_with('_') {
-            return Direction::Unknown;
-        }
-        match method {
-            "session/update"
-            | "session/request_permission"
-            | "elicitation/create"
-            | "elicitation/complete" => Direction::AgentToClient,
-            m if m.starts_with("fs/") || m.starts_with("terminal/") => Direction::AgentToClient,
-            _ => Direction::ClientToAgent,
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -189,6 +100,12 @@ pub struct Finding {
     pub path: String,
     /// One-line explanation.
     pub message: String,
+}
+
+impl From<SequenceFinding> for Finding {
+    fn from(f: SequenceFinding) -> Self {
+        Finding::of(rules::of_sequence(f.rule), f.pointer, f.message)
+    }
 }
 
 impl Finding {
@@ -226,10 +143,6 @@ struct Pending {
     steer_id: Option<String>,
 }
 
-fn pending_key(direction: Direction, id: &Value) -> u64 {
-    id_hash(&format!("{}:{id}", direction.as_str()))
-}
-
 /// What the checker knows about one peer's support of a feature.
 enum Support<'a> {
     /// The initialize exchange of that peer was not seen.
@@ -249,9 +162,9 @@ pub struct Checker {
     client: Option<Advertisement>,
     client_form_elicitation: bool,
     client_traffic: bool,
-    pending: BoundedMap<Pending>,
-    sessions: Sessions,
-    scopes: BoundedMap<ScopeState>,
+    pending: PendingRequests<Pending>,
+    /// The sequence rules' memory (shared with the consumer state).
+    seq: SequenceTracker,
     /// The namespaces each receiver reads, once its initialize was seen.
     agent_reads: Option<namespace_rules::Reader>,
     client_reads: Option<namespace_rules::Reader>,
@@ -293,6 +206,7 @@ impl Checker {
     pub fn with_limits(limits: Limits) -> Self {
         Self {
             limits,
+            seq: SequenceTracker::with_limits(limits),
             ..Self::default()
         }
     }
@@ -309,10 +223,8 @@ impl Checker {
 
     /// How much state the checker holds right now (bounded by [`Limits`]).
     pub fn tracked_state(&self) -> TrackedState {
-        let mut t = self.sessions.tracked();
+        let mut t = self.seq.tracked();
         t.pending_requests = self.pending.len();
-        t.usage_scopes = self.scopes.len();
-        t.usage_models = self.scopes.values().map(|s| s.models.len()).sum();
         t
     }
 
@@ -383,7 +295,8 @@ impl Checker {
             if let Some(id) = obj.get("id").filter(|id| !id.is_null()) {
                 let steer = split.is_some_and(|(_, p)| p == "session/steer");
                 self.pending.insert(
-                    pending_key(dir, id),
+                    dir,
+                    id,
                     Pending {
                         direction: dir,
                         method: method.to_owned(),
@@ -457,21 +370,7 @@ impl Checker {
     }
 
     fn take_pending(&mut self, direction: Direction, id: &Value) -> Option<Pending> {
-        if id.is_null() {
-            return None;
-        }
-        let tries: &[Direction] = match direction {
-            Direction::AgentToClient => &[Direction::ClientToAgent, Direction::Unknown],
-            Direction::ClientToAgent => &[Direction::AgentToClient, Direction::Unknown],
-            Direction::Unknown => &[
-                Direction::ClientToAgent,
-                Direction::AgentToClient,
-                Direction::Unknown,
-            ],
-        };
-        tries
-            .iter()
-            .find_map(|d| self.pending.remove(pending_key(*d, id)))
+        self.pending.take(direction, id)
     }
 
     /// The `shape` rule: everything `acp-ext validate` reports.

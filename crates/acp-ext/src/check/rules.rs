@@ -111,13 +111,13 @@ pub const WRONG_SIDE_CAPABILITY: RuleInfo = RuleInfo::new(
 pub const SUBAGENT_FIRST_NOT_SNAPSHOT: RuleInfo = RuleInfo::new(
     "subagent-first-not-snapshot",
     Error,
-    "The first event of a subagent run is a progress or output event; a run starts with a snapshot.",
+    "A subagent run's first event is a progress or output event (and every later one until its first snapshot); a run starts with a snapshot.",
 );
 /// Subagent runs: nothing after a terminal snapshot.
 pub const SUBAGENT_AFTER_TERMINAL: RuleInfo = RuleInfo::new(
     "subagent-after-terminal",
     Error,
-    "A subagent event for a run whose snapshot was already terminal (completed, failed, cancelled, unknown); a new execution needs a new run id.",
+    "A subagent event for a run whose snapshot was already terminal (completed, failed, cancelled), other than a snapshot repeating that state; a new execution needs a new run id. `unknown` is not terminal.",
 );
 /// Subagent runs: run ids never reuse native ids.
 pub const SUBAGENT_RUN_ID_NATIVE: RuleInfo = RuleInfo::new(
@@ -198,6 +198,25 @@ pub const STEER_NOT_APPLIED: RuleInfo = RuleInfo::new(
     Warning,
     "A steer answered `injected` without a `session/steer_applied` for its id before its turn ended; the client cannot tell whether it was applied.",
 );
+
+/// The rule of the table that a sequence rule of the library is.
+pub fn of_sequence(rule: acp_extension_core::sequence::SequenceRule) -> &'static RuleInfo {
+    use acp_extension_core::sequence::SequenceRule as S;
+    match rule {
+        S::SubagentFirstNotSnapshot => &SUBAGENT_FIRST_NOT_SNAPSHOT,
+        S::SubagentAfterTerminal => &SUBAGENT_AFTER_TERMINAL,
+        S::SubagentRunIdNative => &SUBAGENT_RUN_ID_NATIVE,
+        S::UsageTotalDecreased => &USAGE_TOTAL_DECREASED,
+        S::UsageDeltaMismatch => &USAGE_DELTA_MISMATCH,
+        S::UsageScopeReentered => &USAGE_SCOPE_REENTERED,
+        S::SteerUnknownId => &STEER_UNKNOWN_ID,
+        S::SteerAnsweredAfterTurn => &STEER_ANSWERED_AFTER_TURN,
+        // A new rule of the library is reported under its own id as an
+        // error until the table names it.
+        S::SteerNotApplied => &STEER_NOT_APPLIED,
+        _ => &SHAPE,
+    }
+}
 
 /// Every rule, in the order of the README's table.
 pub const ALL: &[RuleInfo] = &[

@@ -1,0 +1,1246 @@
+//! The contract's sequence rules: what one message may do given the ones
+//! before it on the same connection.
+//!
+//! A single message can be valid and still break the contract in context:
+//! an output event for a run that never had a snapshot, a cumulative usage
+//! total that falls, a steer answered after its turn ended. These rules
+//! need memory. [`SequenceTracker`] holds that memory for one connection,
+//! bounded by [`Limits`], and reports each break as a [`SequenceFinding`].
+//!
+//! It is the one implementation of these rules: `acp-ext check` reports its
+//! findings, and the consumer state ([`crate::state`]) records them as
+//! changes and uses its verdicts to decide what to fold.
+//!
+//! | Rule | Contract source |
+//! |---|---|
+//! | [`SequenceRule::SubagentFirstNotSnapshot`] | a run starts with a snapshot (subagent events, delivery) |
+//! | [`SequenceRule::SubagentAfterTerminal`] | `completed`, `failed` and `cancelled` are final; a new execution needs a new run id |
+//! | [`SequenceRule::SubagentRunIdNative`] | run ids are opaque and never reuse native ids |
+//! | [`SequenceRule::UsageTotalDecreased`] | `modelUsage` is cumulative within its scope |
+//! | [`SequenceRule::UsageDeltaMismatch`] | `delta` is the change since the scope's previous update |
+//! | [`SequenceRule::UsageScopeReentered`] | a usage scope id is never reused once another began |
+//! | [`SequenceRule::SteerUnknownId`] | `steer_applied` names a steer the client sent |
+//! | [`SequenceRule::SteerAnsweredAfterTurn`] | a steer is answered while its turn runs |
+//! | [`SequenceRule::SteerNotApplied`] | an `injected` steer is confirmed by `steer_applied` |
+//!
+//! `unknown` is not a terminal run state: it means observation was lost,
+//! and a later snapshot (say `running` after a reconnect) is accepted. A
+//! terminal snapshot that repeats its state (adding `outputIncomplete`, for
+//! instance) is accepted too; any other event after it is not.
+//!
+//! ```
+//! use acp_extension_core::sequence::{SequenceRule, SequenceTracker};
+//! use serde_json::json;
+//!
+//! let mut t = SequenceTracker::new();
+//! let support = json!({"stream": [], "progress": false, "outputRead": "none", "cancel": false});
+//! let done = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+//!     "snapshot": {"state": "completed", "support": support}});
+//! assert!(t.subagent_event(&done).accepted);
+//! let late = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "progress", "progress": {}});
+//! let verdict = t.subagent_event(&late);
+//! assert!(!verdict.accepted);
+//! assert_eq!(verdict.findings[0].rule, SequenceRule::SubagentAfterTerminal);
+//! ```
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::methods::method_kind;
+use crate::namespace::{self, split_method};
+use crate::violation::child;
+
+/// Capacities of the sequence memory. When one is reached the oldest entry
+/// is forgotten, so a rule that needs it may stay silent (never wrong).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Sessions tracked at once; the least recently used one is dropped.
+    pub sessions: usize,
+    /// Subagent runs remembered per session.
+    pub runs_per_session: usize,
+    /// Native ids (tool call, task, turn ids) remembered per session.
+    pub native_ids_per_session: usize,
+    /// Steer ids remembered per session.
+    pub steer_ids_per_session: usize,
+    /// Finished usage scopes remembered per session.
+    pub scopes_per_session: usize,
+    /// Usage scopes whose totals are tracked, over all sessions.
+    pub usage_scopes: usize,
+    /// Models tracked per usage scope.
+    pub models_per_scope: usize,
+    /// Requests awaiting a response.
+    pub pending_requests: usize,
+}
+
+impl Default for Limits {
+    /// The checker's defaults: 64 sessions, 1024 runs, 4096 native ids,
+    /// 256 steer ids and 1024 ended scopes per session, 256 usage scopes
+    /// of 256 models each, 1024 pending requests.
+    fn default() -> Self {
+        Self {
+            sessions: 64,
+            runs_per_session: 1024,
+            native_ids_per_session: 4096,
+            steer_ids_per_session: 256,
+            scopes_per_session: 1024,
+            usage_scopes: 256,
+            models_per_scope: 256,
+            pending_requests: 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// No capacity at all: everything is remembered for the connection's
+    /// life (the consumer state's default).
+    pub const fn unbounded() -> Self {
+        Self {
+            sessions: usize::MAX,
+            runs_per_session: usize::MAX,
+            native_ids_per_session: usize::MAX,
+            steer_ids_per_session: usize::MAX,
+            scopes_per_session: usize::MAX,
+            usage_scopes: usize::MAX,
+            models_per_scope: usize::MAX,
+            pending_requests: usize::MAX,
+        }
+    }
+}
+
+/// A stable 64-bit hash of an id (SipHash with fixed keys).
+pub(crate) fn id_hash(s: &str) -> u64 {
+    let mut h = DefaultHasher::new();
+    s.hash(&mut h);
+    h.finish()
+}
+
+/// An insertion-ordered set of hashes with a capacity.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct BoundedSet {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+}
+
+impl BoundedSet {
+    pub(crate) fn contains(&self, h: u64) -> bool {
+        self.set.contains(&h)
+    }
+
+    pub(crate) fn insert(&mut self, h: u64, cap: usize) {
+        if cap == 0 || !self.set.insert(h) {
+            return;
+        }
+        self.order.push_back(h);
+        while self.order.len() > cap {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.set.len()
+    }
+}
+
+/// An insertion-ordered map from hashes with a capacity.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundedMap<V> {
+    map: HashMap<u64, V>,
+    order: VecDeque<u64>,
+}
+
+impl<V> Default for BoundedMap<V> {
+    fn default() -> Self {
+        Self {
+            map: HashMap::new(),
+            order: VecDeque::new(),
+        }
+    }
+}
+
+impl<V> BoundedMap<V> {
+    pub(crate) fn get_mut(&mut self, h: u64) -> Option<&mut V> {
+        self.map.get_mut(&h)
+    }
+
+    pub(crate) fn contains(&self, h: u64) -> bool {
+        self.map.contains_key(&h)
+    }
+
+    pub(crate) fn insert(&mut self, h: u64, v: V, cap: usize) {
+        if cap == 0 {
+            return;
+        }
+        if self.map.insert(h, v).is_none() {
+            self.order.push_back(h);
+        }
+        while self.order.len() > cap {
+            if let Some(old) = self.order.pop_front() {
+                self.map.remove(&old);
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, h: u64) -> Option<V> {
+        let v = self.map.remove(&h)?;
+        if let Some(i) = self.order.iter().position(|&x| x == h) {
+            self.order.remove(i);
+        }
+        Some(v)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
+        self.map.values()
+    }
+}
+
+/// Which way a message travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// From the client (editor) to the agent.
+    ClientToAgent,
+    /// From the agent to the client.
+    AgentToClient,
+    /// Not recorded (loose fixtures): inferred from the message where possible.
+    Unknown,
+}
+
+impl Direction {
+    /// The other way; `Unknown` stays unknown.
+    pub fn opposite(self) -> Self {
+        match self {
+            Direction::ClientToAgent => Direction::AgentToClient,
+            Direction::AgentToClient => Direction::ClientToAgent,
+            Direction::Unknown => Direction::Unknown,
+        }
+    }
+
+    /// `c2a`, `a2c` or `unknown` (the spelling of `tap --record`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ClientToAgent => "c2a",
+            Direction::AgentToClient => "a2c",
+            Direction::Unknown => "unknown",
+        }
+    }
+
+    /// Parses `c2a` / `a2c` (the `dir` of `tap --record` lines).
+    pub fn from_tap(s: &str) -> Option<Self> {
+        match s {
+            "c2a" => Some(Direction::ClientToAgent),
+            "a2c" => Some(Direction::AgentToClient),
+            _ => None,
+        }
+    }
+
+    /// The direction a request or notification with this method travels
+    /// in ACP and in the contract; `Unknown` for methods of other vendors.
+    ///
+    /// ```
+    /// use acp_extension_core::sequence::Direction;
+    /// assert_eq!(Direction::of_method("session/update"), Direction::AgentToClient);
+    /// assert_eq!(Direction::of_method("_ua/session/steer"), Direction::ClientToAgent);
+    /// assert_eq!(Direction::of_method("_vendor/x"), Direction::Unknown);
+    /// ```
+    pub fn of_method(method: &str) -> Self {
+        if let Some((_, path)) = split_method(method) {
+            return match method_kind(method) {
+                None => Direction::Unknown,
+                Some(_) => match path {
+                    "subagents/event"
+                    | "session/usage_update"
+                    | "rate_limits/update"
+                    | "session/steer_applied"
+                    | "session/activity_update" => Direction::AgentToClient,
+                    _ => Direction::ClientToAgent,
+                },
+            };
+        }
+        if method.starts_with('_') {
+            return Direction::Unknown;
+        }
+        match method {
+            "session/update"
+            | "session/request_permission"
+            | "elicitation/create"
+            | "elicitation/complete" => Direction::AgentToClient,
+            m if m.starts_with("fs/") || m.starts_with("terminal/") => Direction::AgentToClient,
+            _ => Direction::ClientToAgent,
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Requests awaiting their response, keyed by the direction they travelled
+/// and their JSON-RPC id, with a capacity (the oldest is forgotten).
+#[derive(Debug)]
+pub struct PendingRequests<T> {
+    map: BoundedMap<T>,
+}
+
+impl<T> Default for PendingRequests<T> {
+    fn default() -> Self {
+        Self {
+            map: BoundedMap::default(),
+        }
+    }
+}
+
+fn pending_key(direction: Direction, id: &Value) -> u64 {
+    id_hash(&format!("{}:{id}", direction.as_str()))
+}
+
+impl<T> PendingRequests<T> {
+    /// Remembers the request `id` sent in `direction`, keeping at most
+    /// `cap` requests.
+    pub fn insert(&mut self, direction: Direction, id: &Value, value: T, cap: usize) {
+        self.map.insert(pending_key(direction, id), value, cap);
+    }
+
+    /// Takes the request that a response travelling in `direction` with
+    /// this `id` answers (a response travels the other way; a request of
+    /// unknown direction matches either).
+    pub fn take(&mut self, direction: Direction, id: &Value) -> Option<T> {
+        if id.is_null() {
+            return None;
+        }
+        let tries: &[Direction] = match direction {
+            Direction::AgentToClient => &[Direction::ClientToAgent, Direction::Unknown],
+            Direction::ClientToAgent => &[Direction::AgentToClient, Direction::Unknown],
+            Direction::Unknown => &[
+                Direction::ClientToAgent,
+                Direction::AgentToClient,
+                Direction::Unknown,
+            ],
+        };
+        tries
+            .iter()
+            .find_map(|d| self.map.remove(pending_key(*d, id)))
+    }
+
+    /// How many requests await a response.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether none does.
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// Every awaiting request, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.map.values()
+    }
+
+    /// Forgets every request.
+    pub fn clear(&mut self) {
+        self.map = BoundedMap::default();
+    }
+}
+
+/// One sequence rule. Its [`id`](SequenceRule::id) is the rule id `acp-ext
+/// check` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SequenceRule {
+    /// A run's first event is not a snapshot (or a run without a snapshot
+    /// goes on sending events).
+    SubagentFirstNotSnapshot,
+    /// An event for a run after its terminal snapshot (other than a
+    /// snapshot repeating the terminal state).
+    SubagentAfterTerminal,
+    /// A run id equal to a native id of the same session.
+    SubagentRunIdNative,
+    /// A cumulative usage total fell within one scope.
+    UsageTotalDecreased,
+    /// `delta` is not the change of `modelUsage` since the scope's
+    /// previous update.
+    UsageDeltaMismatch,
+    /// A usage scope id reappears after another scope began.
+    UsageScopeReentered,
+    /// `steer_applied` names a steer id the client never sent.
+    SteerUnknownId,
+    /// A steer sent during a turn is answered after the turn ended.
+    SteerAnsweredAfterTurn,
+    /// A steer answered `injected` is never named by `steer_applied`.
+    SteerNotApplied,
+}
+
+impl SequenceRule {
+    /// Every sequence rule.
+    pub const ALL: [SequenceRule; 9] = [
+        SequenceRule::SubagentFirstNotSnapshot,
+        SequenceRule::SubagentAfterTerminal,
+        SequenceRule::SubagentRunIdNative,
+        SequenceRule::UsageTotalDecreased,
+        SequenceRule::UsageDeltaMismatch,
+        SequenceRule::UsageScopeReentered,
+        SequenceRule::SteerUnknownId,
+        SequenceRule::SteerAnsweredAfterTurn,
+        SequenceRule::SteerNotApplied,
+    ];
+
+    /// The stable rule id (`subagent-after-terminal`, …).
+    pub const fn id(self) -> &'static str {
+        match self {
+            SequenceRule::SubagentFirstNotSnapshot => "subagent-first-not-snapshot",
+            SequenceRule::SubagentAfterTerminal => "subagent-after-terminal",
+            SequenceRule::SubagentRunIdNative => "subagent-run-id-native",
+            SequenceRule::UsageTotalDecreased => "usage-total-decreased",
+            SequenceRule::UsageDeltaMismatch => "usage-delta-mismatch",
+            SequenceRule::UsageScopeReentered => "usage-scope-reentered",
+            SequenceRule::SteerUnknownId => "steer-unknown-id",
+            SequenceRule::SteerAnsweredAfterTurn => "steer-answered-after-turn",
+            SequenceRule::SteerNotApplied => "steer-not-applied",
+        }
+    }
+}
+
+impl fmt::Display for SequenceRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One break of a sequence rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SequenceFinding {
+    /// The rule broken.
+    pub rule: SequenceRule,
+    /// JSON pointer inside the message (relative to the message root, so
+    /// `/params/runId`; empty when the whole message is meant).
+    pub pointer: String,
+    /// One-line explanation.
+    pub message: String,
+}
+
+impl SequenceFinding {
+    fn new(rule: SequenceRule, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            rule,
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What [`SequenceTracker::subagent_event`] decided about one event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct RunVerdict {
+    /// Whether a consumer folds the event: the run has a snapshot (this one
+    /// or an earlier one) and is not final, or the event repeats its
+    /// terminal state. Rejected events are reported in `findings`.
+    pub accepted: bool,
+    /// The rules the event broke.
+    pub findings: Vec<SequenceFinding>,
+}
+
+/// The six usage counters of `ModelUsage`, in contract order.
+pub(crate) const COUNTERS: [&str; 6] = [
+    "inputTokens",
+    "outputTokens",
+    "cacheReadInputTokens",
+    "cacheCreationInputTokens",
+    "reasoningOutputTokens",
+    "webSearchRequests",
+];
+
+/// One model's cumulative totals as last reported.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Totals {
+    pub(crate) counters: [f64; 6],
+    /// `None`: unknown cost.
+    pub(crate) cost: Option<f64>,
+}
+
+/// Which usage scope a session is in, and the scopes that ended in it.
+#[derive(Debug, Default)]
+struct UsageState {
+    /// The current scope's key (unscoped updates have a per-session key).
+    current: Option<u64>,
+    /// Scopes that ended in this session.
+    ended: BoundedSet,
+}
+
+/// The totals of one usage scope as last reported.
+#[derive(Debug, Default)]
+struct ScopeState {
+    /// Per-model cumulative totals.
+    models: HashMap<String, Totals>,
+    /// Whether the scope's first update is measured from zero.
+    baseline_zero: bool,
+    /// Whether an update of the scope was seen.
+    has_previous: bool,
+}
+
+/// One subagent run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Run {
+    /// The terminal state it reached (`completed`, `failed`, `cancelled`).
+    terminal: Option<TerminalState>,
+    /// Whether a snapshot of it was seen.
+    has_snapshot: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TerminalState {
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl TerminalState {
+    fn of(state: Option<&str>) -> Option<Self> {
+        match state? {
+            "completed" => Some(Self::Completed),
+            "failed" => Some(Self::Failed),
+            "cancelled" => Some(Self::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `state` is one of the final run states (`completed`, `failed`,
+/// `cancelled`). `unknown` is not: observation was lost, the run may still
+/// report.
+pub fn is_terminal_run_state(state: &str) -> bool {
+    TerminalState::of(Some(state)).is_some()
+}
+
+/// One steer sent on `session/steer`.
+#[derive(Debug, Clone)]
+struct SteerTrack {
+    id: String,
+    /// The turn it was sent in, when a prompt was running.
+    turn: Option<u64>,
+    injected: bool,
+    applied: bool,
+}
+
+/// What was answered to one steer, judged against its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct SteerVerdict {
+    /// Sent during a turn, answered after it ended.
+    late: bool,
+    /// Answered `injected` after its turn ended, never applied.
+    unapplied: bool,
+}
+
+/// Prompt turns and steers of one session.
+#[derive(Debug, Default)]
+struct SteeringState {
+    /// Every steer id sent in the session, on either transport.
+    sent: BoundedSet,
+    /// Prompts sent so far; the current turn's number.
+    turn: u64,
+    /// Whether the current turn's prompt awaits its response.
+    open: bool,
+    /// Recent request-transport steers, oldest first.
+    steers: VecDeque<SteerTrack>,
+}
+
+impl SteeringState {
+    fn prompt_sent(&mut self) {
+        self.turn += 1;
+        self.open = true;
+    }
+
+    fn steer_sent(&mut self, id: &str, cap: usize) {
+        self.sent.insert(id_hash(id), cap);
+        if cap == 0 {
+            return;
+        }
+        while self.steers.len() >= cap {
+            self.steers.pop_front();
+        }
+        self.steers.push_back(SteerTrack {
+            id: id.to_owned(),
+            turn: self.open.then_some(self.turn),
+            injected: false,
+            applied: false,
+        });
+    }
+
+    fn applied(&mut self, id: &str) -> bool {
+        if let Some(s) = self.steers.iter_mut().rev().find(|s| s.id == id) {
+            s.applied = true;
+        }
+        self.sent.contains(id_hash(id))
+    }
+
+    fn answered(&mut self, id: &str, injected: bool) -> SteerVerdict {
+        let (turn, open) = (self.turn, self.open);
+        let Some(i) = self.steers.iter().rposition(|s| s.id == id) else {
+            return SteerVerdict::default();
+        };
+        let s = &mut self.steers[i];
+        s.injected = injected;
+        let ended = s.turn.is_some_and(|t| t != turn || !open);
+        let verdict = SteerVerdict {
+            late: ended,
+            unapplied: ended && injected && !s.applied,
+        };
+        if ended || !injected {
+            self.steers.remove(i);
+        }
+        verdict
+    }
+
+    fn turn_ended(&mut self) -> Vec<String> {
+        let turn = self.turn;
+        self.open = false;
+        let mut unapplied = Vec::new();
+        self.steers.retain(|s| {
+            if s.turn != Some(turn) {
+                return true;
+            }
+            if s.injected && !s.applied {
+                unapplied.push(s.id.clone());
+            }
+            // Unanswered steers of the turn stay, to judge their answer.
+            !s.injected
+        });
+        unapplied
+    }
+
+    fn len(&self) -> usize {
+        self.sent.len() + self.steers.len()
+    }
+}
+
+/// Everything remembered about one session.
+#[derive(Debug, Default)]
+struct SessionMemory {
+    /// Whether the session's start was seen (`session/new` response,
+    /// `session/load|resume|fork`): usage baselines are then known.
+    started: bool,
+    runs: BoundedMap<Run>,
+    native_ids: BoundedSet,
+    steering: SteeringState,
+    usage: UsageState,
+    last_used: u64,
+}
+
+/// The sessions of one connection, least recently used dropped first.
+#[derive(Debug, Default)]
+struct Sessions {
+    map: HashMap<String, SessionMemory>,
+    tick: u64,
+}
+
+impl Sessions {
+    fn get_or_create(&mut self, id: &str, cap: usize) -> &mut SessionMemory {
+        self.tick += 1;
+        let tick = self.tick;
+        if !self.map.contains_key(id) {
+            while !self.map.is_empty() && self.map.len() >= cap.max(1) {
+                let oldest = self
+                    .map
+                    .iter()
+                    .min_by_key(|(_, s)| s.last_used)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    self.map.remove(&k);
+                }
+            }
+            self.map.insert(id.to_owned(), SessionMemory::default());
+        }
+        let s = self.map.get_mut(id).expect("inserted above");
+        s.last_used = tick;
+        s
+    }
+}
+
+/// Counts of what a tracker currently remembers, to show that its state
+/// stays bounded on long streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct TrackedState {
+    /// Sessions with state.
+    pub sessions: usize,
+    /// Subagent runs, over all sessions.
+    pub runs: usize,
+    /// Native ids, over all sessions.
+    pub native_ids: usize,
+    /// Steer ids, over all sessions.
+    pub steer_ids: usize,
+    /// Ended usage scopes, over all sessions.
+    pub ended_scopes: usize,
+    /// Usage scopes with totals.
+    pub usage_scopes: usize,
+    /// Models with totals, over all usage scopes.
+    pub usage_models: usize,
+    /// Requests awaiting a response (counted by the tracker's owner).
+    pub pending_requests: usize,
+}
+
+impl TrackedState {
+    /// The sum of every count.
+    pub fn total(&self) -> usize {
+        self.sessions
+            + self.runs
+            + self.native_ids
+            + self.steer_ids
+            + self.ended_scopes
+            + self.usage_scopes
+            + self.usage_models
+            + self.pending_requests
+    }
+}
+
+/// The sequence memory of one connection; see the [module docs](self).
+///
+/// Feed it the events in connection order. Every method is cheap (hash
+/// lookups) and never panics, whatever the JSON.
+#[derive(Debug, Default)]
+pub struct SequenceTracker {
+    limits: Limits,
+    sessions: Sessions,
+    scopes: BoundedMap<ScopeState>,
+}
+
+fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// The key of a session's unscoped usage updates.
+fn unscoped_key(sid: &str) -> u64 {
+    id_hash(&format!("\0unscoped\0{sid}"))
+}
+
+fn totals_of(row: &Value) -> Option<Totals> {
+    let obj = row.as_object()?;
+    let mut t = Totals::default();
+    for (i, name) in COUNTERS.iter().enumerate() {
+        t.counters[i] = obj.get(*name).and_then(Value::as_f64).unwrap_or(0.0);
+    }
+    t.cost = obj.get("costUSD").and_then(Value::as_f64);
+    Some(t)
+}
+
+fn cost_differs(a: f64, b: f64) -> bool {
+    (a - b).abs() > 1e-9 * (1.0 + a.abs().max(b.abs()))
+}
+
+impl SequenceTracker {
+    /// A tracker with the default [`Limits`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A tracker with these capacities.
+    pub fn with_limits(limits: Limits) -> Self {
+        Self {
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// Its capacities.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Forgets everything (a new `initialize` starts a new connection).
+    pub fn reset(&mut self) {
+        self.sessions = Sessions::default();
+        self.scopes = BoundedMap::default();
+    }
+
+    /// Session `sid` (re)starts: `session/new` answered, `session/load`,
+    /// `resume` or `fork`. Its memory is cleared (except recency), and its
+    /// usage baseline is known from here on.
+    pub fn session_started(&mut self, sid: &str) {
+        let s = self.sessions.get_or_create(sid, self.limits.sessions);
+        let last_used = s.last_used;
+        *s = SessionMemory {
+            started: true,
+            last_used,
+            ..SessionMemory::default()
+        };
+    }
+
+    /// Session `sid` is closed or deleted.
+    pub fn session_closed(&mut self, sid: &str) {
+        self.sessions.map.remove(sid);
+        self.scopes.remove(unscoped_key(sid));
+    }
+
+    /// A `session/prompt` of `sid` was sent: a turn begins.
+    pub fn prompt_sent(&mut self, sid: &str) {
+        self.sessions
+            .get_or_create(sid, self.limits.sessions)
+            .steering
+            .prompt_sent();
+    }
+
+    /// The prompt of `sid` was answered: its turn ended. Reports the
+    /// request steers answered `injected` in it that no `steer_applied`
+    /// named.
+    pub fn prompt_answered(&mut self, sid: &str) -> Vec<SequenceFinding> {
+        let Some(s) = self.sessions.map.get_mut(sid) else {
+            return Vec::new();
+        };
+        s.steering
+            .turn_ended()
+            .into_iter()
+            .map(|id| {
+                SequenceFinding::new(
+                    SequenceRule::SteerNotApplied,
+                    "",
+                    format!("the turn ended, but steer {id:?} was answered `injected` and no `session/steer_applied` named it"),
+                )
+            })
+            .collect()
+    }
+
+    /// A steer with `id` was sent on `session/steer` (`request: true`) or
+    /// in a prompt's `_meta.<ns>.steer` (`request: false`).
+    pub fn steer_sent(&mut self, sid: &str, id: &str, request: bool) {
+        let cap = self.limits.steer_ids_per_session;
+        let s = self.sessions.get_or_create(sid, self.limits.sessions);
+        if request {
+            s.steering.steer_sent(id, cap);
+        } else {
+            s.steering.sent.insert(id_hash(id), cap);
+        }
+    }
+
+    /// The answer to the `session/steer` request of steer `id` arrived:
+    /// `injected` when its outcome is `injected`.
+    pub fn steer_answered(&mut self, sid: &str, id: &str, injected: bool) -> Vec<SequenceFinding> {
+        let Some(s) = self.sessions.map.get_mut(sid) else {
+            return Vec::new();
+        };
+        let verdict = s.steering.answered(id, injected);
+        let mut out = Vec::new();
+        if verdict.late {
+            out.push(SequenceFinding::new(
+                SequenceRule::SteerAnsweredAfterTurn,
+                "",
+                format!("steer {id:?} was sent while a prompt was running but answered after that prompt's response; run the turn off the dispatch loop so that steers are answered mid-turn"),
+            ));
+        }
+        if verdict.unapplied {
+            out.push(SequenceFinding::new(
+                SequenceRule::SteerNotApplied,
+                "/result/outcome",
+                format!("steer {id:?} is answered `injected` after its turn ended, and no `session/steer_applied` named it"),
+            ));
+        }
+        out
+    }
+
+    /// `session/steer_applied` named steer `id` of `sid`. With
+    /// `client_seen` (the client's side of the connection is part of the
+    /// stream), an id the client never sent is reported.
+    pub fn steer_applied(
+        &mut self,
+        sid: &str,
+        id: &str,
+        client_seen: bool,
+    ) -> Option<SequenceFinding> {
+        let known = self
+            .sessions
+            .map
+            .get_mut(sid)
+            .is_some_and(|s| s.steering.applied(id));
+        (client_seen && !known).then(|| {
+            SequenceFinding::new(
+                SequenceRule::SteerUnknownId,
+                "/params/steerId",
+                format!(
+                    "steer {id:?} was applied, but the client never sent a steer with that id in this session"
+                ),
+            )
+        })
+    }
+
+    /// A native id (tool call, task or turn id) of session `sid`, found at
+    /// pointer `at`: reported when a run id of the session equals it.
+    pub fn native_id(&mut self, sid: &str, id: &str, at: &str) -> Option<SequenceFinding> {
+        let cap = self.limits.native_ids_per_session;
+        let s = self.sessions.get_or_create(sid, self.limits.sessions);
+        let h = id_hash(id);
+        let clash = s.runs.contains(h) && !s.native_ids.contains(h);
+        s.native_ids.insert(h, cap);
+        clash.then(|| {
+            SequenceFinding::new(
+                SequenceRule::SubagentRunIdNative,
+                at,
+                format!("native id {id:?} equals the run id of a subagent run in this session; run ids never reuse native ids"),
+            )
+        })
+    }
+
+    /// A subagent event's params (`subagents/event`): the run lifecycle
+    /// rules, and whether a consumer folds it. Params without a string
+    /// `sessionId` and `runId` are left to validation (not accepted, no
+    /// finding).
+    pub fn subagent_event(&mut self, params: &Value) -> RunVerdict {
+        let mut verdict = RunVerdict::default();
+        let (Some(sid), Some(run)) = (str_at(params, "sessionId"), str_at(params, "runId")) else {
+            return verdict;
+        };
+        if sid.is_empty() || run.is_empty() {
+            return verdict;
+        }
+        let out = &mut verdict.findings;
+        let kind = str_at(params, "type");
+        let limits = self.limits;
+        let s = self.sessions.get_or_create(sid, limits.sessions);
+        let snapshot = params.get("snapshot");
+        let own = [
+            snapshot.and_then(|x| str_at(x, "parentToolCallId")),
+            str_at(params, "nativeTurnId"),
+        ];
+        for id in own.into_iter().flatten() {
+            s.native_ids
+                .insert(id_hash(id), limits.native_ids_per_session);
+        }
+        let h = id_hash(run);
+        if s.native_ids.contains(h) {
+            out.push(SequenceFinding::new(
+                SequenceRule::SubagentRunIdNative,
+                "/params/runId",
+                format!("run id {run:?} equals a native id seen in session {sid:?}; run ids are opaque and never reuse native ids"),
+            ));
+        }
+        let is_snapshot = kind == Some("snapshot");
+        let terminal = if is_snapshot {
+            TerminalState::of(snapshot.and_then(|x| str_at(x, "state")))
+        } else {
+            None
+        };
+        let kind_name = kind.unwrap_or("untyped");
+        match s.runs.get_mut(h) {
+            None => {
+                if !is_snapshot {
+                    out.push(SequenceFinding::new(
+                        SequenceRule::SubagentFirstNotSnapshot,
+                        "/params/type",
+                        format!("the first event of run {run:?} has type `{kind_name}`; a run starts with a snapshot"),
+                    ));
+                }
+                verdict.accepted = is_snapshot;
+                let run = Run {
+                    terminal,
+                    has_snapshot: is_snapshot,
+                };
+                s.runs.insert(h, run, limits.runs_per_session);
+            }
+            Some(r) if r.terminal.is_some() => {
+                if is_snapshot && terminal == r.terminal {
+                    verdict.accepted = true;
+                } else {
+                    out.push(SequenceFinding::new(
+                        SequenceRule::SubagentAfterTerminal,
+                        "/params/type",
+                        format!("`{kind_name}` event for run {run:?} after its terminal snapshot; a new execution needs a new run id"),
+                    ));
+                }
+            }
+            Some(r) if !r.has_snapshot && !is_snapshot => {
+                out.push(SequenceFinding::new(
+                    SequenceRule::SubagentFirstNotSnapshot,
+                    "/params/type",
+                    format!("`{kind_name}` event for run {run:?}, which has had no snapshot yet; a run starts with a snapshot"),
+                ));
+            }
+            Some(r) => {
+                if is_snapshot {
+                    r.terminal = terminal;
+                    r.has_snapshot = true;
+                }
+                verdict.accepted = true;
+            }
+        }
+        verdict
+    }
+
+    /// A usage update's params (`session/usage_update`): totals never fall
+    /// within a scope, `delta` is the change since the scope's previous
+    /// update, a scope id never comes back after another began.
+    pub fn usage_update(&mut self, params: &Value) -> Vec<SequenceFinding> {
+        let mut out = Vec::new();
+        let Some(sid) = str_at(params, "sessionId") else {
+            return out;
+        };
+        let scope = params
+            .get("_meta")
+            .and_then(Value::as_object)
+            .and_then(|m| namespace::read_key(m, "usageScopeId"))
+            .and_then(|(ns, v)| v.as_str().map(|s| (ns, s)));
+        let scope_at = scope
+            .map(|(ns, _)| format!("/params/_meta/{}/usageScopeId", ns.key()))
+            .unwrap_or_default();
+        // Scope ids are unique within an ACP session: scopes are per session.
+        let key = match scope {
+            Some((_, id)) => id_hash(&format!("{sid}\0{id}")),
+            None => unscoped_key(sid),
+        };
+        let limits = self.limits;
+        let session = self.sessions.get_or_create(sid, limits.sessions);
+        let started = session.started;
+        let u = &mut session.usage;
+        let mut reentered = false;
+        let mut switched = false;
+        if let Some(current) = u.current
+            && current != key
+        {
+            switched = true;
+            if let (true, Some((_, id))) = (u.ended.contains(key), scope) {
+                reentered = true;
+                out.push(SequenceFinding::new(
+                    SequenceRule::UsageScopeReentered,
+                    &scope_at,
+                    format!("usage scope {id:?} reappears after another scope began; a scope id is never reused"),
+                ));
+            }
+            u.ended.insert(current, limits.scopes_per_session);
+        }
+        u.current = Some(key);
+        if !self.scopes.contains(key) {
+            // A new scope is a new accounting lifetime, counted from zero,
+            // when the session's start or an earlier scope was seen.
+            let state = ScopeState {
+                baseline_zero: !reentered && (started || switched),
+                ..ScopeState::default()
+            };
+            self.scopes.insert(key, state, limits.usage_scopes);
+        }
+        let Some(u) = self.scopes.get_mut(key) else {
+            return out;
+        };
+        let Some(model_usage) = params.get("modelUsage").and_then(Value::as_object) else {
+            return out;
+        };
+        for (model, row) in model_usage {
+            let (Some(prev), Some(cur)) = (u.models.get(model), totals_of(row)) else {
+                continue;
+            };
+            let at = child("/params/modelUsage", model);
+            if let Some(i) = (0..COUNTERS.len()).find(|&i| cur.counters[i] < prev.counters[i]) {
+                out.push(SequenceFinding::new(
+                    SequenceRule::UsageTotalDecreased,
+                    child(&at, COUNTERS[i]),
+                    format!(
+                        "cumulative `{}` of {model:?} fell from {} to {} within one usage scope",
+                        COUNTERS[i], prev.counters[i], cur.counters[i]
+                    ),
+                ));
+            } else if let (Some(p), Some(c)) = (prev.cost, cur.cost)
+                && c < p
+                && cost_differs(c, p)
+            {
+                out.push(SequenceFinding::new(
+                    SequenceRule::UsageTotalDecreased,
+                    child(&at, "costUSD"),
+                    format!("cumulative `costUSD` of {model:?} fell from {p} to {c} within one usage scope"),
+                ));
+            }
+        }
+        let judge = u.has_previous || u.baseline_zero;
+        if judge
+            && let Some(delta) = params
+                .get("delta")
+                .and_then(|d| d.get("modelUsage"))
+                .and_then(Value::as_object)
+        {
+            delta_findings(u, model_usage, delta, &mut out);
+        }
+        for (model, row) in model_usage {
+            if let Some(t) = totals_of(row)
+                && (u.models.contains_key(model) || u.models.len() < limits.models_per_scope)
+            {
+                u.models.insert(model.clone(), t);
+            }
+        }
+        u.has_previous = true;
+        out
+    }
+
+    /// How much the tracker holds right now (bounded by [`Limits`]).
+    pub fn tracked(&self) -> TrackedState {
+        let mut t = TrackedState {
+            sessions: self.sessions.map.len(),
+            usage_scopes: self.scopes.len(),
+            usage_models: self.scopes.values().map(|s| s.models.len()).sum(),
+            ..TrackedState::default()
+        };
+        for s in self.sessions.map.values() {
+            t.runs += s.runs.len();
+            t.native_ids += s.native_ids.len();
+            t.steer_ids += s.steering.len();
+            t.ended_scopes += s.usage.ended.len();
+        }
+        t
+    }
+}
+
+fn delta_findings(
+    u: &ScopeState,
+    model_usage: &serde_json::Map<String, Value>,
+    delta: &serde_json::Map<String, Value>,
+    out: &mut Vec<SequenceFinding>,
+) {
+    let zero = Totals {
+        counters: [0.0; 6],
+        cost: Some(0.0),
+    };
+    for (model, row) in model_usage {
+        let Some(cur) = totals_of(row) else { continue };
+        let prev = u.models.get(model).copied().unwrap_or(zero);
+        let at = child("/params/delta/modelUsage", model);
+        let d = delta.get(model).and_then(totals_of);
+        let dd = d.unwrap_or_default();
+        let mismatch = (0..COUNTERS.len())
+            .find(|&i| (dd.counters[i] - (cur.counters[i] - prev.counters[i])).abs() > 1e-6);
+        if let Some(i) = mismatch {
+            let path = if d.is_some() {
+                child(&at, COUNTERS[i])
+            } else {
+                "/params/delta/modelUsage".to_owned()
+            };
+            out.push(SequenceFinding::new(
+                SequenceRule::UsageDeltaMismatch,
+                path,
+                format!(
+                    "delta `{}` of {model:?} is {}, but `modelUsage` grew by {} since the previous update of this scope",
+                    COUNTERS[i],
+                    dd.counters[i],
+                    cur.counters[i] - prev.counters[i]
+                ),
+            ));
+            continue;
+        }
+        if let Some(dc) = dd.cost {
+            let problem = match (cur.cost, prev.cost) {
+                (Some(c), Some(p)) if cost_differs(dc, c - p) => Some(format!(
+                    "delta `costUSD` of {model:?} is {dc}, but the cumulative cost grew by {}",
+                    c - p
+                )),
+                (None, _) => Some(format!(
+                    "delta `costUSD` of {model:?} is {dc}, but the cumulative cost is unknown"
+                )),
+                (Some(_), None) => Some(format!(
+                    "delta `costUSD` of {model:?} is {dc}, but the previous cumulative cost was unknown; the delta cost must be omitted"
+                )),
+                _ => None,
+            };
+            if let Some(message) = problem {
+                out.push(SequenceFinding::new(
+                    SequenceRule::UsageDeltaMismatch,
+                    child(&at, "costUSD"),
+                    message,
+                ));
+            }
+        }
+    }
+    for (model, row) in delta {
+        if model_usage.contains_key(model) {
+            continue;
+        }
+        if let Some(d) = totals_of(row)
+            && let Some(i) = (0..COUNTERS.len()).find(|&i| d.counters[i] != 0.0)
+        {
+            out.push(SequenceFinding::new(
+                SequenceRule::UsageDeltaMismatch,
+                child(&child("/params/delta/modelUsage", model), COUNTERS[i]),
+                format!(
+                    "delta `{}` of {model:?} is {}, but `modelUsage` does not report that model",
+                    COUNTERS[i], d.counters[i]
+                ),
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_set_forgets_the_oldest() {
+        let mut s = BoundedSet::default();
+        for i in 0..10 {
+            s.insert(i, 3);
+        }
+        assert_eq!(s.len(), 3);
+        assert!(s.contains(9) && s.contains(7) && !s.contains(6));
+    }
+
+    #[test]
+    fn bounded_map_forgets_the_oldest_and_removes() {
+        let mut m = BoundedMap::default();
+        for i in 0..5 {
+            m.insert(i, i, 2);
+        }
+        assert_eq!(m.len(), 2);
+        assert_eq!(m.remove(4), Some(4));
+        assert!(m.contains(3) && !m.contains(2));
+    }
+
+    #[test]
+    fn sessions_drop_the_least_recently_used() {
+        let mut s = Sessions::default();
+        s.get_or_create("a", 2);
+        s.get_or_create("b", 2);
+        s.get_or_create("a", 2);
+        s.get_or_create("c", 2);
+        assert!(s.map.contains_key("a"));
+        assert!(!s.map.contains_key("b"));
+        assert_eq!(s.map.len(), 2);
+    }
+
+    #[test]
+    fn unknown_is_not_terminal_and_a_repeated_terminal_state_is_accepted() {
+        let mut t = SequenceTracker::new();
+        let snap = |state: &str| {
+            serde_json::json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+                "snapshot": {"state": state}})
+        };
+        assert!(t.subagent_event(&snap("running")).accepted);
+        assert!(t.subagent_event(&snap("unknown")).accepted);
+        assert!(t.subagent_event(&snap("running")).accepted);
+        assert!(t.subagent_event(&snap("failed")).accepted);
+        let again = t.subagent_event(&snap("failed"));
+        assert!(again.accepted && again.findings.is_empty());
+        let other = t.subagent_event(&snap("completed"));
+        assert!(!other.accepted);
+        assert_eq!(other.findings[0].rule, SequenceRule::SubagentAfterTerminal);
+        assert!(!is_terminal_run_state("unknown"));
+    }
+
+    #[test]
+    fn events_of_a_run_without_snapshot_are_rejected_every_time() {
+        let mut t = SequenceTracker::new();
+        let progress = serde_json::json!({"version": 1, "sessionId": "s", "runId": "r",
+            "type": "progress", "progress": {}});
+        for _ in 0..2 {
+            let v = t.subagent_event(&progress);
+            assert!(!v.accepted);
+            assert_eq!(v.findings[0].rule, SequenceRule::SubagentFirstNotSnapshot);
+        }
+    }
+}
