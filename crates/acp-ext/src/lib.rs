@@ -13,4 +13,5 @@ pub mod fuzzing;
 pub mod output;
 pub mod probe;
 pub mod serve;
+pub mod state;
 pub mod tap;

@@ -72,6 +72,25 @@ enum Command {
         /// Files to read; `-` or none reads standard input.
         files: Vec<PathBuf>,
     },
+    /// Fold transcripts into the consumer state a client would hold: per session the
+    /// title, goal, activity, subagent runs, tasks, usage, steers and pending requests;
+    /// the rate limits; and what was invalid.
+    ///
+    /// Reads every format `check` reads. `--json`: one document per file (schema:
+    /// `acp-ext schema state`). Exit 0, or 2 when a file could not be read.
+    State {
+        /// One JSON document per file: {"file", "negotiation", "sessions", "rateLimits", "invalid", …}.
+        #[arg(long)]
+        json: bool,
+        /// Input format: auto, jsonrpc, tap, trace or loose.
+        #[arg(long, value_name = "F", default_value = "auto")]
+        format: Format,
+        /// Fold with the bounded mode's capacities (oldest entries dropped).
+        #[arg(long)]
+        bounded: bool,
+        /// Files to read; `-` or none reads standard input.
+        files: Vec<PathBuf>,
+    },
     /// Probe the embedded reference agent with every scripted command (the default).
     Demo,
     /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
@@ -233,6 +252,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &mut io::stderr().lock(),
             )?;
             Ok(ExitCode::from(summary.exit_code()))
+        }
+        Command::State {
+            json,
+            format,
+            bounded,
+            files,
+        } => {
+            let mut options = acp_ext::state::Options::new(Style::stdout());
+            options.json = json;
+            options.format = format;
+            options.bounded = bounded;
+            let code = acp_ext::state::run(
+                &files,
+                options,
+                &mut io::stdout().lock(),
+                &mut io::stderr().lock(),
+            )?;
+            Ok(ExitCode::from(code))
         }
         Command::Demo => {
             let agent = acp_ext::demo::serve_command()?;
@@ -492,6 +529,11 @@ fn schema(kind: Option<&str>) -> anyhow::Result<ExitCode> {
             for k in Kind::ALL {
                 writeln!(out, "  {}", k.name())?;
             }
+            writeln!(out, "  state (the document of `acp-ext state --json`)")?;
+        }
+        Some("state") => {
+            serde_json::to_writer_pretty(&mut out, &acp_extension_core::state::document_schema())?;
+            writeln!(out)?;
         }
         Some("all") => {
             serde_json::to_writer_pretty(&mut out, &acp_extension_core::validate::all_schemas())?;

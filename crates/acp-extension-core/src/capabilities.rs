@@ -354,6 +354,7 @@ advertising!(ClientExtensionCapabilities, ClientCapabilities);
 
 /// Which peer is speaking: the one whose capabilities are being read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Side {

@@ -135,8 +135,10 @@ pub mod validate;
 // Sequence rules: what a message may do given the ones before it.
 pub mod sequence;
 
-// The connection layer: the agent's handle on one negotiated connection.
+// The connection layers: the agent's handle on one negotiated connection,
+// and the client's folded state of one.
 pub mod producer;
+pub mod state;
 
 pub use namespace::Namespace;
 pub use violation::{Check, Rule, Violation};

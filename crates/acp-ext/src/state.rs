@@ -1,0 +1,470 @@
+//! `acp-ext state`: the folded consumer state of each transcript, a thin
+//! shell over [`acp_extension_core::state`].
+//!
+//! Reads every format `check` reads ([`crate::check::input`]). For people:
+//! per session the title, goal, activity, turns, the run tree with each
+//! run's state and last output line, tasks, usage per model with cost,
+//! context, steers, pending requests and notices; then the rate-limit
+//! windows and what was invalid. `--json`: one document per file (its
+//! schema: `acp-ext schema state`).
+
+use std::fs::File;
+use std::io::{self, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use acp_extension_core::state::{ConnectionState, Limits, SessionState};
+use acp_extension_core::usage::ModelUsage;
+use serde_json::{Map, Value};
+
+use crate::check::input::{self, Format, Item};
+use crate::output::Style;
+
+/// How to fold and print.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Options {
+    /// Input format.
+    pub format: Format,
+    /// One JSON document per file.
+    pub json: bool,
+    /// Fold with [`Limits::bounded`].
+    pub bounded: bool,
+    /// Colour.
+    pub style: Style,
+}
+
+impl Options {
+    /// Auto-detected format, people's output, unbounded.
+    pub fn new(style: Style) -> Self {
+        Self {
+            format: Format::Auto,
+            json: false,
+            bounded: false,
+            style,
+        }
+    }
+}
+
+/// Folds everything `reader` holds in `format`.
+pub fn fold_reader(
+    reader: impl io::BufRead,
+    format: Format,
+    limits: Limits,
+) -> io::Result<ConnectionState> {
+    let mut state = ConnectionState::with_limits(limits);
+    input::read(reader, format, |item| match item {
+        Item::Record(r) => {
+            state.message(r.direction, &r.message);
+        }
+        Item::Problem { finding, .. } => {
+            state.unreadable(finding.rule, &finding.message);
+        }
+    })?;
+    Ok(state)
+}
+
+/// Folds and prints each file (`-` or none: standard input). Exit code 0,
+/// or 2 when a file could not be read.
+pub fn run(
+    files: &[PathBuf],
+    options: Options,
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> io::Result<u8> {
+    let stdin = [PathBuf::from("-")];
+    let files = if files.is_empty() { &stdin[..] } else { files };
+    let limits = if options.bounded {
+        Limits::bounded()
+    } else {
+        Limits::unbounded()
+    };
+    let mut code = 0;
+    for (i, file) in files.iter().enumerate() {
+        let folded = if file == Path::new("-") {
+            fold_reader(io::stdin().lock(), options.format, limits)
+        } else {
+            File::open(file).and_then(|f| fold_reader(BufReader::new(f), options.format, limits))
+        };
+        let state = match folded {
+            Ok(s) => s,
+            Err(e) => {
+                writeln!(err, "acp-ext state: cannot read {}: {e}", file.display())?;
+                code = 2;
+                continue;
+            }
+        };
+        if options.json {
+            writeln!(out, "{}", document(&file.display().to_string(), &state))?;
+        } else {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            print_state(out, &file.display().to_string(), &state, options.style)?;
+        }
+    }
+    Ok(code)
+}
+
+/// The `--json` document of one file: `{"file", …state}`.
+pub fn document(file: &str, state: &ConnectionState) -> Value {
+    let mut doc = Map::new();
+    doc.insert("file".into(), Value::String(file.to_owned()));
+    if let Ok(Value::Object(fields)) = serde_json::to_value(state) {
+        doc.extend(fields);
+    }
+    Value::Object(doc)
+}
+
+fn count(n: Option<acp_extension_core::usage::UsageCount>) -> u64 {
+    n.map_or(0, |c| c.get())
+}
+
+fn cost(u: &ModelUsage) -> String {
+    u.cost_usd
+        .map_or("unknown".to_owned(), |c| format!("${:.4}", c.get()))
+}
+
+fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Result<()> {
+    if s.usage.totals.is_empty() && s.usage.total.is_none() && s.usage.context.is_none() {
+        return Ok(());
+    }
+    if !s.usage.totals.is_empty() {
+        let width = s
+            .usage
+            .totals
+            .keys()
+            .map(String::len)
+            .max()
+            .unwrap_or(5)
+            .max(5);
+        writeln!(
+            out,
+            "  {}",
+            style.dim(&format!(
+                "usage  {:width$}  {:>10} {:>10} {:>10} {:>10}  cost",
+                "model", "input", "output", "cache-read", "reasoning"
+            ))
+        )?;
+        for (model, u) in &s.usage.totals {
+            writeln!(
+                out,
+                "         {model:width$}  {:>10} {:>10} {:>10} {:>10}  {}",
+                u.input_tokens.get(),
+                u.output_tokens.get(),
+                u.cache_read_input_tokens.get(),
+                count(u.reasoning_output_tokens),
+                cost(u)
+            )?;
+        }
+        let scopes = s.usage.scopes.len();
+        let incomplete = s.usage.scopes.values().filter(|x| x.incomplete).count();
+        let mut note = format!("{scopes} scope{}", if scopes == 1 { "" } else { "s" });
+        if incomplete > 0 {
+            note.push_str(&format!(", {incomplete} incomplete"));
+        }
+        writeln!(out, "         {}", style.dim(&note))?;
+    } else if let Some(u) = &s.usage.total {
+        writeln!(
+            out,
+            "  usage    {} in, {} out, cost {} (no per-model rows)",
+            u.input_tokens.get(),
+            u.output_tokens.get(),
+            cost(u)
+        )?;
+    }
+    if let Some(c) = &s.usage.context {
+        writeln!(out, "  context  {} / {} tokens", c.used, c.size)?;
+    }
+    Ok(())
+}
+
+fn print_state(
+    out: &mut impl Write,
+    file: &str,
+    state: &ConnectionState,
+    style: Style,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}  {}",
+        style.bold(file),
+        style.dim(&format!(
+            "{} messages, {} session{}, {} invalid",
+            state.messages(),
+            state.sessions().len(),
+            if state.sessions().len() == 1 { "" } else { "s" },
+            state.invalid_count()
+        ))
+    )?;
+    let neg = state.negotiation();
+    for (name, peer) in [("agent", &neg.agent), ("client", &neg.client)] {
+        if peer.seen {
+            let keys: Vec<&str> = peer.features.keys().map(String::as_str).collect();
+            let mut line = if keys.is_empty() {
+                "no extensions".to_owned()
+            } else {
+                keys.join(", ")
+            };
+            if !peer.invalid.is_empty() {
+                line.push_str(&format!("; invalid: {}", peer.invalid.join(", ")));
+            }
+            writeln!(out, "{} {line}", style.dim(&format!("{name:<7}")))?;
+        }
+    }
+    for (sid, s) in state.sessions() {
+        writeln!(out)?;
+        let title = match (&s.title, s.title_source) {
+            (Some(t), Some(src)) => format!("{t:?} ({})", serde_name(&src)),
+            (Some(t), None) => format!("{t:?}"),
+            _ => style.dim("(untitled)"),
+        };
+        let closed = if s.closed {
+            style.dim("  closed")
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{} {}  {title}{closed}",
+            style.bold("session"),
+            style.accent(sid)
+        )?;
+        if let Some(g) = &s.goal {
+            writeln!(
+                out,
+                "  goal     {}  {:?}",
+                serde_name(&g.status),
+                g.objective
+            )?;
+        }
+        if let Some(st) = s.activity.state {
+            let bg = s
+                .activity
+                .background_task_count
+                .map_or(String::new(), |n| format!(", {n} background"));
+            writeln!(out, "  activity {}{bg}", serde_name(&st))?;
+        }
+        let t = &s.turns;
+        if t.prompts > 0 || t.engine_turns > 0 {
+            let mut line = format!(
+                "{} prompt{}",
+                t.prompts,
+                if t.prompts == 1 { "" } else { "s" }
+            );
+            if t.running {
+                line.push_str(", running");
+            }
+            if let Some(r) = &t.last_stop_reason {
+                line.push_str(&format!(", last stop {r}"));
+            }
+            if t.engine_turns > 0 {
+                line.push_str(&format!(", {} engine turns", t.engine_turns));
+            }
+            writeln!(out, "  turns    {line}")?;
+        }
+        let tree = s.run_tree();
+        if !tree.is_empty() {
+            writeln!(out, "  runs")?;
+            for (depth, id, run) in tree {
+                let state_name = serde_name(&run.snapshot.state);
+                let painted = match state_name.as_str() {
+                    "completed" => style.ok(&state_name),
+                    "failed" | "cancelled" => style.bad(&state_name),
+                    "unknown" => style.warn(&state_name),
+                    _ => state_name.clone(),
+                };
+                let name = run
+                    .snapshot
+                    .name
+                    .as_deref()
+                    .map_or(String::new(), |n| format!("  {n:?}"));
+                let incomplete = if run.output_incomplete {
+                    style.dim(" (incomplete)")
+                } else {
+                    String::new()
+                };
+                let last = run.last_line().map_or(String::new(), |l| {
+                    format!("  {}", style.dim(&shorten(l, 60)))
+                });
+                writeln!(
+                    out,
+                    "    {}{id}  {painted}{name}{incomplete}{last}",
+                    "  ".repeat(depth)
+                )?;
+            }
+        }
+        if !s.tasks.is_empty() {
+            writeln!(out, "  tasks")?;
+            for (id, task) in &s.tasks {
+                let desc = task
+                    .task
+                    .description
+                    .as_deref()
+                    .or(task.title.as_deref())
+                    .map_or(String::new(), |d| format!("  {}", shorten(d, 50)));
+                writeln!(
+                    out,
+                    "    {id}  {} {}{desc}",
+                    serde_name(&task.task.kind),
+                    serde_name(&task.task.status)
+                )?;
+            }
+        }
+        for (id, a) in &s.activities {
+            writeln!(
+                out,
+                "  {}  {id}  {}",
+                serde_name(&a.kind),
+                a.status.as_deref().unwrap_or("?")
+            )?;
+        }
+        print_usage(out, s, style)?;
+        for (id, steer) in &s.steers {
+            writeln!(
+                out,
+                "  steer    {id}  {} ({})",
+                serde_name(&steer.outcome),
+                steer.transport
+            )?;
+        }
+        for (id, p) in &s.pending_requests {
+            let run = p
+                .subagent_run_id
+                .as_deref()
+                .map_or(String::new(), |r| format!(", run {r}"));
+            let tool = p
+                .tool_call_id
+                .as_deref()
+                .map_or(String::new(), |t| format!(", tool call {t}"));
+            writeln!(
+                out,
+                "  {}  {} {id}{tool}{run}",
+                style.warn("pending"),
+                p.method
+            )?;
+        }
+        for n in &s.notices {
+            writeln!(
+                out,
+                "  notice   {}: {}",
+                serde_name(&n.level),
+                shorten(&n.message, 70)
+            )?;
+        }
+    }
+    if !state.rate_limits().is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", style.bold("rate limits"))?;
+        for (id, entry) in state.rate_limits() {
+            let windows: Vec<String> = entry
+                .rate_limit
+                .windows
+                .iter()
+                .map(|w| {
+                    let span = w
+                        .window_duration_seconds
+                        .map_or("?".to_owned(), |d| duration(d.get()));
+                    let reset = w
+                        .resets_at_epoch_seconds
+                        .map_or(String::new(), |t| format!(" resets {}", utc(t.get())));
+                    format!("{span} {}%{reset}", w.used_percent.get())
+                })
+                .collect();
+            writeln!(out, "  {id}  {}", windows.join("  "))?;
+        }
+    }
+    let invalid: Vec<_> = state.invalid().collect();
+    if !invalid.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            style.warn(&format!("invalid ({})", state.invalid_count()))
+        )?;
+        for i in invalid {
+            let method = i.method.as_deref().unwrap_or("-");
+            writeln!(
+                out,
+                "  {method}  {}  {}  {}",
+                if i.pointer.is_empty() {
+                    "(root)"
+                } else {
+                    &i.pointer
+                },
+                i.rule,
+                i.message
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// A value's serde name (`in_progress`, `completed`, …).
+fn serde_name(v: &impl serde::Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+fn duration(secs: f64) -> String {
+    let s = secs as u64;
+    match s {
+        s if s >= 86400 && s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// `YYYY-MM-DD HH:MMZ` of epoch seconds.
+fn utc(secs: f64) -> String {
+    let secs = secs as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00Z");
+        assert_eq!(utc(1_767_225_600.0), "2026-01-01 00:00Z");
+        assert_eq!(utc(951_782_400.0 + 3_660.0), "2000-02-29 01:01Z");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(18000.0), "5h");
+        assert_eq!(duration(604800.0), "7d");
+        assert_eq!(duration(90.0), "90s");
+    }
+}

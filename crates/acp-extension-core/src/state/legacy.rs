@@ -1,0 +1,204 @@
+//! The legacy `_acp_ext:*` payloads (the 0.0.5 API some adapters still
+//! emit), mapped onto the same state and marked [`Dialect::Legacy`]. The
+//! contract allows this consumer-side compatibility for a bounded time;
+//! adapters must not emit them.
+//!
+//! * `_acp_ext:session_usage_update` `{usage, modelUsage?}` has no
+//!   `sessionId`: it belongs to the connection's current session (the last
+//!   one started or prompted), unscoped, without `delta`; a `null`
+//!   `contextWindow` is dropped first.
+//! * `_acp_ext:session_rate_limits` becomes one `RateLimit`, upserted like
+//!   any other: `limitId` from the legacy `limitId`, else `limitName`, else
+//!   `legacy`; provider `providerId` or `unknown`; minutes ×60; a reset
+//!   time ≥ 10^12 is milliseconds (divided, floored), ≤ 0 is `null`;
+//!   `usedPercent` clamped to 0..100; without `windows`, `fiveHour` and
+//!   `sevenDay` become 18000 s and 604800 s windows. `extraUsage`,
+//!   `apiUnavailable` and `schemaVersion` are not mapped.
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::methods::ExtensionNotification;
+use crate::violation::Violation;
+
+pub(super) const USAGE: &str = "_acp_ext:session_usage_update";
+pub(super) const RATE_LIMITS: &str = "_acp_ext:session_rate_limits";
+
+pub(super) fn is_legacy(method: &str) -> bool {
+    method == USAGE || method == RATE_LIMITS
+}
+
+/// The params without `_meta.<ns>.usageScopeId` when every violation is
+/// about that key; `None` otherwise.
+pub(super) fn without_bad_scope(params: &Value, violations: &[Violation]) -> Option<Value> {
+    let about_scope =
+        |v: &Violation| v.pointer.starts_with("/_meta/") && v.pointer.ends_with("/usageScopeId");
+    if violations.is_empty() || !violations.iter().all(about_scope) {
+        return None;
+    }
+    let mut p = params.clone();
+    if let Some(meta) = p.get_mut("_meta").and_then(Value::as_object_mut) {
+        for ns in crate::namespace::Namespace::ALL {
+            if let Some(section) = meta.get_mut(ns.key()).and_then(Value::as_object_mut) {
+                section.remove("usageScopeId");
+            }
+        }
+    }
+    Some(p)
+}
+
+fn drop_null_context_window(row: &mut Value) {
+    if let Some(o) = row.as_object_mut()
+        && o.get("contextWindow").is_some_and(Value::is_null)
+    {
+        o.remove("contextWindow");
+    }
+}
+
+fn epoch(v: Option<&Value>) -> Value {
+    match v.and_then(Value::as_f64) {
+        Some(n) if n >= 1e12 => json!((n / 1000.0).floor() as u64),
+        Some(n) if n > 0.0 => json!(n.floor() as u64),
+        _ => Value::Null,
+    }
+}
+
+fn percent(v: Option<&Value>) -> Value {
+    json!(v.and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 100.0))
+}
+
+/// The `RateLimitsSnapshot` params a legacy rate-limit payload stands for.
+fn rate_limits_params(p: &Map<String, Value>) -> Value {
+    let text = |k: &str| p.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let limit_id = text("limitId").or(text("limitName")).unwrap_or("legacy");
+    let provider = text("providerId").unwrap_or("unknown");
+    let windows: Vec<Value> = match p.get("windows").and_then(Value::as_array) {
+        Some(ws) => ws
+            .iter()
+            .map(|w| {
+                let minutes = w.get("windowDurationMins").and_then(Value::as_f64);
+                json!({
+                    "usedPercent": percent(w.get("usedPercent")),
+                    "windowDurationSeconds": minutes.map_or(Value::Null, |m| json!(m * 60.0)),
+                    "resetsAtEpochSeconds": epoch(w.get("resetsAt")),
+                })
+            })
+            .collect(),
+        None => [
+            ("fiveHour", "fiveHourResetAt", 18000),
+            ("sevenDay", "sevenDayResetAt", 604800),
+        ]
+        .into_iter()
+        .filter(|(k, _, _)| p.get(*k).is_some_and(Value::is_number))
+        .map(|(k, reset, secs)| {
+            json!({
+                "usedPercent": percent(p.get(k)),
+                "windowDurationSeconds": secs,
+                "resetsAtEpochSeconds": epoch(p.get(reset)),
+            })
+        })
+        .collect(),
+    };
+    let mut limit = json!({
+        "limitId": limit_id,
+        "scope": {"providerId": provider},
+        "windows": windows,
+    });
+    for key in ["planName", "limitName"] {
+        if let Some(v) = p.get(key).filter(|v| v.is_string() || v.is_null()) {
+            limit[key] = v.clone();
+        }
+    }
+    json!({"rateLimits": [limit]})
+}
+
+impl ConnectionState {
+    pub(super) fn legacy(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+        let Some(p) = params.as_object() else {
+            self.record_invalid(
+                out,
+                Some(method),
+                None,
+                "/params",
+                "type-object",
+                "legacy params must be an object".to_owned(),
+                false,
+            );
+            return;
+        };
+        if method == RATE_LIMITS {
+            let mapped = rate_limits_params(p);
+            match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {
+                Ok(Some((_, ExtensionNotification::RateLimitsUpdate(snapshot)))) => {
+                    self.upsert_rate_limits(snapshot, Dialect::Legacy, out)
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    for v in &e.violations {
+                        self.record_invalid(
+                            out,
+                            Some(method),
+                            None,
+                            "/params",
+                            v.rule.id(),
+                            format!(
+                                "the legacy rate limits map to an invalid row ({}): {}",
+                                v.pointer,
+                                v.message()
+                            ),
+                            false,
+                        );
+                    }
+                }
+            }
+            return;
+        }
+        let Some(sid) = self.current_session.clone() else {
+            self.record_invalid(
+                out,
+                Some(method),
+                None,
+                "",
+                "no-session",
+                "legacy usage names no session, and no session was started or prompted before it; dropped".to_owned(),
+                false,
+            );
+            return;
+        };
+        let mut mapped = Map::new();
+        mapped.insert("sessionId".into(), json!(sid));
+        if let Some(mut u) = p.get("usage").cloned() {
+            drop_null_context_window(&mut u);
+            mapped.insert("usage".into(), u);
+        }
+        if let Some(mut rows) = p.get("modelUsage").cloned() {
+            if let Some(o) = rows.as_object_mut() {
+                for row in o.values_mut() {
+                    drop_null_context_window(row);
+                }
+            }
+            mapped.insert("modelUsage".into(), rows);
+        }
+        let mapped = Value::Object(mapped);
+        match ExtensionNotification::parse("_lody/session/usage_update", &mapped) {
+            Ok(Some((_, ExtensionNotification::SessionUsageUpdate(u)))) => {
+                self.usage_update(method, &u, &mapped, Dialect::Legacy, out)
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let violations = e.violations.clone();
+                for v in &violations {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(&sid),
+                        &format!("/params{}", v.pointer),
+                        v.rule.id(),
+                        v.message(),
+                        false,
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,803 @@
+//! The consumer boundary: one typed state folded from a connection's
+//! traffic, in every dialect a client meets.
+//!
+//! Feed a [`ConnectionState`] every JSON-RPC message of one connection with
+//! its [`Direction`] ([`ConnectionState::message`]), or call the typed entry
+//! points from an SDK client's handlers
+//! ([`ConnectionState::session_notification`],
+//! [`ConnectionState::ext_notification`], [`ConnectionState::request`],
+//! [`ConnectionState::response`]). Each call returns the [`Change`]s it
+//! made, for a UI to react to; the state itself is read with
+//! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
+//! friends, or serialized whole (`acp-ext state --json` prints it).
+//!
+//! Nothing is dropped silently: a malformed extension payload, a sequence
+//! rule break ([`crate::sequence`], the same code `acp-ext check` runs) or
+//! an unknown session update becomes a [`Change::Invalid`] naming the
+//! method, the JSON pointer and the rule, and is kept in
+//! [`ConnectionState::invalid`].
+//!
+//! # Dialects
+//!
+//! | Fact | Extension | Standard ACP | Legacy |
+//! |---|---|---|---|
+//! | subagent runs | `subagents/event` | `subagent_update` (a run is a child session) and the child session's updates | |
+//! | usage | `session/usage_update` | `usage_update` (context `used`/`size`/`cost`) | `_acp_ext:session_usage_update` |
+//! | rate limits | `rate_limits/update`, `rate_limits/get` | | `_acp_ext:session_rate_limits` |
+//! | compaction, retry | `_meta.<ns>.activity` on tool calls | `compaction_update`, `compaction_summary_chunk` | |
+//! | notices | `_meta.<ns>.notice` on `session_info_update` | `notice` | |
+//! | capabilities | `agentCapabilities._meta.<ns>` | v2 `capabilities._meta.<ns>` | |
+//!
+//! Both namespaces (`_lody`, `_ua`) are read everywhere. Child permission
+//! requests routed to the root session by `_meta.<ns>.subagentRunId` /
+//! `subagentToolCallId` are recorded with their run. Engine-opened turns
+//! (`turnId: "auto:<n>"` with `turnOrigin`, closed by `turnEnded`) are kept
+//! in [`TurnState::engine_turn`].
+//!
+//! # Rules
+//!
+//! * **Rate limits** merge per `limitId` and replace within it: each row
+//!   (its `windows` included) replaces the row with its id; rows a
+//!   snapshot omits are kept, so `rateLimits: []` changes nothing.
+//!   (consumer facts §1.4)
+//! * **Usage**: each scope (`_meta.<ns>.usageScopeId`, else the session)
+//!   is cumulative on its own; totals are the per-model sum over scopes
+//!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown);
+//!   `delta` is kept apart and never added. A falling total or a reused
+//!   scope is reported and marks the scope `incomplete`. (contract
+//!   §usage; consumer facts §1.3)
+//! * **Subagent runs**: a snapshot replaces the run's metadata; progress is
+//!   sparse and absolute (`null` clears); text chunks append, tool call
+//!   updates merge by id, a plan replaces; `outputIncomplete` is sticky;
+//!   `completed`, `failed`, `cancelled` are final, `unknown` is not;
+//!   ownership (`parentToolCallId`) is fixed at the first binding;
+//!   [`ConnectionState::disconnected`] and `session/load|resume` mark live
+//!   runs `unknown` with `outputIncomplete`. (contract §12; consumer facts
+//!   §1.2)
+//! * **Goals** are read on `session_info_update` only: absent keeps, `null`
+//!   clears, an object replaces; an invalid goal is reported and keeps
+//!   the old one. (consumer facts §1.6)
+//! * **Titles**: see [`SessionState::title`].
+//!
+//! ```
+//! use acp_extension_core::state::{Change, ConnectionState, Direction};
+//! use serde_json::json;
+//!
+//! let mut state = ConnectionState::new();
+//! let changes = state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+//!     "method": "_lody/rate_limits/update", "params": {"rateLimits": [{"limitId": "codex",
+//!     "scope": {"providerId": "openai"}, "windows": [{"usedPercent": 40,
+//!     "windowDurationSeconds": 18000, "resetsAtEpochSeconds": 1767225600}]}]}}));
+//! assert_eq!(changes, [Change::RateLimits { limit_ids: vec!["codex".into()] }]);
+//! // An empty snapshot keeps every row.
+//! state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+//!     "method": "_lody/rate_limits/update", "params": {"rateLimits": []}}));
+//! assert_eq!(state.rate_limits()["codex"].rate_limit.windows[0].used_percent.get(), 40.0);
+//! ```
+
+mod fold;
+mod legacy;
+mod view;
+
+pub use crate::sequence::Direction;
+pub use view::*;
+
+use std::collections::VecDeque;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::capabilities::Side;
+use crate::sequence::{self, PendingRequests, SequenceTracker};
+
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+
+/// Capacities of a [`ConnectionState`] in bounded mode. When one is
+/// reached the oldest entry goes (the oldest session, run, task, notice,
+/// invalid record…), so a long-lived client stays within bounds; the text
+/// of a run keeps its tail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// The sequence rules' memory (the checker's limits).
+    pub sequence: sequence::Limits,
+    /// Sessions kept.
+    pub sessions: usize,
+    /// Subagent runs per session.
+    pub runs_per_session: usize,
+    /// Characters of message text per run (the tail is kept).
+    pub text_per_run: usize,
+    /// Tool calls per run.
+    pub tool_calls_per_run: usize,
+    /// Task rows per session.
+    pub tasks_per_session: usize,
+    /// Activity entries per session.
+    pub activities_per_session: usize,
+    /// Notices per session.
+    pub notices_per_session: usize,
+    /// Steers per session.
+    pub steers_per_session: usize,
+    /// Usage scopes per session.
+    pub scopes_per_session: usize,
+    /// Rate-limit rows.
+    pub rate_limits: usize,
+    /// Invalid records kept ([`ConnectionState::invalid_count`] counts all).
+    pub invalid: usize,
+}
+
+impl Limits {
+    /// No bound: everything is kept for the connection's life (the
+    /// default of [`ConnectionState::new`]).
+    pub const fn unbounded() -> Self {
+        Self {
+            sequence: sequence::Limits::unbounded(),
+            sessions: usize::MAX,
+            runs_per_session: usize::MAX,
+            text_per_run: usize::MAX,
+            tool_calls_per_run: usize::MAX,
+            tasks_per_session: usize::MAX,
+            activities_per_session: usize::MAX,
+            notices_per_session: usize::MAX,
+            steers_per_session: usize::MAX,
+            scopes_per_session: usize::MAX,
+            rate_limits: usize::MAX,
+            invalid: usize::MAX,
+        }
+    }
+
+    /// The bounded mode's defaults: the checker's sequence limits, 64
+    /// sessions, 1024 runs per session with 64 KiB of text and 256 tool
+    /// calls each, 1024 tasks, 256 activities, 256 notices, 256 steers and
+    /// 1024 usage scopes per session, 256 rate-limit rows, 1024 invalid
+    /// records.
+    pub fn bounded() -> Self {
+        Self {
+            sequence: sequence::Limits::default(),
+            sessions: 64,
+            runs_per_session: 1024,
+            text_per_run: 64 * 1024,
+            tool_calls_per_run: 256,
+            tasks_per_session: 1024,
+            activities_per_session: 256,
+            notices_per_session: 256,
+            steers_per_session: 256,
+            scopes_per_session: 1024,
+            rate_limits: 256,
+            invalid: 1024,
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::unbounded()
+    }
+}
+
+/// What one call changed. Session-scoped changes name the session; read
+/// the details from the state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(tag = "change", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Change {
+    /// A peer's advertisement was read (its initialize).
+    #[serde(rename_all = "camelCase")]
+    Negotiated {
+        /// `agent` or `client`.
+        side: Side,
+    },
+    /// A session began (`session/new` answered, `load`, `resume`, `fork`).
+    #[serde(rename_all = "camelCase")]
+    SessionStarted {
+        /// The session.
+        session_id: String,
+    },
+    /// `session/close` or `delete`.
+    #[serde(rename_all = "camelCase")]
+    SessionClosed {
+        /// The session.
+        session_id: String,
+    },
+    /// The title (or its source) changed.
+    #[serde(rename_all = "camelCase")]
+    Title {
+        /// The session.
+        session_id: String,
+    },
+    /// The goal was set, replaced or cleared.
+    #[serde(rename_all = "camelCase")]
+    Goal {
+        /// The session.
+        session_id: String,
+    },
+    /// Activity level or background task count.
+    #[serde(rename_all = "camelCase")]
+    Activity {
+        /// The session.
+        session_id: String,
+    },
+    /// A turn began or ended, or its turn id, phase or engine turn changed.
+    #[serde(rename_all = "camelCase")]
+    Turn {
+        /// The session.
+        session_id: String,
+    },
+    /// A task row.
+    #[serde(rename_all = "camelCase")]
+    Task {
+        /// The session.
+        session_id: String,
+        /// Its `taskId`.
+        task_id: String,
+    },
+    /// A subagent run (snapshot, progress or output).
+    #[serde(rename_all = "camelCase")]
+    SubagentRun {
+        /// The root session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+    },
+    /// Compaction or retry work.
+    #[serde(rename_all = "camelCase")]
+    ActivityEntry {
+        /// The session.
+        session_id: String,
+        /// The tool call id or `compactionId`.
+        id: String,
+    },
+    /// A notice was added.
+    #[serde(rename_all = "camelCase")]
+    Notice {
+        /// The session.
+        session_id: String,
+    },
+    /// Accounted usage of a scope (and the session totals).
+    #[serde(rename_all = "camelCase")]
+    Usage {
+        /// The session.
+        session_id: String,
+        /// The scope's key (`session` or `scope:<id>`).
+        scope: String,
+    },
+    /// Context occupancy (standard `usage_update`).
+    #[serde(rename_all = "camelCase")]
+    Context {
+        /// The session.
+        session_id: String,
+    },
+    /// Rate-limit rows were replaced.
+    #[serde(rename_all = "camelCase")]
+    RateLimits {
+        /// The rows' `limitId`s.
+        limit_ids: Vec<String>,
+    },
+    /// A steer was sent, answered or applied.
+    #[serde(rename_all = "camelCase")]
+    Steer {
+        /// The session.
+        session_id: String,
+        /// Its `steerId`.
+        steer_id: String,
+    },
+    /// An agent request awaits the client (permission, elicitation).
+    #[serde(rename_all = "camelCase")]
+    RequestPending {
+        /// The session.
+        session_id: String,
+        /// The JSON-RPC id, as JSON text.
+        request_id: String,
+    },
+    /// That request was answered.
+    #[serde(rename_all = "camelCase")]
+    RequestResolved {
+        /// The session.
+        session_id: String,
+        /// The JSON-RPC id, as JSON text.
+        request_id: String,
+    },
+    /// Something was not folded (or only partly); also kept in
+    /// [`ConnectionState::invalid`].
+    Invalid(Invalid),
+}
+
+/// A request seen, awaiting its response.
+#[derive(Debug, Clone)]
+struct Call {
+    method: String,
+    session: Option<String>,
+    steer_id: Option<String>,
+}
+
+/// The folded state of one connection; see the [module docs](self).
+#[derive(Debug, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ConnectionState {
+    #[serde(skip)]
+    limits: Limits,
+    #[serde(skip)]
+    seq: SequenceTracker,
+    #[serde(skip)]
+    calls: PendingRequests<Call>,
+    /// Whether client-to-agent traffic was seen (some rules need it).
+    #[serde(skip)]
+    client_seen: bool,
+    /// The last session started or prompted (legacy payloads name none).
+    #[serde(skip)]
+    current_session: Option<String>,
+    /// Both peers' advertisements.
+    negotiation: NegotiationState,
+    /// Sessions by id, in first-seen order.
+    sessions: IndexMap<String, SessionState>,
+    /// Rate-limit rows by `limitId`.
+    rate_limits: IndexMap<String, RateLimitEntry>,
+    /// What was not folded, oldest first (bounded by [`Limits::invalid`]).
+    invalid: VecDeque<Invalid>,
+    /// Every invalid record, kept or not.
+    invalid_count: u64,
+    /// Messages folded.
+    messages: u64,
+}
+
+impl Default for ConnectionState {
+    fn default() -> Self {
+        Self::with_limits(Limits::unbounded())
+    }
+}
+
+impl ConnectionState {
+    /// An empty state that keeps everything (unbounded).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty state with [`Limits::bounded`].
+    pub fn bounded() -> Self {
+        Self::with_limits(Limits::bounded())
+    }
+
+    /// An empty state with these capacities.
+    pub fn with_limits(limits: Limits) -> Self {
+        Self {
+            limits,
+            seq: SequenceTracker::with_limits(limits.sequence),
+            calls: PendingRequests::default(),
+            client_seen: false,
+            current_session: None,
+            negotiation: NegotiationState::default(),
+            sessions: IndexMap::new(),
+            rate_limits: IndexMap::new(),
+            invalid: VecDeque::new(),
+            invalid_count: 0,
+            messages: 0,
+        }
+    }
+
+    /// Its capacities.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Both peers' advertisements.
+    pub fn negotiation(&self) -> &NegotiationState {
+        &self.negotiation
+    }
+
+    /// One session.
+    pub fn session(&self, session_id: &str) -> Option<&SessionState> {
+        self.sessions.get(session_id)
+    }
+
+    /// Every session, in first-seen order.
+    pub fn sessions(&self) -> &IndexMap<String, SessionState> {
+        &self.sessions
+    }
+
+    /// The rate-limit rows by `limitId`.
+    pub fn rate_limits(&self) -> &IndexMap<String, RateLimitEntry> {
+        &self.rate_limits
+    }
+
+    /// What was not folded, oldest first (the newest [`Limits::invalid`]).
+    pub fn invalid(&self) -> impl ExactSizeIterator<Item = &Invalid> {
+        self.invalid.iter()
+    }
+
+    /// How many invalid records there were in all.
+    pub fn invalid_count(&self) -> u64 {
+        self.invalid_count
+    }
+
+    /// Messages folded so far.
+    pub fn messages(&self) -> u64 {
+        self.messages
+    }
+
+    /// What the sequence rules' memory holds (bounded by
+    /// [`Limits::sequence`]).
+    pub fn tracked(&self) -> sequence::TrackedState {
+        let mut t = self.seq.tracked();
+        t.pending_requests = self.calls.len();
+        t
+    }
+
+    /// Folds one line of a transcript: a JSON-RPC message (or batch) as
+    /// text. A line that is not JSON becomes a [`Change::Invalid`] with
+    /// rule `not-json`.
+    pub fn line(&mut self, direction: Direction, line: &str) -> Vec<Change> {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => self.message(direction, &v),
+            Err(e) => {
+                let mut out = Vec::new();
+                self.record_invalid(
+                    &mut out,
+                    None,
+                    None,
+                    "",
+                    "not-json",
+                    format!("not JSON: {e}"),
+                    false,
+                );
+                out
+            }
+        }
+    }
+
+    /// Records input that could not be read as a message at all (a line
+    /// that is not JSON, a value too large): `rule` names why.
+    pub fn unreadable(&mut self, rule: &str, message: &str) -> Vec<Change> {
+        let mut out = Vec::new();
+        self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
+        out
+    }
+
+    /// Folds one JSON-RPC message (or batch) that travelled in `direction`
+    /// ([`Direction::Unknown`] infers it from the method, or for a response
+    /// from its request).
+    pub fn message(&mut self, direction: Direction, message: &Value) -> Vec<Change> {
+        let mut out = Vec::new();
+        match message {
+            Value::Array(items) => {
+                for item in items {
+                    self.one(direction, item, &mut out);
+                }
+            }
+            _ => self.one(direction, message, &mut out),
+        }
+        out
+    }
+
+    /// Folds a `session/update` notification an SDK client received.
+    pub fn session_notification(
+        &mut self,
+        notification: &agent_client_protocol::v1::schema::SessionNotification,
+    ) -> Vec<Change> {
+        let params = serde_json::to_value(notification).unwrap_or(Value::Null);
+        self.notification(Direction::AgentToClient, "session/update", &params)
+    }
+
+    /// Folds a `session/update` whose params the SDK could not type (its
+    /// v1 `SessionUpdate` has no catch-all for tags it does not know).
+    pub fn raw_session_update(&mut self, params: &Value) -> Vec<Change> {
+        self.notification(Direction::AgentToClient, "session/update", params)
+    }
+
+    /// Folds an extension notification the agent sent (`_lody/…`,
+    /// `_ua/…`, the legacy `_acp_ext:*`), as an SDK client's
+    /// `ext_notification` handler receives it.
+    pub fn ext_notification(&mut self, method: &str, params: &Value) -> Vec<Change> {
+        self.notification(Direction::AgentToClient, method, params)
+    }
+
+    /// Folds a notification that travelled in `direction`.
+    pub fn notification(
+        &mut self,
+        direction: Direction,
+        method: &str,
+        params: &Value,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        self.messages += 1;
+        let dir = match direction {
+            Direction::Unknown => Direction::of_method(method),
+            d => d,
+        };
+        if dir == Direction::ClientToAgent {
+            self.client_seen = true;
+        }
+        self.on_call(dir, method, None, params, &mut out);
+        out
+    }
+
+    /// Folds a request that travelled in `direction` (a client folds the
+    /// requests it sends with [`Direction::ClientToAgent`], the agent's
+    /// requests it receives with [`Direction::AgentToClient`]).
+    pub fn request(
+        &mut self,
+        direction: Direction,
+        id: &Value,
+        method: &str,
+        params: &Value,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        self.messages += 1;
+        self.request_into(direction, id, method, params, &mut out);
+        out
+    }
+
+    /// Folds the response, travelling in `direction`, to the request with
+    /// this `id`: `Ok(result)` or `Err(error)` (the JSON-RPC error object).
+    pub fn response(
+        &mut self,
+        direction: Direction,
+        id: &Value,
+        outcome: Result<&Value, &Value>,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        self.messages += 1;
+        self.response_into(direction, id, outcome, &mut out);
+        out
+    }
+
+    /// The user renamed `session_id`: the title only another rename
+    /// replaces.
+    pub fn user_renamed(&mut self, session_id: &str, title: &str) -> Vec<Change> {
+        let s = self.session_mut(session_id);
+        s.title = Some(title.trim().to_owned());
+        s.title_source = Some(TitleOrigin::User);
+        vec![Change::Title {
+            session_id: session_id.to_owned(),
+        }]
+    }
+
+    /// The connection was lost: every `pending` or `running` run of every
+    /// session becomes `unknown` with `outputIncomplete` and reason
+    /// `disconnected`; steers awaiting an answer become
+    /// [`SteerOutcome::Unknown`]; pending requests are dropped.
+    pub fn disconnected(&mut self) -> Vec<Change> {
+        let mut out = Vec::new();
+        let ids: Vec<String> = self.sessions.keys().cloned().collect();
+        for sid in ids {
+            self.runs_lost(&sid, &mut out);
+            let s = self.session_mut(&sid);
+            let mut steers = Vec::new();
+            for (id, st) in s.steers.iter_mut() {
+                if matches!(st.outcome, SteerOutcome::Pending | SteerOutcome::Injected) {
+                    st.outcome = SteerOutcome::Unknown;
+                    steers.push(id.clone());
+                }
+            }
+            let requests: Vec<String> = s.pending_requests.drain(..).map(|(k, _)| k).collect();
+            s.turns.running = false;
+            for steer_id in steers {
+                out.push(Change::Steer {
+                    session_id: sid.clone(),
+                    steer_id,
+                });
+            }
+            for request_id in requests {
+                out.push(Change::RequestResolved {
+                    session_id: sid.clone(),
+                    request_id,
+                });
+            }
+        }
+        self.calls.clear();
+        out
+    }
+
+    fn one(&mut self, direction: Direction, msg: &Value, out: &mut Vec<Change>) {
+        self.messages += 1;
+        let Some(obj) = msg.as_object() else {
+            self.record_invalid(
+                out,
+                None,
+                None,
+                "",
+                "not-a-message",
+                "expected a JSON-RPC message object".to_owned(),
+                false,
+            );
+            return;
+        };
+        const NULL: Value = Value::Null;
+        if let Some(method) = obj.get("method") {
+            let Some(method) = method.as_str() else {
+                self.record_invalid(
+                    out,
+                    None,
+                    None,
+                    "/method",
+                    "not-a-message",
+                    "`method` must be a string".to_owned(),
+                    false,
+                );
+                return;
+            };
+            let params = obj.get("params").unwrap_or(&NULL);
+            match obj.get("id").filter(|id| !id.is_null()) {
+                Some(id) => self.request_into(direction, id, method, params, out),
+                None => {
+                    let dir = match direction {
+                        Direction::Unknown => Direction::of_method(method),
+                        d => d,
+                    };
+                    if dir == Direction::ClientToAgent {
+                        self.client_seen = true;
+                    }
+                    self.on_call(dir, method, None, params, out)
+                }
+            }
+        } else if let Some(id) = obj.get("id") {
+            let outcome = match (obj.get("result"), obj.get("error")) {
+                (Some(r), _) => Ok(r),
+                (None, Some(e)) => Err(e),
+                (None, None) => {
+                    self.record_invalid(
+                        out,
+                        None,
+                        None,
+                        "",
+                        "not-a-message",
+                        "a response needs `result` or `error`".to_owned(),
+                        false,
+                    );
+                    return;
+                }
+            };
+            self.response_into(direction, id, outcome, out);
+        } else {
+            self.record_invalid(
+                out,
+                None,
+                None,
+                "",
+                "not-a-message",
+                "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message".to_owned(),
+                false,
+            );
+        }
+    }
+
+    fn request_into(
+        &mut self,
+        direction: Direction,
+        id: &Value,
+        method: &str,
+        params: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let dir = match direction {
+            Direction::Unknown => Direction::of_method(method),
+            d => d,
+        };
+        if dir == Direction::ClientToAgent {
+            self.client_seen = true;
+        }
+        let steer =
+            crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer");
+        let call = Call {
+            method: method.to_owned(),
+            session: params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            steer_id: steer
+                .then(|| {
+                    params
+                        .get("steerId")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .flatten(),
+        };
+        self.calls
+            .insert(dir, id, call, self.limits.sequence.pending_requests);
+        self.on_call(dir, method, Some(id), params, out);
+    }
+
+    fn response_into(
+        &mut self,
+        direction: Direction,
+        id: &Value,
+        outcome: Result<&Value, &Value>,
+        out: &mut Vec<Change>,
+    ) {
+        let call = self.calls.take(direction, id);
+        match call {
+            Some(call) => self.on_answer(call, id, outcome, out),
+            None => {
+                // An initialize result on its own (loose fixtures).
+                if let Ok(r) = outcome
+                    && r.get("agentCapabilities").is_some()
+                {
+                    let call = Call {
+                        method: "initialize".to_owned(),
+                        session: None,
+                        steer_id: None,
+                    };
+                    self.on_answer(call, id, outcome, out);
+                }
+            }
+        }
+    }
+
+    fn session_mut(&mut self, session_id: &str) -> &mut SessionState {
+        if !self.sessions.contains_key(session_id) {
+            while self.sessions.len() >= self.limits.sessions.max(1) {
+                self.sessions.shift_remove_index(0);
+            }
+            self.sessions
+                .insert(session_id.to_owned(), SessionState::default());
+        }
+        self.sessions.get_mut(session_id).expect("inserted above")
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record_invalid(
+        &mut self,
+        out: &mut Vec<Change>,
+        method: Option<&str>,
+        session_id: Option<&str>,
+        pointer: &str,
+        rule: &str,
+        message: String,
+        folded: bool,
+    ) {
+        let record = Invalid {
+            method: method.map(str::to_owned),
+            session_id: session_id.map(str::to_owned),
+            pointer: pointer.to_owned(),
+            rule: rule.to_owned(),
+            message,
+            folded,
+        };
+        self.invalid_count += 1;
+        if self.limits.invalid > 0 {
+            while self.invalid.len() >= self.limits.invalid {
+                self.invalid.pop_front();
+            }
+            self.invalid.push_back(record.clone());
+        }
+        out.push(Change::Invalid(record));
+    }
+}
+
+/// The JSON Schema (draft 2020-12) of the document `acp-ext state --json`
+/// prints per file: `{"file", …}` and the serialized [`ConnectionState`].
+#[cfg(feature = "schema")]
+pub fn document_schema() -> schemars::Schema {
+    /// One file's folded state.
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct StateDocument {
+        /// The transcript read.
+        file: String,
+        #[serde(flatten)]
+        state: ConnectionState,
+    }
+    crate::schema::generator().into_root_schema_for::<StateDocument>()
+}
+
+/// Keeps at most `cap` entries, dropping the oldest.
+fn cap_map<V>(map: &mut IndexMap<String, V>, cap: usize) {
+    while map.len() > cap {
+        map.shift_remove_index(0);
+    }
+}
+
+/// Keeps the last `cap` characters of `text` (on a char boundary).
+fn cap_text(text: &mut String, cap: usize) {
+    if text.len() > cap {
+        let mut cut = text.len() - cap;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        text.drain(..cut);
+    }
+}

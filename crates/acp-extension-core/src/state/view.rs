@@ -1,0 +1,500 @@
+//! What the state holds: one session's folded view, and its parts.
+//!
+//! Every type serializes in camelCase with the contract's key names; the
+//! contract's own types ([`GoalSnapshot`], [`ModelUsage`], [`RateLimit`],
+//! [`SubagentSnapshot`], [`TaskMeta`]) appear as they travel.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::capabilities::Side;
+use crate::rate_limits::RateLimit;
+use crate::session::{
+    ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState, TaskMeta, TitleSource,
+};
+use crate::subagent_events::SubagentSnapshot;
+use crate::usage::{ModelUsage, UsageDelta};
+
+#[cfg(feature = "schema")]
+use schemars::JsonSchema;
+
+/// Where a session's title came from, in order of authority (see
+/// [`SessionState::title`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum TitleOrigin {
+    /// A stand-in (`titleSource: "fallback"`, such as the first prompt).
+    Fallback,
+    /// A title without a `titleSource` tag, from an agent that does not
+    /// advertise `sessionTitle`.
+    Untagged,
+    /// `titleSource: "generated"` from an agent advertising `sessionTitle`.
+    Generated,
+    /// `titleSource: "explicit"`: a deliberate name.
+    Explicit,
+    /// The user's rename ([`ConnectionState::user_renamed`](super::ConnectionState::user_renamed)).
+    User,
+}
+
+impl TitleOrigin {
+    pub(crate) fn of(source: TitleSource) -> Option<Self> {
+        match source {
+            TitleSource::Explicit => Some(Self::Explicit),
+            TitleSource::Generated => Some(Self::Generated),
+            TitleSource::Fallback => Some(Self::Fallback),
+            _ => None,
+        }
+    }
+}
+
+/// A session's activity (`session/activity_update`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ActivityState {
+    /// The last reported level; absent until one arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<SessionActivityState>,
+    /// Live background tasks; absent until reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background_task_count: Option<u64>,
+}
+
+/// Prompt turns of a session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnState {
+    /// `session/prompt` requests sent.
+    pub prompts: u64,
+    /// Whether a prompt awaits its response.
+    pub running: bool,
+    /// The stop reason of the last answered prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_stop_reason: Option<String>,
+    /// The last `_meta.<ns>.turnId` seen on an update.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    /// The last `_meta.<ns>.messagePhase` seen on a message chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_phase: Option<String>,
+    /// An engine-opened turn in progress (kimi's `turnId: "auto:<n>"` with
+    /// `turnOrigin`), until a `session_info_update` with `turnEnded: true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_turn: Option<EngineTurn>,
+    /// Engine-opened turns seen.
+    pub engine_turns: u64,
+}
+
+/// An engine-opened turn (an adapter convention outside Core).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct EngineTurn {
+    /// Its `turnId` (`auto:<n>`).
+    pub turn_id: String,
+    /// `turnOrigin.kind` (`cron_job`, `task`, …), `engine` when absent.
+    pub origin: String,
+}
+
+/// A task row: a tool call carrying `_meta.<ns>.task`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TaskState {
+    /// The tool call that carries it.
+    pub tool_call_id: String,
+    /// The tool call's title, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The latest task metadata (replaced whole by each update).
+    pub task: TaskMeta,
+}
+
+/// Compaction or retry work: a tool call with `_meta.<ns>.activity`, or a
+/// standard `compaction_update`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ActivityEntry {
+    /// What it is.
+    pub kind: ActivityKind,
+    /// `in_progress`, `completed`, `failed` or `cancelled` (a tool call's
+    /// `pending` reads as `in_progress`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A compaction's summary (standard `compaction_update` and its chunks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Context tokens before and after, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_tokens_before: Option<f64>,
+    /// Context tokens after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_tokens_after: Option<f64>,
+    /// `extension` (`_meta.<ns>.activity`) or `standard` (`compaction_update`).
+    pub dialect: Dialect,
+}
+
+/// Which wire form a fact arrived in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum Dialect {
+    /// The contract's own messages (`_lody/…`, `_ua/…`, `_meta.<ns>`).
+    Extension,
+    /// Standard ACP session updates.
+    Standard,
+    /// The legacy `_acp_ext:*` payloads (consumer-side compatibility).
+    Legacy,
+}
+
+/// A notice: `_meta.<ns>.notice` on `session_info_update`, or a standard
+/// `notice` update.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct NoticeEntry {
+    /// `info`, `warning` or `error`.
+    pub level: NoticeLevel,
+    /// The text (the standard notice's `title`, with its description).
+    pub message: String,
+    /// Who raised it, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Which form it arrived in.
+    pub dialect: Dialect,
+}
+
+/// One subagent run, folded from its events (or from standard
+/// `subagent_update`s).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct RunState {
+    /// The latest snapshot, as sent (a snapshot replaces all metadata).
+    pub snapshot: SubagentSnapshot,
+    /// The parent run: `Some(None)` a direct child of the root, `None`
+    /// lineage not known yet (never attached to the root by default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_run_id: Option<Option<String>>,
+    /// The spawning tool call, fixed at the first snapshot that names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_tool_call_id: Option<String>,
+    /// Sticky: some output may be missing (set by a snapshot, by a
+    /// non-text message chunk, or by a disconnect).
+    pub output_incomplete: bool,
+    /// Progress folded sparse and absolute: a key replaces, `null` clears.
+    pub progress: Map<String, Value>,
+    /// Message text, chunks appended (bounded mode keeps the tail).
+    pub text: String,
+    /// Tool calls by id, updates merged into them.
+    pub tool_calls: IndexMap<String, Value>,
+    /// The latest plan (replaced whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
+    /// Output events folded.
+    pub output_events: u64,
+    /// Which form the run arrived in.
+    pub dialect: Dialect,
+}
+
+impl RunState {
+    /// The last non-empty line of its message text.
+    pub fn last_line(&self) -> Option<&str> {
+        self.text
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+    }
+}
+
+/// One usage scope's ledger: `session` for unscoped updates, else
+/// `scope:<usageScopeId>`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ScopeUsage {
+    /// The scope id; absent for the session-lifetime scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_scope_id: Option<String>,
+    /// The scope's cumulative total over all models, as last reported.
+    pub usage: ModelUsage,
+    /// Cumulative per-model totals, as last reported (an absent `costUSD`
+    /// stays absent: unknown, not free).
+    pub model_usage: IndexMap<String, ModelUsage>,
+    /// The latest update's delta, kept apart (never added to the totals).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta: Option<UsageDelta>,
+    /// Updates folded.
+    pub updates: u64,
+    /// A total fell, or the scope came back after another began.
+    pub incomplete: bool,
+    /// Which form its updates arrived in.
+    pub dialect: Dialect,
+}
+
+/// Context occupancy from the standard `usage_update`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct ContextUsage {
+    /// Tokens in context.
+    pub used: u64,
+    /// The context window.
+    pub size: u64,
+    /// Cumulative cost, when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Value>,
+}
+
+/// A session's usage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct UsageState {
+    /// The ledger of each scope, keyed `session` or `scope:<id>`.
+    pub scopes: IndexMap<String, ScopeUsage>,
+    /// Per model, the sum of every scope's cumulative totals.
+    pub totals: IndexMap<String, ModelUsage>,
+    /// The sum of every scope's `usage` (also covers updates without
+    /// `modelUsage`, which stay unattributed to any model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<ModelUsage>,
+    /// Context occupancy (standard `usage_update`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
+}
+
+/// How a steer ended, as far as the traffic tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SteerOutcome {
+    /// Sent, not answered.
+    Pending,
+    /// Answered `injected`; not confirmed yet.
+    Injected,
+    /// `steer_applied` named it.
+    Applied,
+    /// Answered `failed` (ambiguous: never resend it).
+    Failed,
+    /// Refused with JSON-RPC -32600: safe to send again as a prompt.
+    Refused,
+    /// Answered with another error, or the connection ended: unknown,
+    /// never resent.
+    Unknown,
+}
+
+/// One steer of a session.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SteerState {
+    /// `request` (`session/steer`) or `prompt` (`_meta.<ns>.steer`).
+    pub transport: String,
+    /// Where it stands.
+    pub outcome: SteerOutcome,
+}
+
+/// A request of the agent that awaits the client's answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PendingRequest {
+    /// `session/request_permission` or `elicitation/create`.
+    pub method: String,
+    /// The tool call it is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// The child run it comes from (`_meta.<ns>.subagentRunId`, the
+    /// adapters' routing convention).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
+    /// The child's native tool call id (`_meta.<ns>.subagentToolCallId`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_tool_call_id: Option<String>,
+    /// For a child request: whether that run is known and live here (the
+    /// Lody client answers `cancelled` otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_live: Option<bool>,
+}
+
+/// Everything folded about one ACP session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SessionState {
+    /// The title. Authority, lowest first: fallback, untagged, generated,
+    /// explicit, user. A title replaces one of equal or lower authority,
+    /// except that `explicit` replaces everything but a user's rename, and
+    /// a fallback only fills an empty title. (consumer facts §1.5)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Where the title came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title_source: Option<TitleOrigin>,
+    /// The goal: unchanged when `_meta.<ns>.goal` is absent, cleared on
+    /// `null`, else the snapshot. Read on `session_info_update` only.
+    /// (contract §goals; consumer facts §1.6)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goal: Option<GoalSnapshot>,
+    /// Activity level and background task count.
+    pub activity: ActivityState,
+    /// Prompt turns.
+    pub turns: TurnState,
+    /// Task rows by `taskId`.
+    pub tasks: IndexMap<String, TaskState>,
+    /// Subagent runs by `runId`, in first-seen order.
+    pub subagent_runs: IndexMap<String, RunState>,
+    /// Compaction and retry work by tool call id or `compactionId`.
+    pub activities: IndexMap<String, ActivityEntry>,
+    /// Notices, oldest first.
+    pub notices: Vec<NoticeEntry>,
+    /// Usage.
+    pub usage: UsageState,
+    /// Steers by `steerId`.
+    pub steers: IndexMap<String, SteerState>,
+    /// Agent requests awaiting the client, by JSON-RPC id (as JSON text).
+    pub pending_requests: IndexMap<String, PendingRequest>,
+    /// Whether `session/close` (or `delete`) was seen.
+    pub closed: bool,
+}
+
+impl SessionState {
+    /// The runs whose parent is the root (`parentRunId: null`) or unknown,
+    /// then each run's children: the run tree as `(depth, runId, run)`,
+    /// depth-first in first-seen order. Runs whose lineage is not yet known
+    /// are listed at depth 0 after the root's children.
+    pub fn run_tree(&self) -> Vec<(usize, &str, &RunState)> {
+        let mut out = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        fn walk<'a>(
+            s: &'a SessionState,
+            parent: Option<&str>,
+            depth: usize,
+            out: &mut Vec<(usize, &'a str, &'a RunState)>,
+            seen: &mut std::collections::HashSet<&'a str>,
+        ) {
+            for (id, run) in &s.subagent_runs {
+                let p = run.parent_run_id.as_ref().and_then(|p| p.as_deref());
+                let is_child = match parent {
+                    None => matches!(run.parent_run_id, Some(None)),
+                    Some(parent) => p == Some(parent),
+                };
+                if is_child && seen.insert(id.as_str()) {
+                    out.push((depth, id.as_str(), run));
+                    walk(s, Some(id), depth + 1, out, seen);
+                }
+            }
+        }
+        walk(self, None, 0, &mut out, &mut seen);
+        for (id, run) in &self.subagent_runs {
+            if seen.insert(id.as_str()) {
+                out.push((0, id.as_str(), run));
+                walk(self, Some(id), 1, &mut out, &mut seen);
+            }
+        }
+        out
+    }
+}
+
+/// A rate-limit row, keyed by `limitId` in [`ConnectionState::rate_limits`](super::ConnectionState::rate_limits).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct RateLimitEntry {
+    /// The row as last received (replaced whole).
+    pub rate_limit: RateLimit,
+    /// `fetchedAtEpochSeconds` of the snapshot it came in, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_at_epoch_seconds: Option<f64>,
+    /// Which form it arrived in.
+    pub dialect: Dialect,
+}
+
+/// What one peer advertised, feature by feature (each key read on its own:
+/// a malformed one voids only itself).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct PeerFeatures {
+    /// Whether that peer's initialize was seen.
+    pub seen: bool,
+    /// Valid features by contract key (`subagentEvents`, …), with their
+    /// options as sent.
+    pub features: IndexMap<String, Value>,
+    /// Features advertised with an invalid value.
+    pub invalid: Vec<String>,
+}
+
+/// Both peers' advertisements.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct NegotiationState {
+    /// The agent's (`agentCapabilities`, or v2 `capabilities`).
+    pub agent: PeerFeatures,
+    /// The client's.
+    pub client: PeerFeatures,
+}
+
+impl NegotiationState {
+    pub(crate) fn side_mut(&mut self, side: Side) -> &mut PeerFeatures {
+        match side {
+            Side::Agent => &mut self.agent,
+            _ => &mut self.client,
+        }
+    }
+}
+
+/// Something the state did not fold, and why: a malformed payload, a
+/// sequence-rule break, an unknown session update.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Invalid {
+    /// The message's method (the request's, for a response), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The session, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// JSON pointer inside the message.
+    pub pointer: String,
+    /// The rule: a contract rule id (`non-empty-string`, …), a sequence
+    /// rule id (`subagent-after-terminal`, …), or one of the state's own:
+    /// `not-json`, `not-a-message`, `unknown-session-update`,
+    /// `not-negotiated`, `title-without-source`, `scope-id-fallback`.
+    pub rule: String,
+    /// One line for people.
+    pub message: String,
+    /// Whether the message was still folded (partly or with a fallback).
+    pub folded: bool,
+}
