@@ -69,13 +69,7 @@ impl ConnectionState {
     ) {
         let sid = str_at(params, "sessionId").map(str::to_owned);
         match method {
-            "initialize" => {
-                // A new connection: everything before it is forgotten.
-                let limits = self.limits;
-                *self = ConnectionState::with_limits(limits);
-                self.client_seen = true;
-                self.read_advertisement(params, Side::Client, out);
-            }
+            "initialize" => self.read_advertisement(params, Side::Client, out),
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
                     self.runs_lost(&sid, out);
@@ -729,7 +723,8 @@ impl ConnectionState {
         {
             self.sequence_findings(method, sid, vec![f], out);
         }
-        let Some(m) = meta_of(update) else { return };
+        let empty = Map::new();
+        let m = meta_of(update).unwrap_or(&empty);
         let title = str_at(update, "title").map(str::to_owned);
         match meta::read::<fields::Task>(m) {
             Ok(Some(task)) => {

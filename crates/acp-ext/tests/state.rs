@@ -1,0 +1,285 @@
+//! `acp-ext state`: `serve`'s traffic for every script command folds into
+//! the documented state, in both record formats; every corpus file folds;
+//! the command line's output, exit codes and schema.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{EXE, scratch, shared};
+use serde_json::Value;
+
+/// Records `probe` driving `serve` through `tap --record` with `prompts`.
+fn record(dir: &Path, format: &str, prompts: &[&str]) -> PathBuf {
+    let path = dir.join(format!("record-{format}"));
+    let mut cmd = Command::new(EXE);
+    cmd.args(["probe", "--quiet"]);
+    for p in prompts {
+        cmd.args(["--prompt", p]);
+    }
+    let out = cmd
+        .args(["--", EXE, "tap", "--record"])
+        .arg(&path)
+        .args(["--format", format, "--", EXE, "serve"])
+        .output()
+        .unwrap();
+    // `/fail` fails its prompt on purpose: the probe reports it (exit 1).
+    let expected = if prompts.contains(&"/fail") { 1 } else { 0 };
+    assert_eq!(
+        out.status.code(),
+        Some(expected),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    path
+}
+
+fn state_json(args: &[&str], files: &[&Path]) -> (i32, Vec<Value>, String) {
+    let out = Command::new(EXE)
+        .arg("state")
+        .arg("--json")
+        .args(args)
+        .args(files)
+        .output()
+        .unwrap();
+    let docs = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (
+        out.status.code().unwrap_or(-1),
+        docs,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The last `modelUsage` the agent reported on `_lody/session/usage_update`
+/// in a jsonl record, read straight from the file.
+fn last_reported_model_usage(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut last = Value::Null;
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let msg = &v["msg"];
+        if msg["method"] == "_lody/session/usage_update" {
+            last = msg["params"]["modelUsage"].clone();
+        }
+    }
+    last
+}
+
+const PROMPTS: &[&str] = &[
+    "hello",
+    "/tool",
+    "/subagents 2",
+    "/background 0.1",
+    "/schedule 0.1",
+    "/compact",
+    "/goal set ship it",
+    "/ask",
+    "/title Release notes",
+    "/limits",
+    "/app",
+    "/slow 0.3",
+    "/fail",
+];
+
+#[test]
+fn serve_traffic_for_every_script_command_folds_into_the_documented_state() {
+    let dir = scratch("serve");
+    for format in ["jsonl", "conductor"] {
+        let path = record(&dir, format, PROMPTS);
+        let (code, docs, err) = state_json(&[], &[&path]);
+        assert_eq!(code, 0, "{err}");
+        let doc = &docs[0];
+        assert_eq!(doc["file"], path.display().to_string());
+        assert_eq!(doc["invalid"], Value::Array(vec![]), "{format}: {doc:#}");
+        assert!(doc["negotiation"]["agent"]["features"]["subagentEvents"].is_object());
+        assert!(doc["negotiation"]["client"]["seen"].as_bool().unwrap());
+        let sessions = doc["sessions"].as_object().unwrap();
+        let (_, s) = sessions
+            .iter()
+            .find(|(_, s)| s["turns"]["prompts"] == PROMPTS.len())
+            .unwrap_or_else(|| panic!("{format}: no session with every prompt: {doc:#}"));
+        // /title: a generated title with its source.
+        assert_eq!(s["title"], "Release notes", "{format}");
+        assert_eq!(s["titleSource"], "generated");
+        // /goal set: the snapshot (no clear followed).
+        assert_eq!(s["goal"]["objective"], "ship it");
+        assert_eq!(s["goal"]["status"], "active");
+        // /subagents 2: two completed runs bound to their tool calls, each
+        // with output; their task rows too.
+        let runs = s["subagentRuns"].as_object().unwrap();
+        assert_eq!(runs.len(), 2, "{format}: {runs:#?}");
+        for run in runs.values() {
+            assert_eq!(run["snapshot"]["state"], "completed");
+            assert!(run["parentToolCallId"].is_string());
+            assert_eq!(run["parentRunId"], Value::Null);
+            assert!(!run["text"].as_str().unwrap().is_empty());
+        }
+        let tasks = s["tasks"].as_object().unwrap();
+        let kinds: Vec<(&str, &str)> = tasks
+            .values()
+            .map(|t| {
+                (
+                    t["task"]["kind"].as_str().unwrap(),
+                    t["task"]["status"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        for kind in ["subagent", "background", "scheduled"] {
+            assert!(
+                kinds.contains(&(kind, "completed")),
+                "{format}: no completed {kind} task in {kinds:?}"
+            );
+        }
+        // /compact: a completed compaction.
+        let compactions: Vec<&Value> = s["activities"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|a| a["kind"] == "context_compaction")
+            .collect();
+        assert_eq!(compactions.len(), 1);
+        assert_eq!(compactions[0]["status"], "completed");
+        // /fail: the error notice.
+        assert!(
+            s["notices"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| n["level"] == "error"),
+            "{format}"
+        );
+        // /tool and /ask were answered: nothing pending.
+        assert_eq!(s["pendingRequests"], serde_json::json!({}));
+        // The probe steered every turn: none of them is left unanswered,
+        // and the slow turn took its steer.
+        let steers = s["steers"].as_object().unwrap();
+        assert!(!steers.is_empty());
+        assert!(steers.values().all(|x| x["outcome"] != "pending"));
+        assert!(
+            steers.values().any(|x| x["outcome"] == "applied"),
+            "{format}: {steers:#?}"
+        );
+        // Activity and the prompt ended.
+        assert_eq!(s["activity"]["state"], "idle");
+        assert_eq!(s["turns"]["running"], false);
+        // /limits: the rate limit with its two windows.
+        let limits = doc["rateLimits"].as_object().unwrap();
+        assert!(limits.values().any(|l| {
+            l["rateLimit"]["windows"]
+                .as_array()
+                .is_some_and(|w| w.len() == 2)
+        }));
+        // Usage: one scope whose per-model totals are what the agent last
+        // reported (read from the record itself).
+        if format == "jsonl" {
+            let reported = last_reported_model_usage(&path);
+            assert!(reported.is_object());
+            assert_eq!(s["usage"]["totals"], reported);
+        }
+        assert!(s["usage"]["context"]["used"].as_u64().unwrap() > 0);
+    }
+}
+
+#[test]
+fn people_output_shows_each_part() {
+    let dir = scratch("people");
+    let path = record(
+        &dir,
+        "jsonl",
+        &["/subagents 1", "/title Shipping", "/limits", "/goal set go"],
+    );
+    let out = Command::new(EXE)
+        .arg("state")
+        .arg(&path)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "\"Shipping\" (generated)",
+        "goal     active  \"go\"",
+        "runs",
+        "completed  \"worker-1\"",
+        "usage  model",
+        "serve-model-1",
+        "rate limits",
+        "5h ",
+        "7d ",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}
+
+#[test]
+fn every_corpus_file_folds() {
+    let mut files = Vec::new();
+    let mut dirs = vec![shared("corpus")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() > 30);
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    for mode in [&[][..], &["--bounded"][..]] {
+        let (code, docs, err) = state_json(mode, &refs);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(docs.len(), files.len());
+        // Every fixture was read, and what was not folded says why.
+        for doc in &docs {
+            assert!(doc["messages"].as_u64().unwrap() > 0, "{doc:#}");
+            for i in doc["invalid"].as_array().unwrap() {
+                assert!(i["rule"].is_string() && i["message"].is_string(), "{i}");
+            }
+        }
+    }
+    // The corpus's known adapter tags outside ACP v1 are reported, not lost.
+    let native = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains("subagent-native-sessions"))
+        .unwrap();
+    let (_, docs, _) = state_json(&[], &[native]);
+    assert!(
+        docs[0]["invalid"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["rule"] == "unknown-session-update"
+                && i["message"].as_str().unwrap().contains("subagent_spawned"))
+    );
+}
+
+#[test]
+fn exit_codes_and_schema() {
+    let (code, _, err) = state_json(&[], &[Path::new("/nonexistent/acp-ext.jsonl")]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("cannot read /nonexistent/acp-ext.jsonl"),
+        "{err}"
+    );
+    let out = Command::new(EXE)
+        .args(["schema", "state"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+    for key in ["file", "sessions", "rateLimits", "invalid", "negotiation"] {
+        assert!(schema["properties"].get(key).is_some(), "{key}: {schema:#}");
+    }
+    let out = Command::new(EXE).arg("schema").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("  state"));
+}

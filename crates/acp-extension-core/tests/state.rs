@@ -1,0 +1,1291 @@
+//! The consumer state: every fold rule, the dialects mapping onto the same
+//! state, malformed input and rule breaks as changes, bounded mode, and
+//! property tests against the emitter and the accumulator.
+
+use acp_extension_core::state::*;
+use acp_extension_core::subagent_emitter::{EmittedEvent, OutputIds, SubagentEmitter};
+use acp_extension_core::subagent_events::{
+    OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
+};
+use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
+use futures::executor::block_on;
+use indexmap::IndexMap;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const A2C: Direction = Direction::AgentToClient;
+const C2A: Direction = Direction::ClientToAgent;
+
+fn notify(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+fn update(sid: &str, update: Value) -> Value {
+    notify(
+        "session/update",
+        json!({"sessionId": sid, "update": update}),
+    )
+}
+
+fn support() -> Value {
+    json!({"stream": ["text", "tool"], "progress": true, "outputRead": "none", "cancel": false})
+}
+
+fn snapshot(sid: &str, run: &str, state: &str) -> Value {
+    notify(
+        "_lody/subagents/event",
+        json!({"version": 1, "sessionId": sid, "runId": run, "type": "snapshot",
+            "snapshot": {"state": state, "support": support(), "parentRunId": null,
+                "parentToolCallId": "toolu_1", "name": "Worker"}}),
+    )
+}
+
+fn output(sid: &str, run: &str, update: Value) -> Value {
+    notify(
+        "_lody/subagents/event",
+        json!({"version": 1, "sessionId": sid, "runId": run, "type": "output", "update": update}),
+    )
+}
+
+fn text(t: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}})
+}
+
+/// Initialize with these agent and client `_meta.lody` sections.
+fn init(state: &mut ConnectionState, agent: Value, client: Value) {
+    state.message(
+        C2A,
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {"_meta": {"lody": client}}}}),
+    );
+    state.message(
+        A2C,
+        &json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"_meta": {"lody": agent}}}}),
+    );
+}
+
+fn fold(messages: &[(Direction, Value)]) -> (ConnectionState, Vec<Change>) {
+    let mut state = ConnectionState::new();
+    let mut changes = Vec::new();
+    for (d, m) in messages {
+        changes.extend(state.message(*d, m));
+    }
+    (state, changes)
+}
+
+fn invalid_rules(state: &ConnectionState) -> Vec<String> {
+    state.invalid().map(|i| i.rule.clone()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Negotiation
+
+#[test]
+fn a_malformed_capability_voids_only_itself() {
+    let mut state = ConnectionState::new();
+    init(
+        &mut state,
+        json!({"usage": {"version": 1}, "goal": {"version": 1, "actions": 5}}),
+        json!({"subagentEvents": {"version": 1}}),
+    );
+    let agent = &state.negotiation().agent;
+    assert!(agent.seen);
+    assert!(agent.features.contains_key("usage"));
+    assert!(!agent.features.contains_key("goal"));
+    assert_eq!(agent.invalid, ["goal"]);
+    let bad: Vec<&Invalid> = state.invalid().collect();
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0].method.as_deref(), Some("initialize"));
+    assert!(
+        bad[0]
+            .pointer
+            .starts_with("/result/agentCapabilities/_meta/lody/goal"),
+        "{bad:?}"
+    );
+    assert!(
+        state
+            .negotiation()
+            .client
+            .features
+            .contains_key("subagentEvents")
+    );
+}
+
+#[test]
+fn v2_capabilities_and_the_ua_namespace_are_read() {
+    let (state, changes) = fold(&[
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 2,
+                "capabilities": {"_meta": {"ua": {"subagentEvents": {"version": 1}}}}}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 2,
+                "capabilities": {"_meta": {"ua": {"subagentEvents": {"version": 1}, "usage": {"version": 1}}}}}}),
+        ),
+    ]);
+    assert!(changes.contains(&Change::Negotiated {
+        side: acp_extension_core::capabilities::Side::Agent
+    }));
+    let n = state.negotiation();
+    assert_eq!(
+        n.agent.features.keys().collect::<Vec<_>>(),
+        ["subagentEvents", "usage"]
+    );
+    assert!(n.client.features.contains_key("subagentEvents"));
+}
+
+// ---------------------------------------------------------------------------
+// Titles, goals, activity, turns, tasks
+
+fn title(sid: &str, t: Value, source: Option<&str>) -> Value {
+    let mut u = json!({"sessionUpdate": "session_info_update", "title": t});
+    if let Some(s) = source {
+        u["_meta"] = json!({"lody": {"titleSource": s}});
+    }
+    update(sid, u)
+}
+
+#[test]
+fn title_authority() {
+    let mut state = ConnectionState::new();
+    init(
+        &mut state,
+        json!({"sessionTitle": {"version": 1}}),
+        json!({}),
+    );
+    let t = |s: &ConnectionState| {
+        let s = s.session("s").unwrap();
+        (s.title.clone(), s.title_source)
+    };
+    // A fallback fills an empty title only.
+    state.message(A2C, &title("s", json!("first prompt"), Some("fallback")));
+    assert_eq!(
+        t(&state),
+        (Some("first prompt".into()), Some(TitleOrigin::Fallback))
+    );
+    state.message(A2C, &title("s", json!("  Generated  "), Some("generated")));
+    assert_eq!(
+        t(&state),
+        (Some("Generated".into()), Some(TitleOrigin::Generated))
+    );
+    state.message(A2C, &title("s", json!("later fallback"), Some("fallback")));
+    assert_eq!(t(&state).0.as_deref(), Some("Generated"));
+    // An untagged title from an agent advertising sessionTitle is refused.
+    let changes = state.message(A2C, &title("s", json!("untagged"), None));
+    assert!(matches!(&changes[..], [Change::Invalid(i)] if i.rule == "title-without-source"));
+    assert_eq!(t(&state).0.as_deref(), Some("Generated"));
+    state.message(A2C, &title("s", json!("Explicit"), Some("explicit")));
+    assert_eq!(
+        t(&state),
+        (Some("Explicit".into()), Some(TitleOrigin::Explicit))
+    );
+    // A generated title never replaces an explicit one.
+    state.message(A2C, &title("s", json!("Generated 2"), Some("generated")));
+    assert_eq!(t(&state).0.as_deref(), Some("Explicit"));
+    // Empty titles are ignored.
+    state.message(A2C, &title("s", json!("   "), Some("explicit")));
+    assert_eq!(t(&state).0.as_deref(), Some("Explicit"));
+    // The user's rename is never replaced by the agent.
+    state.user_renamed("s", "Mine");
+    state.message(A2C, &title("s", json!("Explicit 2"), Some("explicit")));
+    state.message(A2C, &title("s", Value::Null, Some("explicit")));
+    assert_eq!(t(&state), (Some("Mine".into()), Some(TitleOrigin::User)));
+}
+
+#[test]
+fn untagged_and_generated_titles_without_session_title() {
+    let mut state = ConnectionState::new();
+    init(&mut state, json!({}), json!({}));
+    state.message(A2C, &title("s", json!("Plain"), None));
+    let s = state.session("s").unwrap();
+    assert_eq!(
+        (s.title.as_deref(), s.title_source),
+        (Some("Plain"), Some(TitleOrigin::Untagged))
+    );
+    let changes = state.message(A2C, &title("s", json!("Gen"), Some("generated")));
+    assert!(matches!(&changes[..], [Change::Invalid(i)] if i.rule == "not-negotiated"));
+    assert_eq!(state.session("s").unwrap().title.as_deref(), Some("Plain"));
+    // null clears a non-user title.
+    state.message(A2C, &title("s", Value::Null, Some("explicit")));
+    assert_eq!(state.session("s").unwrap().title, None);
+}
+
+fn goal(sid: &str, goal: Option<Value>) -> Value {
+    let mut u = json!({"sessionUpdate": "session_info_update", "_meta": {"lody": {}}});
+    if let Some(g) = goal {
+        u["_meta"]["lody"]["goal"] = g;
+    }
+    update(sid, u)
+}
+
+#[test]
+fn goal_is_tri_state_and_an_invalid_goal_keeps_the_old_one() {
+    let (mut state, _) = fold(&[(
+        A2C,
+        goal("s", Some(json!({"objective": "ship", "status": "active"}))),
+    )]);
+    let objective = |s: &ConnectionState| {
+        s.session("s")
+            .unwrap()
+            .goal
+            .as_ref()
+            .map(|g| g.objective.clone())
+    };
+    assert_eq!(objective(&state).as_deref(), Some("ship"));
+    state.message(A2C, &goal("s", None));
+    assert_eq!(objective(&state).as_deref(), Some("ship"));
+    let changes = state.message(
+        A2C,
+        &goal("s", Some(json!({"objective": "x", "status": "nope"}))),
+    );
+    assert!(
+        matches!(&changes[..], [Change::Invalid(i)]
+        if i.pointer == "/params/update/_meta/lody/goal/status"),
+        "{changes:?}"
+    );
+    assert_eq!(objective(&state).as_deref(), Some("ship"));
+    state.message(A2C, &goal("s", Some(Value::Null)));
+    assert_eq!(objective(&state), None);
+    // A goal on another update is not read (the Lody client reads it on
+    // session_info_update only).
+    state.message(
+        A2C,
+        &update(
+            "s",
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
+                "_meta": {"lody": {"goal": {"objective": "y", "status": "active"}}}}),
+        ),
+    );
+    assert_eq!(objective(&state), None);
+}
+
+#[test]
+fn activity_turns_and_engine_turns() {
+    let (state, _) = fold(&[
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+                "params": {"sessionId": "s", "prompt": []}}),
+        ),
+        (
+            A2C,
+            notify(
+                "_ua/session/activity_update",
+                json!({"version": 1, "sessionId": "s", "state": "running", "backgroundTaskCount": 2}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"},
+                "_meta": {"lody": {"turnId": "7", "messagePhase": "commentary"}}}),
+            ),
+        ),
+    ]);
+    let s = state.session("s").unwrap();
+    assert_eq!(s.activity.background_task_count, Some(2));
+    assert_eq!(
+        serde_json::to_value(s.activity.state).unwrap(),
+        json!("running")
+    );
+    assert_eq!((s.turns.prompts, s.turns.running), (1, true));
+    assert_eq!(s.turns.turn_id.as_deref(), Some("7"));
+    assert_eq!(s.turns.message_phase.as_deref(), Some("commentary"));
+
+    let mut state = state;
+    state.message(
+        A2C,
+        &json!({"jsonrpc": "2.0", "id": 5, "result": {"stopReason": "end_turn"}}),
+    );
+    let s = state.session("s").unwrap();
+    assert!(!s.turns.running);
+    assert_eq!(s.turns.last_stop_reason.as_deref(), Some("end_turn"));
+    // kimi's engine-opened turn, bracketed by session_info_updates.
+    state.message(
+        A2C,
+        &update(
+            "s",
+            json!({"sessionUpdate": "session_info_update",
+            "_meta": {"lody": {"turnId": "auto:1", "turnOrigin": {"kind": "cron_job"}}}}),
+        ),
+    );
+    let e = state
+        .session("s")
+        .unwrap()
+        .turns
+        .engine_turn
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (e.turn_id.as_str(), e.origin.as_str()),
+        ("auto:1", "cron_job")
+    );
+    state.message(
+        A2C,
+        &update(
+            "s",
+            json!({"sessionUpdate": "session_info_update",
+            "_meta": {"lody": {"turnId": "auto:1", "turnEnded": true}}}),
+        ),
+    );
+    let t = &state.session("s").unwrap().turns;
+    assert_eq!((t.engine_turn.is_none(), t.engine_turns), (true, 1));
+}
+
+#[test]
+fn tasks_from_tool_calls() {
+    let task = |status: &str| {
+        json!({"version": 1, "taskId": "t1", "kind": "background", "status": status,
+            "description": "build"})
+    };
+    let (state, changes) = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "task:t1", "title": "Build",
+                "kind": "think", "_meta": {"lody": {"task": task("in_progress")}}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "task:t1",
+                "_meta": {"lody": {"task": task("completed")}}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "bad",
+                "_meta": {"lody": {"task": {"version": 1, "taskId": "t2", "kind": "x", "status": "pending"}}}}),
+            ),
+        ),
+    ]);
+    let s = state.session("s").unwrap();
+    let t = &s.tasks["t1"];
+    assert_eq!(t.tool_call_id, "task:t1");
+    assert_eq!(t.title.as_deref(), Some("Build"));
+    assert_eq!(serde_json::to_value(t.task.status).unwrap(), "completed");
+    assert!(!s.tasks.contains_key("t2"));
+    assert!(changes.iter().any(|c| matches!(c, Change::Invalid(i)
+        if i.pointer == "/params/update/_meta/lody/task/kind")));
+}
+
+// ---------------------------------------------------------------------------
+// Subagent runs
+
+#[test]
+fn runs_fold_snapshots_progress_and_output() {
+    let progress = |p: Value| {
+        notify(
+            "_lody/subagents/event",
+            json!({"version": 1, "sessionId": "s", "runId": "r", "type": "progress", "progress": p}),
+        )
+    };
+    let tool = |status: &str, extra: Value| {
+        let mut u =
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": status});
+        u.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        u
+    };
+    let (state, changes) = fold(&[
+        (A2C, snapshot("s", "r", "running")),
+        (A2C, progress(json!({"summary": "reading", "turnCount": 1}))),
+        (A2C, progress(json!({"turnCount": 2, "summary": null}))),
+        (A2C, output("s", "r", text("hello "))),
+        (A2C, output("s", "r", text("world\nsecond line"))),
+        (
+            A2C,
+            output(
+                "s",
+                "r",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read", "status": "pending"}),
+            ),
+        ),
+        (
+            A2C,
+            output("s", "r", tool("completed", json!({"rawOutput": "ok"}))),
+        ),
+        (
+            A2C,
+            output(
+                "s",
+                "r",
+                json!({"sessionUpdate": "plan", "entries": [{"content": "a", "priority": "low", "status": "pending"}]}),
+            ),
+        ),
+        (
+            A2C,
+            output("s", "r", json!({"sessionUpdate": "plan", "entries": []})),
+        ),
+        (
+            A2C,
+            output(
+                "s",
+                "r",
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "AA==", "mimeType": "image/png"}}),
+            ),
+        ),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    assert!(
+        changes
+            .iter()
+            .all(|c| matches!(c, Change::SubagentRun { .. }))
+    );
+    let run = &state.session("s").unwrap().subagent_runs["r"];
+    assert_eq!(run.progress.get("turnCount"), Some(&json!(2)));
+    assert!(!run.progress.contains_key("summary"));
+    assert_eq!(run.text, "hello world\nsecond line");
+    assert_eq!(run.last_line(), Some("second line"));
+    assert_eq!(
+        run.tool_calls["t"],
+        json!({"toolCallId": "t", "title": "Read", "status": "completed", "rawOutput": "ok"})
+    );
+    assert_eq!(run.plan.as_ref().unwrap()["entries"], json!([]));
+    // A non-text message chunk marks the run incomplete.
+    assert!(run.output_incomplete);
+    assert_eq!(run.parent_run_id, Some(None));
+    assert_eq!(run.parent_tool_call_id.as_deref(), Some("toolu_1"));
+}
+
+#[test]
+fn terminal_runs_are_final_unknown_is_not_and_ownership_is_fixed_at_first_binding() {
+    let rebind = notify(
+        "_lody/subagents/event",
+        json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+            "snapshot": {"state": "running", "support": support(), "parentToolCallId": "other"}}),
+    );
+    let (mut state, _) = fold(&[
+        (A2C, snapshot("s", "r", "running")),
+        (A2C, snapshot("s", "r", "unknown")),
+        (A2C, rebind),
+        (A2C, snapshot("s", "r", "completed")),
+        (A2C, output("s", "r", text("late"))),
+        (A2C, snapshot("s", "r", "running")),
+    ]);
+    let run = &state.session("s").unwrap().subagent_runs["r"];
+    assert_eq!(run.snapshot.state, SubagentState::Completed);
+    assert_eq!(run.parent_tool_call_id.as_deref(), Some("toolu_1"));
+    assert_eq!(run.text, "");
+    assert_eq!(
+        invalid_rules(&state),
+        ["subagent-after-terminal", "subagent-after-terminal"]
+    );
+    // Progress for a run that never had a snapshot: reported, not folded.
+    let changes = state.message(A2C, &output("s", "ghost", text("x")));
+    assert!(matches!(&changes[..], [Change::Invalid(i)]
+        if i.rule == "subagent-first-not-snapshot" && i.pointer == "/params/type"));
+    assert!(
+        !state
+            .session("s")
+            .unwrap()
+            .subagent_runs
+            .contains_key("ghost")
+    );
+}
+
+#[test]
+fn reconnect_marks_live_runs_unknown_and_they_may_come_back() {
+    let (mut state, _) = fold(&[
+        (A2C, snapshot("s", "live", "running")),
+        (A2C, snapshot("s", "done", "completed")),
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/load",
+                "params": {"sessionId": "s", "cwd": "/", "mcpServers": []}}),
+        ),
+    ]);
+    let runs = &state.session("s").unwrap().subagent_runs;
+    let live = &runs["live"];
+    assert_eq!(live.snapshot.state, SubagentState::Unknown);
+    assert!(live.output_incomplete && live.snapshot.output_incomplete.is_some());
+    assert_eq!(
+        serde_json::to_value(&live.snapshot.reason).unwrap(),
+        json!({"code": "disconnected"})
+    );
+    assert_eq!(runs["done"].snapshot.state, SubagentState::Completed);
+    state.message(A2C, &snapshot("s", "live", "running"));
+    assert_eq!(
+        state.session("s").unwrap().subagent_runs["live"]
+            .snapshot
+            .state,
+        SubagentState::Running
+    );
+    // A lost connection does the same.
+    state.disconnected();
+    assert_eq!(
+        state.session("s").unwrap().subagent_runs["live"]
+            .snapshot
+            .state,
+        SubagentState::Unknown
+    );
+    assert_eq!(state.invalid_count(), 0);
+}
+
+#[test]
+fn malformed_events_and_events_without_negotiation_are_changes() {
+    let mut state = ConnectionState::new();
+    let bad = notify(
+        "_lody/subagents/event",
+        json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+            "snapshot": {"state": "running"}}),
+    );
+    let changes = state.message(A2C, &bad);
+    assert!(
+        matches!(&changes[..], [Change::Invalid(i)]
+        if i.method.as_deref() == Some("_lody/subagents/event")
+            && i.pointer == "/params/snapshot/support" && !i.folded),
+        "{changes:?}"
+    );
+    assert!(
+        state
+            .session("s")
+            .is_none_or(|s| s.subagent_runs.is_empty())
+    );
+    // An agent that did not advertise subagentEvents: dropped, reported.
+    init(
+        &mut state,
+        json!({}),
+        json!({"subagentEvents": {"version": 1}}),
+    );
+    let changes = state.message(A2C, &snapshot("s", "r", "running"));
+    assert!(matches!(&changes[..], [Change::Invalid(i)] if i.rule == "not-negotiated"));
+}
+
+#[test]
+fn standard_subagent_updates_fold_into_the_same_runs() {
+    let standard = fold(&[
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": "child",
+                "title": "Worker", "state": {"state": "running"},
+                "_meta": {"lody": {"parentToolCallId": "toolu_1"}}}),
+            ),
+        ),
+        (A2C, update("child", text("hi"))),
+        (
+            A2C,
+            update(
+                "child",
+                json!({"sessionUpdate": "subagent_update", "sessionId": "grandchild",
+                "state": {"state": "running"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": "child",
+                "state": {"state": "idle", "stopReason": "end_turn"}}),
+            ),
+        ),
+    ])
+    .0;
+    let extension = fold(&[
+        (A2C, snapshot("root", "child", "running")),
+        (A2C, output("root", "child", text("hi"))),
+        (A2C, snapshot("root", "child", "completed")),
+    ])
+    .0;
+    assert_eq!(invalid_rules(&standard), Vec::<String>::new());
+    let s = &standard.session("root").unwrap().subagent_runs;
+    let e = &extension.session("root").unwrap().subagent_runs["child"];
+    let child = &s["child"];
+    assert_eq!(child.snapshot.state, e.snapshot.state);
+    assert_eq!(child.snapshot.name, e.snapshot.name);
+    assert_eq!(child.text, e.text);
+    assert_eq!(child.parent_run_id, e.parent_run_id);
+    assert_eq!(child.parent_tool_call_id, e.parent_tool_call_id);
+    assert_eq!(child.dialect, Dialect::Standard);
+    // Announced on its parent run: nested under it, in the root session.
+    assert_eq!(s["grandchild"].parent_run_id, Some(Some("child".into())));
+    let tree: Vec<(usize, &str)> = standard
+        .session("root")
+        .unwrap()
+        .run_tree()
+        .into_iter()
+        .map(|(d, id, _)| (d, id))
+        .collect();
+    assert_eq!(tree, [(0, "child"), (1, "grandchild")]);
+}
+
+// ---------------------------------------------------------------------------
+// Compaction, notices
+
+#[test]
+fn compaction_and_notices_map_from_both_dialects() {
+    let meta_activity = json!({"lody": {"activity": {"version": 1, "kind": "context_compaction"}}});
+    let extension = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Compacting",
+                "status": "in_progress", "_meta": meta_activity}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "session_info_update",
+                "_meta": {"lody": {"notice": {"level": "warning", "message": "slow down"}}}}),
+            ),
+        ),
+    ])
+    .0;
+    let standard = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "compaction_summary_chunk", "compactionId": "c1",
+                "content": {"type": "text", "text": "summary"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "notice", "severity": "warning", "title": "slow down"}),
+            ),
+        ),
+    ])
+    .0;
+    let (e, s) = (
+        extension.session("s").unwrap(),
+        standard.session("s").unwrap(),
+    );
+    for x in [e, s] {
+        let a = &x.activities["c1"];
+        assert_eq!(serde_json::to_value(a.kind).unwrap(), "context_compaction");
+        assert_eq!(a.status.as_deref(), Some("completed"));
+        assert_eq!(x.notices.len(), 1);
+        assert_eq!(x.notices[0].message, "slow down");
+        assert_eq!(serde_json::to_value(x.notices[0].level).unwrap(), "warning");
+    }
+    assert_eq!(s.activities["c1"].summary.as_deref(), Some("summary"));
+    assert_eq!(
+        (e.activities["c1"].dialect, s.activities["c1"].dialect),
+        (Dialect::Extension, Dialect::Standard)
+    );
+}
+
+#[test]
+fn unknown_session_updates_are_changes_and_sdk_notifications_fold() {
+    let mut state = ConnectionState::new();
+    let changes = state.message(
+        A2C,
+        &update("s", json!({"sessionUpdate": "subagent_spawned", "x": 1})),
+    );
+    assert!(matches!(&changes[..], [Change::Invalid(i)]
+        if i.rule == "unknown-session-update" && i.pointer == "/params/update/sessionUpdate"));
+    // The same through the raw entry point an SDK client uses when its
+    // typed update fails to decode.
+    let changes =
+        state.raw_session_update(&json!({"sessionId": "s", "update": {"sessionUpdate": "x"}}));
+    assert!(matches!(&changes[..], [Change::Invalid(_)]));
+    use agent_client_protocol::v1::schema::{
+        SessionInfoUpdate, SessionNotification, SessionUpdate,
+    };
+    let n = SessionNotification::new(
+        "s",
+        SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title("Typed")),
+    );
+    let changes = state.session_notification(&n);
+    assert_eq!(
+        changes,
+        [Change::Title {
+            session_id: "s".into()
+        }]
+    );
+    assert_eq!(state.session("s").unwrap().title.as_deref(), Some("Typed"));
+    let changes = state.line(A2C, "{not json");
+    assert!(matches!(&changes[..], [Change::Invalid(i)] if i.rule == "not-json"));
+}
+
+// ---------------------------------------------------------------------------
+// Usage
+
+fn usage_update(sid: &str, scope: Option<&str>, input: u64, cost: Option<f64>) -> Value {
+    let mut row = json!({"inputTokens": input, "outputTokens": 1, "cacheReadInputTokens": 0});
+    if let Some(c) = cost {
+        row["costUSD"] = json!(c);
+    }
+    let mut p = json!({"sessionId": sid, "usage": row, "modelUsage": {"m": row}});
+    if let Some(s) = scope {
+        p["_meta"] = json!({"lody": {"usageScopeId": s}});
+    }
+    notify("_lody/session/usage_update", p)
+}
+
+#[test]
+fn usage_scopes_sum_never_add_delta_and_report_decreases() {
+    let mut delta = usage_update("s", Some("a"), 30, Some(0.3));
+    delta["params"]["delta"] = json!({"usage": {"inputTokens": 20, "outputTokens": 0, "cacheReadInputTokens": 0},
+        "modelUsage": {"m": {"inputTokens": 20, "outputTokens": 0, "cacheReadInputTokens": 0}}});
+    let (mut state, _) = fold(&[
+        (A2C, usage_update("s", Some("a"), 10, Some(0.1))),
+        (A2C, delta),
+        (A2C, usage_update("s", Some("b"), 5, None)),
+    ]);
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.scopes.keys().collect::<Vec<_>>(), ["scope:a", "scope:b"]);
+    assert_eq!(u.scopes["scope:a"].model_usage["m"].input_tokens.get(), 30);
+    assert!(u.scopes["scope:a"].delta.is_some());
+    // 30 + 5, not 30 + 20 + 5; scope b's cost is unknown, so the total's is.
+    assert_eq!(u.totals["m"].input_tokens.get(), 35);
+    assert_eq!(u.totals["m"].cost_usd, None);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    // A total that falls is reported and marks the scope incomplete.
+    let changes = state.message(A2C, &usage_update("s", Some("b"), 4, None));
+    assert!(changes.iter().any(|c| matches!(c, Change::Invalid(i)
+        if i.rule == "usage-total-decreased" && i.pointer == "/params/modelUsage/m/inputTokens")));
+    assert!(state.session("s").unwrap().usage.scopes["scope:b"].incomplete);
+    // Scope a comes back after b began: reported.
+    state.message(A2C, &usage_update("s", Some("a"), 31, Some(0.31)));
+    assert_eq!(
+        invalid_rules(&state).last().unwrap(),
+        "usage-scope-reentered"
+    );
+    // Standard usage_update is context occupancy only.
+    state.message(
+        A2C,
+        &update(
+            "s",
+            json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+            "cost": {"amount": 0.5, "currency": "USD"}}),
+        ),
+    );
+    let c = state.session("s").unwrap().usage.context.clone().unwrap();
+    assert_eq!((c.used, c.size), (1200, 200000));
+    assert_eq!(
+        state.session("s").unwrap().usage.totals["m"]
+            .input_tokens
+            .get(),
+        35
+    );
+}
+
+#[test]
+fn an_oversized_scope_id_falls_back_to_unscoped() {
+    let long = "x".repeat(300);
+    let (state, changes) = fold(&[(A2C, usage_update("s", Some(&long), 10, None))]);
+    assert!(changes.iter().any(|c| matches!(c, Change::Invalid(i)
+        if i.rule == "scope-id-fallback" && i.folded)));
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.scopes.keys().collect::<Vec<_>>(), ["session"]);
+}
+
+#[test]
+fn legacy_usage_and_rate_limits_map_onto_the_same_state() {
+    let session_new = [
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}),
+        ),
+    ];
+    let mut legacy = session_new.to_vec();
+    legacy.push((
+        A2C,
+        notify(
+            "_acp_ext:session_usage_update",
+            json!({"usage": {"inputTokens": 10, "outputTokens": 1, "cacheReadInputTokens": 0, "contextWindow": null},
+                "modelUsage": {"m": {"inputTokens": 10, "outputTokens": 1, "cacheReadInputTokens": 0, "costUSD": 0.1, "contextWindow": null}}}),
+        ),
+    ));
+    legacy.push((
+        A2C,
+        notify(
+            "_acp_ext:session_rate_limits",
+            json!({"schemaVersion": 2, "planName": "pro", "limitId": "codex",
+                "windows": [{"usedPercent": 140, "windowDurationMins": 300, "resetsAt": 1767225600123u64}],
+                "apiUnavailable": false}),
+        ),
+    ));
+    let mut extension = session_new.to_vec();
+    extension.push((A2C, usage_update("s", None, 10, Some(0.1))));
+    extension.push((
+        A2C,
+        notify(
+            "_lody/rate_limits/update",
+            json!({"rateLimits": [{"limitId": "codex", "scope": {"providerId": "unknown"}, "planName": "pro",
+                "windows": [{"usedPercent": 100, "windowDurationSeconds": 18000, "resetsAtEpochSeconds": 1767225600}]}]}),
+        ),
+    ));
+    let (l, _) = fold(&legacy);
+    let (e, _) = fold(&extension);
+    assert_eq!(invalid_rules(&l), Vec::<String>::new());
+    let (lu, eu) = (
+        &l.session("s").unwrap().usage,
+        &e.session("s").unwrap().usage,
+    );
+    assert_eq!(lu.totals, eu.totals);
+    assert_eq!(lu.scopes["session"].dialect, Dialect::Legacy);
+    let (lr, er) = (&l.rate_limits()["codex"], &e.rate_limits()["codex"]);
+    assert_eq!(lr.rate_limit, er.rate_limit);
+    assert_eq!(lr.dialect, Dialect::Legacy);
+    // Legacy usage before any session: nowhere to put it, reported.
+    let (state, _) = fold(&[(
+        A2C,
+        notify(
+            "_acp_ext:session_usage_update",
+            json!({"usage": {"inputTokens": 1, "outputTokens": 1, "cacheReadInputTokens": 0}}),
+        ),
+    )]);
+    assert_eq!(invalid_rules(&state), ["no-session"]);
+}
+
+#[test]
+fn rate_limits_merge_per_limit_and_replace_within_it() {
+    let row = |id: &str, windows: Value| json!({"limitId": id, "scope": {"providerId": "p"}, "windows": windows});
+    let w = |pct: u32| json!({"usedPercent": pct, "windowDurationSeconds": 3600, "resetsAtEpochSeconds": null});
+    let push = |rows: Value| notify("_ua/rate_limits/update", json!({"rateLimits": rows}));
+    let (mut state, _) = fold(&[(
+        A2C,
+        push(json!([
+            row("a", json!([w(1), w(2)])),
+            row("b", json!([w(3)]))
+        ])),
+    )]);
+    state.message(A2C, &push(json!([row("a", json!([w(9)]))])));
+    state.message(A2C, &push(json!([])));
+    let r = state.rate_limits();
+    assert_eq!(r.keys().collect::<Vec<_>>(), ["a", "b"]);
+    assert_eq!(r["a"].rate_limit.windows.len(), 1);
+    assert_eq!(r["a"].rate_limit.windows[0].used_percent.get(), 9.0);
+    assert_eq!(r["b"].rate_limit.windows[0].used_percent.get(), 3.0);
+    // A query result upserts the same way.
+    state.message(
+        C2A,
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "_lody/rate_limits/get", "params": {}}),
+    );
+    state.message(
+        A2C,
+        &json!({"jsonrpc": "2.0", "id": 9, "result": {"rateLimits": [row("c", json!([w(5)]))]}}),
+    );
+    assert_eq!(
+        state.rate_limits().keys().collect::<Vec<_>>(),
+        ["a", "b", "c"]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Steering and pending requests
+
+fn steer(id: u64, steer_id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "_lody/session/steer",
+        "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "x"}], "steerId": steer_id}})
+}
+
+#[test]
+fn steer_outcomes() {
+    let prompt = json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": "s", "prompt": []}});
+    let (mut state, _) = fold(&[
+        (C2A, prompt),
+        (C2A, steer(2, "ok")),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"outcome": "injected"}}),
+        ),
+        (
+            A2C,
+            notify(
+                "_lody/session/steer_applied",
+                json!({"sessionId": "s", "steerId": "ok"}),
+            ),
+        ),
+        (C2A, steer(3, "refused")),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32600, "message": "no turn"}}),
+        ),
+        (C2A, steer(4, "failed")),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"outcome": "failed"}}),
+        ),
+        (C2A, steer(5, "lost")),
+    ]);
+    let outcome = |s: &ConnectionState, id: &str| s.session("s").unwrap().steers[id].outcome;
+    assert_eq!(outcome(&state, "ok"), SteerOutcome::Applied);
+    assert_eq!(outcome(&state, "refused"), SteerOutcome::Refused);
+    assert_eq!(outcome(&state, "failed"), SteerOutcome::Failed);
+    assert_eq!(outcome(&state, "lost"), SteerOutcome::Pending);
+    state.disconnected();
+    assert_eq!(outcome(&state, "lost"), SteerOutcome::Unknown);
+    // A steer_applied naming no steer the client sent: the sequence rule.
+    let changes = state.message(
+        A2C,
+        &notify(
+            "_lody/session/steer_applied",
+            json!({"sessionId": "s", "steerId": "ghost"}),
+        ),
+    );
+    assert!(changes.iter().any(|c| matches!(c, Change::Invalid(i)
+        if i.rule == "steer-unknown-id")));
+}
+
+#[test]
+fn child_permission_requests_are_routed_to_their_run() {
+    let permission = |id: u64, run: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",
+            "params": {"sessionId": "s", "options": [],
+                "toolCall": {"toolCallId": format!("subagent:{run}:toolu_9"),
+                    "_meta": {"lody": {"subagentRunId": run, "subagentToolCallId": "toolu_9"}}}}})
+    };
+    let (mut state, changes) = fold(&[
+        (A2C, snapshot("s", "r", "running")),
+        (A2C, permission(7, "r")),
+        (A2C, permission(8, "nobody")),
+    ]);
+    assert!(changes.contains(&Change::RequestPending {
+        session_id: "s".into(),
+        request_id: "7".into()
+    }));
+    let pending = &state.session("s").unwrap().pending_requests;
+    let p = &pending["7"];
+    assert_eq!(p.subagent_run_id.as_deref(), Some("r"));
+    assert_eq!(p.subagent_tool_call_id.as_deref(), Some("toolu_9"));
+    assert_eq!(p.tool_call_id.as_deref(), Some("subagent:r:toolu_9"));
+    assert_eq!(p.run_live, Some(true));
+    assert_eq!(pending["8"].run_live, Some(false));
+    let changes = state.message(
+        C2A,
+        &json!({"jsonrpc": "2.0", "id": 7, "result": {"outcome": {"outcome": "cancelled"}}}),
+    );
+    assert_eq!(
+        changes,
+        [Change::RequestResolved {
+            session_id: "s".into(),
+            request_id: "7".into()
+        }]
+    );
+    assert_eq!(
+        state
+            .session("s")
+            .unwrap()
+            .pending_requests
+            .keys()
+            .collect::<Vec<_>>(),
+        ["8"]
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Bounded mode and the document schema
+
+#[test]
+fn bounded_mode_stays_within_its_caps() {
+    let mut state = ConnectionState::bounded();
+    let limits = state.limits();
+    for i in 0..(limits.sessions + 10) {
+        state.message(A2C, &snapshot(&format!("s{i}"), "r", "running"));
+    }
+    for i in 0..(limits.runs_per_session + 10) {
+        state.message(A2C, &snapshot("s0", &format!("r{i}"), "running"));
+    }
+    let big = "y".repeat(1000);
+    for _ in 0..100 {
+        state.message(A2C, &output("s0", "r5000", text(&big)));
+        state.message(
+            A2C,
+            &output("s0", &format!("r{}", limits.runs_per_session), text(&big)),
+        );
+    }
+    for _ in 0..(limits.invalid + 10) {
+        state.line(A2C, "not json");
+    }
+    assert!(state.sessions().len() <= limits.sessions);
+    let s0 = state.session("s0").unwrap();
+    assert!(s0.subagent_runs.len() <= limits.runs_per_session);
+    let run = &s0.subagent_runs[&format!("r{}", limits.runs_per_session)];
+    assert!(run.text.len() <= limits.text_per_run && run.text.len() > 60_000);
+    assert_eq!(state.invalid().len(), limits.invalid);
+    assert!(state.invalid_count() > limits.invalid as u64);
+    let t = state.tracked();
+    assert!(t.sessions <= limits.sequence.sessions);
+}
+
+#[test]
+fn the_json_document_matches_its_schema() {
+    let mut state = ConnectionState::new();
+    init(
+        &mut state,
+        json!({"sessionTitle": {"version": 1}, "subagentEvents": {"version": 1}}),
+        json!({"subagentEvents": {"version": 1}}),
+    );
+    for m in [
+        snapshot("s", "r", "running"),
+        output("s", "r", text("hi")),
+        usage_update("s", None, 3, Some(0.01)),
+        title("s", json!("T"), Some("explicit")),
+        goal("s", Some(json!({"objective": "o", "status": "active"}))),
+        update("s", json!({"sessionUpdate": "bogus"})),
+    ] {
+        state.message(A2C, &m);
+    }
+    let mut doc = serde_json::to_value(&state).unwrap();
+    doc["file"] = json!("x.jsonl");
+    for key in [
+        "negotiation",
+        "sessions",
+        "rateLimits",
+        "invalid",
+        "invalidCount",
+    ] {
+        assert!(doc.get(key).is_some(), "{key} missing: {doc}");
+    }
+    let s = &doc["sessions"]["s"];
+    for key in [
+        "title",
+        "titleSource",
+        "goal",
+        "activity",
+        "subagentRuns",
+        "tasks",
+        "usage",
+    ] {
+        assert!(s.get(key).is_some(), "{key} missing: {s}");
+    }
+    assert_eq!(s["subagentRuns"]["r"]["snapshot"]["state"], "running");
+    let schema = serde_json::to_value(document_schema()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // And it rejects what is not a state document.
+    assert!(!validator.is_valid(&json!({"file": 1})));
+}
+
+// ---------------------------------------------------------------------------
+// Properties: the emitter's runs and the accumulator's totals come back
+
+#[derive(Debug, Clone)]
+enum Op {
+    Start(u8, bool),
+    Patch(u8, u8),
+    Progress(u8, u8, Option<u32>),
+    Text(u8, String),
+    Tool(u8, u8, bool),
+    Disconnect,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..3u8, any::<bool>()).prop_map(|(n, t)| Op::Start(n, t)),
+        (0..3u8, 0..5u8).prop_map(|(n, s)| Op::Patch(n, s)),
+        (0..3u8, 0..3u8, proptest::option::of(0..100u32))
+            .prop_map(|(n, k, v)| Op::Progress(n, k, v)),
+        (0..3u8, "[a-z \n]{0,8}").prop_map(|(n, t)| Op::Text(n, t)),
+        (0..3u8, 0..3u8, any::<bool>()).prop_map(|(n, t, done)| Op::Tool(n, t, done)),
+        Just(Op::Disconnect),
+    ]
+}
+
+fn state_name(i: u8) -> SubagentState {
+    [
+        SubagentState::Pending,
+        SubagentState::Running,
+        SubagentState::Completed,
+        SubagentState::Failed,
+        SubagentState::Cancelled,
+    ][i as usize % 5]
+}
+
+fn counter() -> impl FnMut() -> String + Send + Sync + 'static {
+    let mut n = 0;
+    move || {
+        n += 1;
+        format!("run-{n}")
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn folding_the_emitters_events_gives_back_its_runs(ops in proptest::collection::vec(op(), 0..40)) {
+        let mut e = SubagentEmitter::new("s", Vec::<EmittedEvent>::new()).with_id_generator(counter());
+        let support = SubagentSupport::new(vec![SubagentStream::Text, SubagentStream::Tool], true, OutputRead::None, false);
+        block_on(async {
+            for op in &ops {
+                let native = |n: &u8| format!("native-{n}");
+                match op {
+                    Op::Start(n, terminal) => {
+                        let state = if *terminal { SubagentState::Completed } else { SubagentState::Running };
+                        let snap = SubagentSnapshot::new(state, support.clone()).name(format!("w{n}")).parent_run_id(None);
+                        e.start(native(n), snap).await.unwrap();
+                    }
+                    Op::Patch(n, s) => {
+                        let patch = acp_extension_core::subagent_emitter::SnapshotPatch::new().state(state_name(*s));
+                        e.snapshot(&native(n), patch).await.unwrap();
+                    }
+                    Op::Progress(n, k, v) => {
+                        let key = ["summary", "turnCount", "toolCallCount"][*k as usize];
+                        let value = match (k, v) {
+                            (_, None) => Value::Null,
+                            (0, Some(v)) => json!(format!("s{v}")),
+                            (_, Some(v)) => json!(v),
+                        };
+                        e.progress_value(&native(n), json!({key: value})).await.unwrap();
+                    }
+                    Op::Text(n, t) => {
+                        e.output_value(&native(n), text(t), OutputIds::new()).await.unwrap();
+                    }
+                    Op::Tool(n, t, done) => {
+                        let u = if *done {
+                            json!({"sessionUpdate": "tool_call_update", "toolCallId": format!("t{t}"), "status": "completed"})
+                        } else {
+                            json!({"sessionUpdate": "tool_call", "toolCallId": format!("t{t}"), "title": "x", "status": "pending"})
+                        };
+                        e.output_value(&native(n), u, OutputIds::new()).await.unwrap();
+                    }
+                    Op::Disconnect => e.disconnect().await.unwrap(),
+                }
+            }
+        });
+        let events: Vec<Value> = e.sink().iter().map(|ev| ev.as_value().clone()).collect();
+        let mut state = ConnectionState::new();
+        for ev in &events {
+            state.message(A2C, &notify("_lody/subagents/event", ev.clone()));
+        }
+        prop_assert_eq!(state.invalid_count(), 0, "{:?}", state.invalid().collect::<Vec<_>>());
+        // An independent model of each run, from the event list.
+        let mut last_snapshot: IndexMap<String, Value> = IndexMap::new();
+        let mut texts: IndexMap<String, String> = IndexMap::new();
+        let mut progress: IndexMap<String, serde_json::Map<String, Value>> = IndexMap::new();
+        let mut tools: IndexMap<String, IndexMap<String, Value>> = IndexMap::new();
+        for ev in &events {
+            let run = ev["runId"].as_str().unwrap().to_owned();
+            match ev["type"].as_str().unwrap() {
+                "snapshot" => { last_snapshot.insert(run, ev["snapshot"].clone()); }
+                "progress" => {
+                    let p = progress.entry(run).or_default();
+                    for (k, v) in ev["progress"].as_object().unwrap() {
+                        if v.is_null() { p.remove(k); } else { p.insert(k.clone(), v.clone()); }
+                    }
+                }
+                _ => {
+                    let u = &ev["update"];
+                    if u["sessionUpdate"] == "agent_message_chunk" {
+                        texts.entry(run).or_default().push_str(u["content"]["text"].as_str().unwrap());
+                    } else {
+                        let id = u["toolCallId"].as_str().unwrap().to_owned();
+                        let row = tools.entry(run).or_default().entry(id).or_insert(json!({}));
+                        for (k, v) in u.as_object().unwrap() {
+                            if k != "sessionUpdate" { row[k] = v.clone(); }
+                        }
+                    }
+                }
+            }
+        }
+        let runs = state.session("s").map(|s| s.subagent_runs.clone()).unwrap_or_default();
+        prop_assert_eq!(runs.keys().collect::<Vec<_>>(), last_snapshot.keys().collect::<Vec<_>>());
+        for (run_id, snap) in &last_snapshot {
+            let got = &runs[run_id];
+            prop_assert_eq!(&serde_json::to_value(&got.snapshot).unwrap(), snap);
+            prop_assert_eq!(&got.text, texts.get(run_id).map_or("", String::as_str));
+            prop_assert_eq!(&got.progress, &progress.get(run_id).cloned().unwrap_or_default());
+            let want_tools = tools.get(run_id).cloned().unwrap_or_default();
+            prop_assert_eq!(&got.tool_calls, &want_tools);
+        }
+        // And the emitter's current runs are among them, with its snapshot.
+        for (_, run) in e.runs() {
+            prop_assert_eq!(&serde_json::to_value(&runs[&run.run_id].snapshot).unwrap(), &run.snapshot);
+        }
+    }
+
+    #[test]
+    fn folding_the_accumulators_updates_gives_back_its_totals(
+        mut steps in proptest::collection::vec((0..2usize, 0..3u8, 0..3u8, 0..1000u64, proptest::option::of(0..100u32)), 1..30)
+    ) {
+        // Scopes follow each other (a scope never comes back once another
+        // began), so scope a's updates come first.
+        steps.sort_by_key(|s| s.0);
+        let mut accs = [
+            SessionUsageAccumulator::with_scope_id("turn-a").unwrap(),
+            SessionUsageAccumulator::with_scope_id("turn-b").unwrap(),
+        ];
+        let mut last: [Option<IndexMap<String, ModelUsage>>; 2] = [None, None];
+        let mut state = ConnectionState::new();
+        // The session start is seen, so every delta is judged from zero.
+        state.message(C2A, &json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}));
+        state.message(A2C, &json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}}));
+        for (scope, op, model, input, cost) in steps {
+            let mut row = ModelUsage::new(input, input / 2, 0u64);
+            if let Some(c) = cost {
+                row = row.cost_usd(acp_extension_core::wire::FiniteF64::new(f64::from(c) / 100.0).unwrap());
+            }
+            let mut rows = IndexMap::new();
+            rows.insert(format!("m{model}"), row);
+            if let Some(u) = accs[scope].update("s", &format!("op{op}"), &rows) {
+                last[scope] = u.model_usage.clone();
+                let params = serde_json::to_value(&u).unwrap();
+                state.message(A2C, &notify("_lody/session/usage_update", params));
+            }
+        }
+        prop_assert_eq!(state.invalid_count(), 0, "{:?}", state.invalid().collect::<Vec<_>>());
+        let Some(s) = state.session("s") else { return Ok(()) };
+        for (i, id) in ["turn-a", "turn-b"].iter().enumerate() {
+            let got = s.usage.scopes.get(&format!("scope:{id}")).map(|x| x.model_usage.clone());
+            prop_assert_eq!(got, last[i].clone());
+        }
+        // Totals: per model, the sum of both scopes; a cost only when every
+        // scope reporting the model knows it.
+        let mut want: IndexMap<String, (u64, Option<f64>)> = IndexMap::new();
+        for rows in last.iter().flatten() {
+            for (m, r) in rows {
+                let e = want.entry(m.clone()).or_insert((0, Some(0.0)));
+                e.0 += r.input_tokens.get();
+                e.1 = match (e.1, r.cost_usd) { (Some(a), Some(b)) => Some(a + b.get()), _ => None };
+            }
+        }
+        prop_assert_eq!(s.usage.totals.len(), want.len());
+        for (m, (input, cost)) in want {
+            let t = &s.usage.totals[&m];
+            prop_assert_eq!(t.input_tokens.get(), input);
+            match (t.cost_usd.map(|c| c.get()), cost) {
+                (Some(a), Some(b)) => prop_assert!((a - b).abs() < 1e-9, "{} vs {}", a, b),
+                (a, b) => prop_assert_eq!(a, b),
+            }
+        }
+    }
+}
