@@ -15,3 +15,4 @@ pub mod probe;
 pub mod serve;
 pub mod state;
 pub mod tap;
+pub(crate) mod time;

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use acp_extension_core::state::{ConnectionState, Limits, SessionState};
 use acp_extension_core::usage::ModelUsage;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::check::input::{self, Format, Item};
 use crate::output::Style;
@@ -94,7 +94,11 @@ pub fn run(
             }
         };
         if options.json {
-            writeln!(out, "{}", document(&file.display().to_string(), &state))?;
+            let name = file.display().to_string();
+            let mut w = io::BufWriter::new(&mut *out);
+            serde_json::to_writer(&mut w, &Document::new(&name, &state))?;
+            writeln!(w)?;
+            w.flush()?;
         } else {
             if i > 0 {
                 writeln!(out)?;
@@ -105,14 +109,22 @@ pub fn run(
     Ok(code)
 }
 
-/// The `--json` document of one file: `{"file", …state}`.
-pub fn document(file: &str, state: &ConnectionState) -> Value {
-    let mut doc = Map::new();
-    doc.insert("file".into(), Value::String(file.to_owned()));
-    if let Ok(Value::Object(fields)) = serde_json::to_value(state) {
-        doc.extend(fields);
+/// The `--json` document of one file, `{"file", …state}`, serialized
+/// without building a JSON tree of the state first.
+#[derive(Debug, serde::Serialize)]
+pub struct Document<'a> {
+    /// The transcript read.
+    pub file: &'a str,
+    /// Its folded state.
+    #[serde(flatten)]
+    pub state: &'a ConnectionState,
+}
+
+impl<'a> Document<'a> {
+    /// The document of `state` folded from `file`.
+    pub fn new(file: &'a str, state: &'a ConnectionState) -> Self {
+        Self { file, state }
     }
-    Value::Object(doc)
 }
 
 fn count(n: Option<acp_extension_core::usage::UsageCount>) -> u64 {
@@ -364,9 +376,9 @@ fn print_state(
                     let span = w
                         .window_duration_seconds
                         .map_or("?".to_owned(), |d| duration(d.get()));
-                    let reset = w
-                        .resets_at_epoch_seconds
-                        .map_or(String::new(), |t| format!(" resets {}", utc(t.get())));
+                    let reset = w.resets_at_epoch_seconds.map_or(String::new(), |t| {
+                        format!(" resets {}", crate::time::utc_minutes(t.get() as u64))
+                    });
                     format!("{span} {}%{reset}", w.used_percent.get())
                 })
                 .collect();
@@ -427,39 +439,9 @@ fn duration(secs: f64) -> String {
     }
 }
 
-/// `YYYY-MM-DD HH:MMZ` of epoch seconds.
-fn utc(secs: f64) -> String {
-    let secs = secs as i64;
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0.0), "1970-01-01 00:00Z");
-        assert_eq!(utc(1_767_225_600.0), "2026-01-01 00:00Z");
-        assert_eq!(utc(951_782_400.0 + 3_660.0), "2000-02-29 01:01Z");
-    }
 
     #[test]
     fn durations() {

@@ -13,7 +13,7 @@ use acp_ext::check::input::{self, Format, Item};
 use acp_ext::check::run::{Options, check_reader};
 use acp_ext::check::{Checker, Direction, Finding, Limits, Severity, rules};
 use acp_extension_core::capabilities::Feature;
-use common::{EXE, read_jsonl, shared};
+use common::{EXE, corpus_files, read_jsonl, shared};
 use serde_json::{Value, json};
 
 const C2A: Direction = Direction::ClientToAgent;
@@ -1463,23 +1463,6 @@ fn loose_shapes_become_messages() {
 
 // ---------------------------------------------------------------------------
 // The real-world corpus
-
-fn corpus_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![shared("corpus")];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// The corpus file whose path ends with `suffix`.
 fn corpus_file(suffix: &str) -> PathBuf {

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{EXE, scratch, shared};
+use common::{EXE, corpus_files, scratch};
 use serde_json::Value;
 
 /// Records `probe` driving `serve` through `tap --record` with `prompts`.
@@ -217,18 +217,7 @@ fn people_output_shows_each_part() {
 
 #[test]
 fn every_corpus_file_folds() {
-    let mut files = Vec::new();
-    let mut dirs = vec![shared("corpus")];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
-                files.push(p);
-            }
-        }
-    }
+    let files = corpus_files();
     assert!(files.len() > 30);
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     for mode in [&[][..], &["--bounded"][..]] {

@@ -50,6 +50,37 @@
 //! [`wire::Percent`], [`usage::UsageScopeId`]. What `acp-ext check`
 //! calls an error, these types and [`validate`] reject.
 //!
+//! # For client authors
+//!
+//! Feed a [`state::ConnectionState`] every message of the connection (or
+//! call its typed entry points from the SDK client's handlers) and read the
+//! folded state back: per session the title with its authority, the goal,
+//! activity, turns, tasks, the subagent run tree with each run's snapshot,
+//! progress and output, compaction and notices, usage per scope and in
+//! total, steers and their outcome, pending permission requests (child
+//! requests routed to their run); per connection the rate limits and both
+//! peers' negotiation. It reads every dialect a client meets: both
+//! namespaces, the standard ACP updates that overlap the extensions, the
+//! v2 capability location, the adapters' conventions and the legacy
+//! `_acp_ext:*` payloads. Each call returns typed [`state::Change`]s;
+//! whatever it does not fold (a malformed payload, a sequence-rule break,
+//! an unknown session update) is a [`state::Change::Invalid`] naming the
+//! method, the JSON pointer and the rule. [`state::Limits::bounded`] keeps
+//! a long-lived client within fixed memory. `examples/client.rs` is a
+//! complete SDK client; `acp-ext state` prints the same state for a
+//! recorded transcript.
+//!
+//! ```
+//! use acp_extension_core::state::{ConnectionState, Direction};
+//! use serde_json::json;
+//!
+//! let mut state = ConnectionState::new();
+//! state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0", "method": "session/update",
+//!     "params": {"sessionId": "s", "update": {"sessionUpdate": "session_info_update",
+//!         "_meta": {"lody": {"goal": {"objective": "ship", "status": "active"}}}}}}));
+//! assert_eq!(state.session("s").unwrap().goal.as_ref().unwrap().objective, "ship");
+//! ```
+//!
 //! # Cargo features
 //!
 //! | feature | default | what it adds |
@@ -69,9 +100,9 @@
 //! (a prompt's `usage`, about one operation of `session/usage_update`),
 //! `unstable_session_set_title`, and, ungated, `notice`, `compaction_update`,
 //! `session_info_update` titles and `usage_update` (context occupancy and
-//! cumulative cost). This crate speaks the extensions' own messages and
-//! leaves those features to the application: enable them on the SDK when a
-//! peer speaks them and map at your boundary.
+//! cumulative cost). The types and the producer speak the extensions' own
+//! messages; [`state`] reads the standard counterparts too, from JSON, so a
+//! client needs none of those SDK features to fold them.
 //!
 //! # `serde_json` features
 //!
@@ -97,10 +128,14 @@
 //!    schemas share;
 //! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
 //!    dispatching to every area;
-//! 4. [`producer`]: the connection layer for agents, [`producer::AgentExtensions`]
-//!    writing every extension message of one negotiated connection in its
-//!    namespace, and [`producer::ExtensionRequestHandler`] for the requests
-//!    an agent receives.
+//! 4. [`sequence`]: the rules that need memory of earlier messages (run
+//!    lifecycle, usage scopes, steering), one implementation that `acp-ext
+//!    check` and the consumer state share;
+//! 5. the connection layers: [`producer`] for agents,
+//!    [`producer::AgentExtensions`] writing every extension message of one
+//!    negotiated connection in its namespace, and
+//!    [`producer::ExtensionRequestHandler`] for the requests an agent
+//!    receives; [`state`] for clients, the folded state of one connection.
 //!
 
 #![deny(missing_docs)]

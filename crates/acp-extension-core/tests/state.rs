@@ -965,6 +965,54 @@ fn steer_outcomes() {
 }
 
 #[test]
+fn steers_not_applied_when_their_turn_ends_are_unknown() {
+    let prompt = |id: u64, meta: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": "s", "prompt": [], "_meta": meta}})
+    };
+    let (state, _) = fold(&[
+        (C2A, prompt(1, json!({}))),
+        (C2A, steer(2, "injected")),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"outcome": "injected"}}),
+        ),
+        (C2A, steer(3, "applied")),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"outcome": "injected"}}),
+        ),
+        (
+            A2C,
+            notify(
+                "_lody/session/steer_applied",
+                json!({"sessionId": "s", "steerId": "applied"}),
+            ),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+        ),
+        // The prompt transport: the steer is a prompt with `_meta.<ns>.steer`.
+        (
+            C2A,
+            prompt(4, json!({"lody": {"steer": {"id": "by-prompt"}}})),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}}),
+        ),
+    ]);
+    let steers = &state.session("s").unwrap().steers;
+    assert_eq!(steers["injected"].outcome, SteerOutcome::Unknown);
+    assert_eq!(steers["applied"].outcome, SteerOutcome::Applied);
+    assert_eq!(steers["by-prompt"].outcome, SteerOutcome::Unknown);
+    assert_eq!(steers["by-prompt"].transport, "prompt");
+    // The sequence rule saw the injected steer that was never applied.
+    assert_eq!(invalid_rules(&state), ["steer-not-applied"]);
+}
+
+#[test]
 fn child_permission_requests_are_routed_to_their_run() {
     let permission = |id: u64, run: &str| {
         json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission",

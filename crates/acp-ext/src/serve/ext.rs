@@ -30,8 +30,8 @@ use super::params::{invalid_params, method_not_found, unknown_session};
 use super::script::cancel_run;
 use super::sessions::{open_session, replay};
 use super::state::{AppCall, DEFAULT_MODEL, Goal, Inner, Shared, Steer};
-use super::time;
 use super::wire::{self, Cx, nn};
+use crate::time;
 
 fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(Error::into_internal_error)

@@ -19,7 +19,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::state::DEFAULT_MODEL;
-use super::time;
+use crate::time;
 
 /// One subagent run and its task record (the native id is the task id).
 #[derive(Debug, Clone)]

@@ -49,7 +49,6 @@ mod params;
 mod script;
 mod sessions;
 mod state;
-mod time;
 mod wire;
 
 use std::sync::Arc;

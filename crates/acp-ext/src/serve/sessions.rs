@@ -23,10 +23,11 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{Error, ErrorCode};
 use serde_json::{Value, json};
 
+use super::ServeNamespace;
 use super::params::{self, invalid_params, invalid_state, unknown_session};
 use super::state::{ClientSide, Inner, Live, Session, Shared, TurnRecord};
 use super::wire::{self, Cx};
-use super::{ServeNamespace, time};
+use crate::time;
 
 fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
     serde_json::to_value(v).map_err(Error::into_internal_error)

@@ -224,7 +224,7 @@ impl Session {
             cwd,
             additional_directories: Vec::new(),
             title: None,
-            updated_at: super::time::now(),
+            updated_at: crate::time::now(),
             project: None,
             model_id: DEFAULT_MODEL.to_owned(),
             plan_mode: false,

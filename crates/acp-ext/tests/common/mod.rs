@@ -31,6 +31,24 @@ pub fn shared(rel: &str) -> PathBuf {
         .join(rel)
 }
 
+/// Every `.json` and `.jsonl` file of the recorded corpus, sorted.
+pub fn corpus_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![shared("corpus")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "json" || x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// A fresh scratch directory for one test, named after the test binary.
 /// Removed when dropped, unless the test is failing: then it stays for
 /// inspection and its path is printed.

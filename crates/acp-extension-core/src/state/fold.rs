@@ -12,7 +12,7 @@ use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::sequence::SequenceFinding;
 use crate::session::{ActivityKind, NoticeLevel};
-use crate::subagent_events::SubagentSnapshot;
+use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
 use crate::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
 use crate::violation::Violation;
 
@@ -159,9 +159,28 @@ impl ConnectionState {
                         Ok(r) => str_at(r, "stopReason").map(str::to_owned),
                         Err(_) => Some("error".to_owned()),
                     };
+                    // The turn is over: a steer injected in it (or sent as
+                    // this prompt) and never applied has an unknown outcome,
+                    // and is never resent.
+                    let mut ended = Vec::new();
+                    for (id, st) in s.steers.iter_mut() {
+                        let this = call.steer_id.as_deref() == Some(id.as_str());
+                        if st.outcome == SteerOutcome::Injected
+                            || (this && st.outcome == SteerOutcome::Pending)
+                        {
+                            st.outcome = SteerOutcome::Unknown;
+                            ended.push(id.clone());
+                        }
+                    }
                     out.push(Change::Turn {
                         session_id: sid.to_owned(),
                     });
+                    for steer_id in ended {
+                        out.push(Change::Steer {
+                            session_id: sid.to_owned(),
+                            steer_id,
+                        });
+                    }
                 }
             }
             ("session/request_permission" | "elicitation/create", _) => {
@@ -487,7 +506,7 @@ impl ConnectionState {
         out: &mut Vec<Change>,
     ) {
         match n {
-            ExtensionNotification::SubagentEvent(_) => {
+            ExtensionNotification::SubagentEvent(event) => {
                 if self.agent_lacks(Feature::SubagentEvents) {
                     let sid = str_at(params, "sessionId").map(str::to_owned);
                     self.record_invalid(
@@ -501,7 +520,7 @@ impl ConnectionState {
                     );
                     return;
                 }
-                self.subagent_event(method, params, Dialect::Extension, out);
+                self.subagent_event(method, params, Some(event), Dialect::Extension, out);
             }
             ExtensionNotification::SessionUsageUpdate(u) => {
                 self.usage_update(method, &u, params, Dialect::Extension, out)
@@ -880,8 +899,7 @@ impl ConnectionState {
                 // `unset`: no title to show.
                 None => return,
             },
-            // A malformed tag was reported by the goal/notice readers'
-            // sibling; the title is ignored.
+            // A malformed tag: the title is ignored, and that is reported.
             Some(Err(())) => {
                 self.record_invalid(
                     out,
@@ -978,6 +996,7 @@ impl ConnectionState {
         &mut self,
         method: &str,
         params: &Value,
+        typed: Option<SubagentEvent>,
         dialect: Dialect,
         out: &mut Vec<Change>,
     ) {
@@ -999,8 +1018,13 @@ impl ConnectionState {
                 let Some(raw) = params.get("snapshot") else {
                     return;
                 };
-                let Ok(snapshot) = serde_json::from_value::<SubagentSnapshot>(raw.clone()) else {
-                    return;
+                // The typed parse that validated the event has the snapshot.
+                let snapshot = match typed.map(|e| e.payload) {
+                    Some(SubagentEventPayload::Snapshot(s)) => s,
+                    _ => match serde_json::from_value::<SubagentSnapshot>(raw.clone()) {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    },
                 };
                 let incomplete = snapshot.output_incomplete.is_some();
                 let parent_run = raw
@@ -1036,6 +1060,11 @@ impl ConnectionState {
                             },
                         );
                         cap_map(&mut s.subagent_runs, limits.runs_per_session);
+                        if dialect == Dialect::Standard {
+                            self.standard_children.insert(run_id.clone(), sid.clone());
+                            let cap = limits.sessions.saturating_mul(limits.runs_per_session);
+                            cap_map(&mut self.standard_children, cap);
+                        }
                     }
                 }
             }
@@ -1101,12 +1130,12 @@ impl ConnectionState {
     /// The root session and run of a session that a standard
     /// `subagent_update` announced.
     fn standard_run_root(&self, sid: &str) -> Option<String> {
-        self.sessions.iter().find_map(|(root, s)| {
-            s.subagent_runs
-                .get(sid)
-                .filter(|r| r.dialect == Dialect::Standard)
-                .map(|_| root.clone())
-        })
+        let root = self.standard_children.get(sid)?;
+        self.sessions
+            .get(root)
+            .and_then(|s| s.subagent_runs.get(sid))
+            .filter(|r| r.dialect == Dialect::Standard)
+            .map(|_| root.clone())
     }
 
     /// A standard `subagent_update` on session `sid`: a run that is a
@@ -1191,26 +1220,30 @@ impl ConnectionState {
         }
         let event = json!({"version": 1, "sessionId": root, "runId": child,
             "type": "snapshot", "snapshot": Value::Object(snap)});
-        if let Err(e) = ExtensionNotification::parse("_lody/subagents/event", &event) {
-            // Pointers name the snapshot the update maps to.
-            for v in &e.violations {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update",
-                    v.rule.id(),
-                    format!(
-                        "the `subagent_update` maps to an invalid snapshot ({}): {}",
-                        v.pointer,
-                        v.message()
-                    ),
-                    false,
-                );
+        let typed = match ExtensionNotification::parse("_lody/subagents/event", &event) {
+            Ok(Some((_, ExtensionNotification::SubagentEvent(e)))) => Some(e),
+            Ok(_) => None,
+            Err(e) => {
+                // Pointers name the snapshot the update maps to.
+                for v in &e.violations {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(sid),
+                        "/params/update",
+                        v.rule.id(),
+                        format!(
+                            "the `subagent_update` maps to an invalid snapshot ({}): {}",
+                            v.pointer,
+                            v.message()
+                        ),
+                        false,
+                    );
+                }
+                return;
             }
-            return;
-        }
-        self.subagent_event(method, &event, Dialect::Standard, out);
+        };
+        self.subagent_event(method, &event, typed, Dialect::Standard, out);
         let progress = meta_of(update)
             .and_then(|m| {
                 namespace::read_key(m, "progress")
@@ -1221,7 +1254,7 @@ impl ConnectionState {
         if let Some(p) = progress {
             let event = json!({"version": 1, "sessionId": root, "runId": child,
                 "type": "progress", "progress": p});
-            self.subagent_event(method, &event, Dialect::Standard, out);
+            self.subagent_event(method, &event, None, Dialect::Standard, out);
         }
     }
 
@@ -1243,7 +1276,7 @@ impl ConnectionState {
             | "plan" => {
                 let event = json!({"version": 1, "sessionId": root, "runId": child,
                     "type": "output", "update": update});
-                self.subagent_event(method, &event, Dialect::Standard, out);
+                self.subagent_event(method, &event, None, Dialect::Standard, out);
             }
             "subagent_update" => self.standard_subagent(method, child, update, out),
             _ => {}

@@ -329,6 +329,10 @@ pub struct ConnectionState {
     /// The last session started or prompted (legacy payloads name none).
     #[serde(skip)]
     current_session: Option<String>,
+    /// Child sessions announced by standard `subagent_update`s: child
+    /// session id → root session id.
+    #[serde(skip)]
+    standard_children: IndexMap<String, String>,
     /// Both peers' advertisements.
     negotiation: NegotiationState,
     /// Sessions by id, in first-seen order.
@@ -368,6 +372,7 @@ impl ConnectionState {
             calls: PendingRequests::default(),
             client_seen: false,
             current_session: None,
+            standard_children: IndexMap::new(),
             negotiation: NegotiationState::default(),
             sessions: IndexMap::new(),
             rate_limits: IndexMap::new(),
@@ -678,22 +683,27 @@ impl ConnectionState {
         if dir == Direction::ClientToAgent {
             self.client_seen = true;
         }
-        let steer =
-            crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer");
+        let steer_id =
+            if crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer") {
+                params.get("steerId").and_then(Value::as_str)
+            } else if method == "session/prompt" {
+                // A steer on the prompt transport is a prompt with `_meta.<ns>.steer`.
+                params
+                    .get("_meta")
+                    .and_then(Value::as_object)
+                    .and_then(|m| crate::namespace::read_key(m, "steer"))
+                    .and_then(|(_, s)| s.get("id"))
+                    .and_then(Value::as_str)
+            } else {
+                None
+            };
         let call = Call {
             method: method.to_owned(),
             session: params
                 .get("sessionId")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            steer_id: steer
-                .then(|| {
-                    params
-                        .get("steerId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
-                .flatten(),
+            steer_id: steer_id.map(str::to_owned),
         };
         self.calls
             .insert(dir, id, call, self.limits.sequence.pending_requests);

@@ -52,8 +52,8 @@ use super::state::{
     AppCall, Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord,
     TurnSlot,
 };
-use super::time;
 use super::wire::{self, Cx, MetaBuilder, Reply, nn};
+use crate::time;
 
 mod ask;
 mod fail;

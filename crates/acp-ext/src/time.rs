@@ -10,6 +10,17 @@ pub(crate) fn now() -> u64 {
         .unwrap_or(0)
 }
 
+/// `secs` as `YYYY-MM-DD HH:MMZ` (UTC), for people.
+pub(crate) fn utc_minutes(secs: u64) -> String {
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
 /// `secs` as an RFC 3339 UTC timestamp (`2026-01-02T03:04:05Z`).
 pub(crate) fn rfc3339(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -46,5 +57,7 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_767_225_599), "2025-12-31T23:59:59Z");
+        assert_eq!(utc_minutes(951_782_400 + 3_660), "2000-02-29 01:01Z");
+        assert_eq!(utc_minutes(1_767_225_600), "2026-01-01 00:00Z");
     }
 }
