@@ -495,6 +495,67 @@ fn terminal_runs_are_final_unknown_is_not_and_ownership_is_fixed_at_first_bindin
 }
 
 #[test]
+fn cycles_and_cross_root_parents_stay_unresolved() {
+    let child_of = |sid: &str, run: &str, parent: &str| {
+        notify(
+            "_lody/subagents/event",
+            json!({"version": 1, "sessionId": sid, "runId": run, "type": "snapshot",
+                "snapshot": {"state": "running", "support": support(), "parentRunId": parent}}),
+        )
+    };
+    let (state, _) = fold(&[
+        (A2C, snapshot("s", "a", "running")),
+        (A2C, child_of("s", "b", "a")),
+        // a under b would close a cycle (a's lineage is already known, so
+        // only the report shows; a new run c naming itself is refused).
+        (A2C, child_of("s", "c", "c")),
+        (A2C, snapshot("other", "x", "running")),
+        (A2C, child_of("s", "d", "x")),
+    ]);
+    let runs = &state.session("s").unwrap().subagent_runs;
+    assert_eq!(runs["b"].parent_run_id, Some(Some("a".into())));
+    assert_eq!(runs["c"].parent_run_id, None);
+    assert_eq!(runs["d"].parent_run_id, None);
+    assert_eq!(
+        invalid_rules(&state),
+        ["subagent-tree-cycle", "subagent-cross-root"]
+    );
+    let mut state = state;
+    state.message(A2C, &child_of("s", "a", "b"));
+    assert_eq!(invalid_rules(&state).last().unwrap(), "subagent-tree-cycle");
+    assert_eq!(
+        state.session("s").unwrap().subagent_runs["a"].parent_run_id,
+        Some(None)
+    );
+}
+
+#[test]
+fn v2_state_update_sets_the_activity() {
+    let (state, _) = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "state_update", "state": "running",
+                "background": [{"type": "terminal", "terminalId": "t"}, {"type": "tool_call", "toolCallId": "c"}]}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "state_update", "state": "idle"}),
+            ),
+        ),
+    ]);
+    let a = &state.session("s").unwrap().activity;
+    assert_eq!(serde_json::to_value(a.state).unwrap(), "idle");
+    // An omitted `background` is not reported, not zero.
+    assert_eq!(a.background_task_count, Some(2));
+    assert_eq!(state.invalid_count(), 0);
+}
+
+#[test]
 fn reconnect_marks_live_runs_unknown_and_they_may_come_back() {
     let (mut state, _) = fold(&[
         (A2C, snapshot("s", "live", "running")),
@@ -904,6 +965,29 @@ fn rate_limits_merge_per_limit_and_replace_within_it() {
     assert_eq!(
         state.rate_limits().keys().collect::<Vec<_>>(),
         ["a", "b", "c"]
+    );
+    // An older observation does not override a fresher one.
+    let at = |t: u64, pct: u32| {
+        notify(
+            "_lody/rate_limits/update",
+            json!({"rateLimits": [row("c", json!([w(pct)]))], "fetchedAtEpochSeconds": t}),
+        )
+    };
+    state.message(A2C, &at(200, 50));
+    let changes = state.message(A2C, &at(100, 10));
+    assert!(changes.is_empty(), "{changes:?}");
+    assert_eq!(
+        state.rate_limits()["c"].rate_limit.windows[0]
+            .used_percent
+            .get(),
+        50.0
+    );
+    state.message(A2C, &at(300, 60));
+    assert_eq!(
+        state.rate_limits()["c"].rate_limit.windows[0]
+            .used_percent
+            .get(),
+        60.0
     );
 }
 

@@ -11,7 +11,7 @@ use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::sequence::SequenceFinding;
-use crate::session::{ActivityKind, NoticeLevel};
+use crate::session::{ActivityKind, NoticeLevel, SessionActivityState};
 use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
 use crate::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
 use crate::violation::Violation;
@@ -673,6 +673,26 @@ impl ConnectionState {
                 }
             }
             "subagent_update" => self.standard_subagent(method, &sid, update, out),
+            // ACP v2's `state_update`: the activity level, and the
+            // background work when reported (omitted is not zero).
+            "state_update" => {
+                let level = str_at(update, "state")
+                    .and_then(|t| serde_json::from_value::<SessionActivityState>(json!(t)).ok());
+                let background = update
+                    .get("background")
+                    .and_then(Value::as_array)
+                    .map(|b| b.len() as u64);
+                let s = self.session_mut(&sid);
+                if level.is_some() {
+                    s.activity.state = level;
+                }
+                if background.is_some() {
+                    s.activity.background_task_count = background;
+                }
+                if level.is_some() || background.is_some() {
+                    out.push(Change::Activity { session_id: sid });
+                }
+            }
             t if STANDARD_UPDATES.contains(&t) => {}
             other => {
                 self.record_invalid(
@@ -1012,6 +1032,18 @@ impl ConnectionState {
             return;
         }
         let limits = self.limits;
+        let lineage = self.lineage_problem(&sid, &run_id, params);
+        if let Some((rule, message)) = &lineage {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(&sid),
+                "/params/snapshot/parentRunId",
+                rule,
+                message.clone(),
+                true,
+            );
+        }
         let s = self.session_mut(&sid);
         match str_at(params, "type") {
             Some("snapshot") => {
@@ -1027,10 +1059,13 @@ impl ConnectionState {
                     },
                 };
                 let incomplete = snapshot.output_incomplete.is_some();
+                // A parent that would make a cycle or cross roots stays
+                // unresolved (reported above).
                 let parent_run = raw
                     .as_object()
                     .and_then(|o| o.get("parentRunId"))
-                    .map(|p| p.as_str().map(str::to_owned));
+                    .map(|p| p.as_str().map(str::to_owned))
+                    .filter(|_| lineage.is_none());
                 let parent_tool = snapshot.parent_tool_call_id.clone();
                 match s.subagent_runs.get_mut(&run_id) {
                     Some(run) => {
@@ -1097,6 +1132,52 @@ impl ConnectionState {
             session_id: sid,
             run_id,
         });
+    }
+
+    /// Whether a snapshot's `parentRunId` would close a cycle in the run
+    /// tree of `sid`, or name a run of another root session: the rule and
+    /// a message, or `None` when the lineage is fine (or not given).
+    fn lineage_problem(
+        &self,
+        sid: &str,
+        run_id: &str,
+        params: &Value,
+    ) -> Option<(&'static str, String)> {
+        let parent = params.get("snapshot")?.get("parentRunId")?.as_str()?;
+        let runs = self.sessions.get(sid).map(|s| &s.subagent_runs);
+        // Walk up from the parent; the tree is acyclic, so this ends.
+        let mut at = Some(parent);
+        let mut steps = 0;
+        while let Some(id) = at {
+            if id == run_id {
+                return Some((
+                    "subagent-tree-cycle",
+                    format!(
+                        "run {run_id:?} names {parent:?} as its parent, which would make a cycle; its lineage stays unresolved"
+                    ),
+                ));
+            }
+            steps += 1;
+            if steps > runs.map_or(0, IndexMap::len) {
+                break;
+            }
+            at = runs
+                .and_then(|r| r.get(id))
+                .and_then(|r| r.parent_run_id.as_ref())
+                .and_then(|p| p.as_deref());
+        }
+        let here = runs.is_some_and(|r| r.contains_key(parent));
+        let elsewhere = !here
+            && self
+                .sessions
+                .iter()
+                .any(|(other, s)| other != sid && s.subagent_runs.contains_key(parent));
+        elsewhere.then(|| {
+            (
+                "subagent-cross-root",
+                format!("run {run_id:?} names {parent:?}, a run of another root session, as its parent; its lineage stays unresolved"),
+            )
+        })
     }
 
     /// Every live run of `sid` becomes `unknown`, `outputIncomplete`,
@@ -1361,6 +1442,13 @@ impl ConnectionState {
         let mut ids = Vec::new();
         for limit in snapshot.rate_limits {
             let id = limit.limit_id.clone();
+            // An older observation does not override a fresher one.
+            let older = self.rate_limits.get(&id).is_some_and(|e| {
+                matches!((fetched, e.fetched_at_epoch_seconds), (Some(new), Some(old)) if new < old)
+            });
+            if older {
+                continue;
+            }
             self.rate_limits.insert(
                 id.clone(),
                 RateLimitEntry {
@@ -1372,7 +1460,9 @@ impl ConnectionState {
             ids.push(id);
         }
         cap_map(&mut self.rate_limits, self.limits.rate_limits);
-        out.push(Change::RateLimits { limit_ids: ids });
+        if !ids.is_empty() {
+            out.push(Change::RateLimits { limit_ids: ids });
+        }
     }
 }
 

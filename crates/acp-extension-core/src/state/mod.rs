@@ -27,6 +27,7 @@
 //! | compaction, retry | `_meta.<ns>.activity` on tool calls | `compaction_update`, `compaction_summary_chunk` | |
 //! | notices | `_meta.<ns>.notice` on `session_info_update` | `notice` | |
 //! | capabilities | `agentCapabilities._meta.<ns>` | v2 `capabilities._meta.<ns>` | |
+//! | activity | `session/activity_update` | v2 `state_update` (`background` counted when present) | |
 //!
 //! Both namespaces (`_lody`, `_ua`) are read everywhere. Child permission
 //! requests routed to the root session by `_meta.<ns>.subagentRunId` /
@@ -38,8 +39,9 @@
 //!
 //! * **Rate limits** merge per `limitId` and replace within it: each row
 //!   (its `windows` included) replaces the row with its id; rows a
-//!   snapshot omits are kept, so `rateLimits: []` changes nothing.
-//!   (consumer facts §1.4)
+//!   snapshot omits are kept, so `rateLimits: []` changes nothing; a row
+//!   whose `fetchedAtEpochSeconds` is older than the stored one's does not
+//!   replace it. (consumer facts §1.4)
 //! * **Usage**: each scope (`_meta.<ns>.usageScopeId`, else the session)
 //!   is cumulative on its own; totals are the per-model sum over scopes
 //!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown);
@@ -50,7 +52,9 @@
 //!   sparse and absolute (`null` clears); text chunks append, tool call
 //!   updates merge by id, a plan replaces; `outputIncomplete` is sticky;
 //!   `completed`, `failed`, `cancelled` are final, `unknown` is not;
-//!   ownership (`parentToolCallId`) is fixed at the first binding;
+//!   ownership (`parentToolCallId`) is fixed at the first binding; a
+//!   `parentRunId` that would close a cycle or names a run of another root
+//!   session is reported and left unresolved;
 //!   [`ConnectionState::disconnected`] and `session/load|resume` mark live
 //!   runs `unknown` with `outputIncomplete`. (contract §12; consumer facts
 //!   §1.2)

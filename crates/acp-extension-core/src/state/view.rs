@@ -488,10 +488,12 @@ pub struct Invalid {
     pub session_id: Option<String>,
     /// JSON pointer inside the message.
     pub pointer: String,
-    /// The rule: a contract rule id (`non-empty-string`, …), a sequence
-    /// rule id (`subagent-after-terminal`, …), or one of the state's own:
-    /// `not-json`, `not-a-message`, `unknown-session-update`,
-    /// `not-negotiated`, `title-without-source`, `scope-id-fallback`.
+    /// The rule: a contract rule id (`non-empty-string`, `required`, …), a
+    /// sequence rule id (`subagent-after-terminal`, …), or one of the
+    /// state's own: `not-json`, `not-a-message`, `unknown-session-update`,
+    /// `unknown-extension-method`, `not-negotiated`, `title-without-source`,
+    /// `title-source`, `scope-id-fallback`, `subagent-tree-cycle`,
+    /// `subagent-cross-root`, `no-session`.
     pub rule: String,
     /// One line for people.
     pub message: String,
