@@ -16,3 +16,4 @@ pub mod serve;
 pub mod state;
 pub mod tap;
 pub(crate) mod time;
+pub mod watch;

@@ -91,6 +91,31 @@ enum Command {
         /// Files to read; `-` or none reads standard input.
         files: Vec<PathBuf>,
     },
+    /// A live terminal view of a transcript's folded state: sessions, the subagent run
+    /// tree, usage, rate-limit meters, goal, findings and a message timeline.
+    ///
+    /// Follows the file as it grows (beside `acp-ext tap --record FILE`), or replays a
+    /// finished one message by message. Without a terminal (or with --once), prints the
+    /// final frame as text.
+    Watch {
+        /// Print the final frame as plain text and exit.
+        #[arg(long)]
+        once: bool,
+        /// Width of that frame.
+        #[arg(long, default_value_t = 100, value_name = "COLUMNS")]
+        width: u16,
+        /// Height of that frame.
+        #[arg(long, default_value_t = 48, value_name = "ROWS")]
+        height: u16,
+        /// Input format: auto, jsonrpc, tap, trace or loose.
+        #[arg(long, value_name = "F", default_value = "auto")]
+        format: Format,
+        /// On exit, print `messages=N redraws=N seconds=S` to stderr.
+        #[arg(long, hide = true)]
+        stats: bool,
+        /// The transcript.
+        file: PathBuf,
+    },
     /// Probe the embedded reference agent with every scripted command (the default).
     Demo,
     /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
@@ -270,6 +295,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 &mut io::stderr().lock(),
             )?;
             Ok(ExitCode::from(code))
+        }
+        Command::Watch {
+            once,
+            width,
+            height,
+            format,
+            stats,
+            file,
+        } => {
+            let mut options = acp_ext::watch::WatchOptions::default();
+            options.once = once;
+            options.width = width.max(20);
+            options.height = height.max(10);
+            options.format = format;
+            options.stats = stats;
+            acp_ext::watch::run(&file, &options, &mut io::stdout().lock())?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Demo => {
             let agent = acp_ext::demo::serve_command()?;

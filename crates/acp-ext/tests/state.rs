@@ -7,33 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{EXE, corpus_files, scratch};
+use common::{EXE, corpus_files, record, scratch};
 use serde_json::Value;
-
-/// Records `probe` driving `serve` through `tap --record` with `prompts`.
-fn record(dir: &Path, format: &str, prompts: &[&str]) -> PathBuf {
-    let path = dir.join(format!("record-{format}"));
-    let mut cmd = Command::new(EXE);
-    cmd.args(["probe", "--quiet"]);
-    for p in prompts {
-        cmd.args(["--prompt", p]);
-    }
-    let out = cmd
-        .args(["--", EXE, "tap", "--record"])
-        .arg(&path)
-        .args(["--format", format, "--", EXE, "serve"])
-        .output()
-        .unwrap();
-    // `/fail` fails its prompt on purpose: the probe reports it (exit 1).
-    let expected = if prompts.contains(&"/fail") { 1 } else { 0 };
-    assert_eq!(
-        out.status.code(),
-        Some(expected),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    path
-}
 
 fn state_json(args: &[&str], files: &[&Path]) -> (i32, Vec<Value>, String) {
     let out = Command::new(EXE)

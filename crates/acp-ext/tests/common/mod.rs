@@ -95,6 +95,31 @@ impl Drop for Scratch {
     }
 }
 
+/// Records `probe` driving `serve` through `tap --record` with `prompts`.
+pub fn record(dir: &Path, format: &str, prompts: &[&str]) -> PathBuf {
+    let path = dir.join(format!("record-{format}"));
+    let mut cmd = Command::new(EXE);
+    cmd.args(["probe", "--quiet"]);
+    for p in prompts {
+        cmd.args(["--prompt", p]);
+    }
+    let out = cmd
+        .args(["--", EXE, "tap", "--record"])
+        .arg(&path)
+        .args(["--format", format, "--", EXE, "serve"])
+        .output()
+        .unwrap();
+    // `/fail` fails its prompt on purpose: the probe reports it (exit 1).
+    let expected = if prompts.contains(&"/fail") { 1 } else { 0 };
+    assert_eq!(
+        out.status.code(),
+        Some(expected),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    path
+}
+
 /// Starts `acp-ext tap TAP_ARGS -- AGENT` with all three streams piped.
 pub fn spawn_tap(tap_args: &[&str], agent: &[impl AsRef<OsStr>]) -> Child {
     Command::new(EXE)

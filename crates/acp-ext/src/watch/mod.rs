@@ -1,0 +1,577 @@
+//! `acp-ext watch`: a live terminal picture of a transcript's folded state
+//! ([`acp_extension_core::state`]) and of the checker's findings.
+//!
+//! The [`App`] is the model: every message read (with its findings), the
+//! state folded up to the cursor, and what the person selected. It knows
+//! nothing of terminals; [`ui::render`] draws it into any ratatui buffer,
+//! so the live view, `--once` and the tests draw the same frames.
+//!
+//! Live, a reader thread follows the file as it grows ([`follow`]) and
+//! hands messages over a channel; the main loop folds what arrived, reacts
+//! to keys, and redraws at most [`MAX_FPS`] times a second, only when
+//! something changed (and once a second while a reset countdown shows).
+
+pub mod follow;
+pub mod ui;
+
+use std::collections::HashSet;
+use std::io::{self, BufReader, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use acp_extension_core::state::{ConnectionState, Direction};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use serde_json::Value;
+
+use crate::check::input::{self, Format, Item};
+use crate::check::{Checker, Finding, Severity};
+
+/// Redraws per second, at most.
+pub const MAX_FPS: u32 = 30;
+
+/// One message of the timeline.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// 1-based line of the input where it starts.
+    pub line: u64,
+    /// Which way it travelled.
+    pub direction: Direction,
+    /// The message, as compact JSON (re-folded when stepping back).
+    pub json: String,
+    /// `method`, or `→ <method>` for a response to a known request, or
+    /// `response`.
+    pub label: String,
+    /// Its session, when it names one.
+    pub session: Option<String>,
+    /// How many findings it has.
+    pub findings: usize,
+}
+
+/// One finding, with the message it belongs to.
+#[derive(Debug, Clone)]
+pub struct FindingAt {
+    /// Index into [`App::entries`].
+    pub message: usize,
+    /// The finding.
+    pub finding: Finding,
+}
+
+/// The panes that take the keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// The session list.
+    Sessions,
+    /// The selected session's run tree.
+    Runs,
+    /// The findings stream.
+    Findings,
+    /// The message timeline.
+    Timeline,
+}
+
+impl Pane {
+    fn next(self) -> Self {
+        match self {
+            Pane::Sessions => Pane::Runs,
+            Pane::Runs => Pane::Findings,
+            Pane::Findings => Pane::Timeline,
+            Pane::Timeline => Pane::Sessions,
+        }
+    }
+}
+
+/// The model of the view.
+pub struct App {
+    /// The file shown.
+    pub file: String,
+    /// Every message read, in order.
+    pub entries: Vec<Entry>,
+    /// Every finding, in order.
+    pub findings: Vec<FindingAt>,
+    /// The state as of the cursor (or of every message, live).
+    pub state: ConnectionState,
+    /// Messages folded into [`App::state`].
+    pub folded: usize,
+    /// `None`: live (the state follows the end); `Some(i)`: replaying, the
+    /// state as of message `i` (inclusive).
+    pub cursor: Option<usize>,
+    /// Following paused: new messages are read but not folded.
+    pub paused: bool,
+    /// Whether the input is still being followed.
+    pub following: bool,
+    /// The pane with the keys.
+    pub focus: Pane,
+    /// Selected session (index into the state's sessions).
+    pub session: usize,
+    /// Selected run (index into the selected session's run tree).
+    pub run: usize,
+    /// Runs shown with their output.
+    pub expanded: HashSet<String>,
+    /// Selected finding (index into the filtered findings).
+    pub finding: usize,
+    /// Findings shown: at least this severe.
+    pub min_severity: Severity,
+    /// Selected timeline entry, when the timeline pane moved it.
+    pub timeline: Option<usize>,
+    checker: Checker,
+    /// Methods of requests awaiting their response, by (direction, id).
+    requests: indexmap::IndexMap<(&'static str, String), String>,
+    /// Something to draw.
+    pub dirty: bool,
+    /// Set by `q`.
+    pub quit: bool,
+}
+
+impl App {
+    /// An empty model for `file`.
+    pub fn new(file: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            entries: Vec::new(),
+            findings: Vec::new(),
+            state: ConnectionState::new(),
+            folded: 0,
+            cursor: None,
+            paused: false,
+            following: false,
+            focus: Pane::Sessions,
+            session: 0,
+            run: 0,
+            expanded: HashSet::new(),
+            finding: 0,
+            min_severity: Severity::Info,
+            timeline: None,
+            checker: Checker::new(),
+            requests: indexmap::IndexMap::new(),
+            dirty: true,
+            quit: false,
+        }
+    }
+
+    /// Reads all of `reader` (a finished transcript) into a new model.
+    pub fn from_reader(file: &str, reader: impl io::BufRead, format: Format) -> io::Result<Self> {
+        let mut app = App::new(file);
+        input::read(reader, format, |item| app.push(item))?;
+        app.catch_up();
+        Ok(app)
+    }
+
+    /// Takes one item of the input: records it, checks it, and folds it
+    /// when live and not paused.
+    pub fn push(&mut self, item: Item) {
+        let (line, direction, message) = match item {
+            Item::Record(r) => (r.line, r.direction, r.message),
+            Item::Problem { line, finding } => {
+                let index = self.entries.len();
+                self.entries.push(Entry {
+                    line,
+                    direction: Direction::Unknown,
+                    json: String::new(),
+                    label: format!("({})", finding.rule),
+                    session: None,
+                    findings: 1,
+                });
+                self.findings.push(FindingAt {
+                    message: index,
+                    finding,
+                });
+                if self.live() {
+                    self.folded = self.entries.len();
+                }
+                self.dirty = true;
+                return;
+            }
+        };
+        let findings = self.checker.message(direction, &message);
+        let index = self.entries.len();
+        let id = message
+            .get("id")
+            .filter(|id| !id.is_null())
+            .map(Value::to_string);
+        let label = match (message.get("method").and_then(Value::as_str), id) {
+            (Some(m), id) => {
+                if let Some(id) = id {
+                    self.requests.insert((direction.as_str(), id), m.to_owned());
+                    while self.requests.len() > 4096 {
+                        self.requests.shift_remove_index(0);
+                    }
+                }
+                m.to_owned()
+            }
+            (None, id) => {
+                let asked = id.and_then(|id| {
+                    let other = direction.opposite().as_str();
+                    self.requests
+                        .shift_remove(&(other, id.clone()))
+                        .or_else(|| self.requests.shift_remove(&("unknown", id)))
+                });
+                let what = if message.get("error").is_some() {
+                    "error"
+                } else {
+                    "result"
+                };
+                match asked {
+                    Some(m) => format!("↳ {what} of {m}"),
+                    None => format!("↳ {what}"),
+                }
+            }
+        };
+        let session = message
+            .get("params")
+            .and_then(|p| p.get("sessionId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        self.entries.push(Entry {
+            line,
+            direction,
+            json: message.to_string(),
+            label,
+            session,
+            findings: findings.len(),
+        });
+        for finding in findings {
+            self.findings.push(FindingAt {
+                message: index,
+                finding,
+            });
+        }
+        if self.live() {
+            self.state.message(direction, &message);
+            self.folded = self.entries.len();
+        }
+        self.dirty = true;
+    }
+
+    /// Whether the state follows the end of the input.
+    pub fn live(&self) -> bool {
+        self.cursor.is_none() && !self.paused
+    }
+
+    /// Folds what arrived while paused (when live again).
+    pub fn catch_up(&mut self) {
+        if !self.live() {
+            return;
+        }
+        while self.folded < self.entries.len() {
+            self.fold_entry(self.folded);
+            self.folded += 1;
+        }
+    }
+
+    fn fold_entry(&mut self, i: usize) {
+        let e = &self.entries[i];
+        if e.json.is_empty() {
+            return;
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(&e.json) {
+            self.state.message(e.direction, &v);
+        }
+    }
+
+    /// Shows the state as of message `i` (clamped), or live with `None`.
+    pub fn seek(&mut self, target: Option<usize>) {
+        let target = target.map(|i| i.min(self.entries.len().saturating_sub(1)));
+        let upto = target.map_or(self.entries.len(), |i| i + 1);
+        if upto < self.folded {
+            self.state = ConnectionState::new();
+            self.folded = 0;
+        }
+        while self.folded < upto {
+            self.fold_entry(self.folded);
+            self.folded += 1;
+        }
+        self.cursor = target;
+        if target.is_none() {
+            self.paused = false;
+        }
+        self.clamp();
+        self.dirty = true;
+    }
+
+    /// The findings shown (at least [`App::min_severity`]).
+    pub fn visible_findings(&self) -> Vec<&FindingAt> {
+        self.findings
+            .iter()
+            .filter(|f| f.finding.severity >= self.min_severity)
+            .collect()
+    }
+
+    /// The selected session's id.
+    pub fn session_id(&self) -> Option<&str> {
+        self.state
+            .sessions()
+            .get_index(self.session)
+            .map(|(k, _)| k.as_str())
+    }
+
+    fn clamp(&mut self) {
+        let sessions = self.state.sessions().len();
+        self.session = self.session.min(sessions.saturating_sub(1));
+        let runs = self
+            .session_id()
+            .and_then(|s| self.state.session(s))
+            .map_or(0, |s| s.subagent_runs.len());
+        self.run = self.run.min(runs.saturating_sub(1));
+        let findings = self.visible_findings().len();
+        self.finding = self.finding.min(findings.saturating_sub(1));
+    }
+
+    /// Reacts to one key.
+    pub fn key(&mut self, code: KeyCode, modifiers: KeyModifiers) {
+        self.dirty = true;
+        let up = |n: &mut usize| *n = n.saturating_sub(1);
+        match code {
+            KeyCode::Char('q') | KeyCode::Esc => self.quit = true,
+            KeyCode::Char('c') if modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            KeyCode::Tab => self.focus = self.focus.next(),
+            KeyCode::Char(' ') | KeyCode::Char('p') => {
+                self.paused = !self.paused;
+                self.catch_up();
+            }
+            KeyCode::Char('f') => {
+                self.min_severity = match self.min_severity {
+                    Severity::Info => Severity::Warning,
+                    Severity::Warning => Severity::Error,
+                    _ => Severity::Info,
+                };
+                self.finding = 0;
+            }
+            KeyCode::Left | KeyCode::Char('[') => {
+                let at = self.cursor.unwrap_or(self.entries.len());
+                self.seek(Some(at.saturating_sub(1)));
+            }
+            KeyCode::Right | KeyCode::Char(']') => match self.cursor {
+                Some(i) if i + 1 < self.entries.len() => self.seek(Some(i + 1)),
+                Some(_) => self.seek(None),
+                None => {}
+            },
+            KeyCode::Char('n') => {
+                let from = self.cursor.map_or(0, |i| i + 1);
+                let next = self
+                    .visible_findings()
+                    .iter()
+                    .map(|f| f.message)
+                    .find(|&m| m >= from);
+                if let Some(m) = next {
+                    self.seek(Some(m));
+                }
+            }
+            KeyCode::End | KeyCode::Char('G') => self.seek(None),
+            KeyCode::Home | KeyCode::Char('g') => self.seek(Some(0)),
+            KeyCode::Up | KeyCode::Char('k') => match self.focus {
+                Pane::Sessions => {
+                    up(&mut self.session);
+                    self.run = 0;
+                }
+                Pane::Runs => up(&mut self.run),
+                Pane::Findings => up(&mut self.finding),
+                Pane::Timeline => {
+                    let at = self.timeline.unwrap_or(self.entries.len());
+                    self.timeline = Some(at.saturating_sub(1));
+                }
+            },
+            KeyCode::Down | KeyCode::Char('j') => match self.focus {
+                Pane::Sessions => {
+                    self.session += 1;
+                    self.run = 0;
+                }
+                Pane::Runs => self.run += 1,
+                Pane::Findings => self.finding += 1,
+                Pane::Timeline => {
+                    self.timeline = match self.timeline {
+                        Some(i) if i + 1 < self.entries.len() => Some(i + 1),
+                        _ => None,
+                    }
+                }
+            },
+            KeyCode::Enter => match self.focus {
+                Pane::Runs => {
+                    if let Some(id) = ui::selected_run(self)
+                        && !self.expanded.remove(&id)
+                    {
+                        self.expanded.insert(id);
+                    }
+                }
+                Pane::Findings => {
+                    if let Some(m) = self.visible_findings().get(self.finding).map(|f| f.message) {
+                        self.seek(Some(m));
+                    }
+                }
+                Pane::Timeline => {
+                    if let Some(i) = self.timeline {
+                        self.seek(Some(i));
+                    }
+                }
+                Pane::Sessions => self.focus = Pane::Runs,
+            },
+            _ => self.dirty = false,
+        }
+        self.clamp();
+    }
+}
+
+/// How `acp-ext watch` runs.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct WatchOptions {
+    /// Input format.
+    pub format: Format,
+    /// Print the final frame as text and exit (also when stdout is not a
+    /// terminal).
+    pub once: bool,
+    /// Width of that frame.
+    pub width: u16,
+    /// Height of that frame.
+    pub height: u16,
+    /// Print `messages=… redraws=… seconds=…` to stderr on exit.
+    pub stats: bool,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        Self {
+            format: Format::Auto,
+            once: false,
+            width: 100,
+            height: 48,
+            stats: false,
+        }
+    }
+}
+
+/// Draws the model into a `width`×`height` frame and returns it as plain
+/// text, one line per row, trailing spaces trimmed.
+pub fn frame_text(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = match Terminal::new(TestBackend::new(width, height)) {
+        Ok(t) => t,
+        Err(_) => return String::new(),
+    };
+    if terminal.draw(|f| ui::render(f, app)).is_err() {
+        return String::new();
+    }
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buffer.area.height {
+        let mut line = String::new();
+        for x in 0..buffer.area.width {
+            line.push_str(buffer[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Runs `acp-ext watch` on `path`: the live view on a terminal, else (or
+/// with `--once`) the final frame as text.
+pub fn run(path: &Path, options: &WatchOptions, out: &mut impl Write) -> anyhow::Result<()> {
+    let name = path.display().to_string();
+    if options.once || !io::stdout().is_terminal() {
+        let file =
+            std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+        let app = App::from_reader(&name, BufReader::new(file), options.format)?;
+        out.write_all(frame_text(&app, options.width, options.height).as_bytes())?;
+        return Ok(());
+    }
+    live(path, &name, options)
+}
+
+fn live(path: &Path, name: &str, options: &WatchOptions) -> anyhow::Result<()> {
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    // SIGTERM, SIGHUP (and SIGINT outside raw mode) end the view cleanly.
+    let signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    let signal_handle = signals.handle();
+    {
+        let stop = stop.clone();
+        let mut signals = signals;
+        std::thread::spawn(move || {
+            if signals.forever().next().is_some() {
+                stop.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+    let (tx, rx) = mpsc::sync_channel::<Item>(65_536);
+    let format = options.format;
+    let reader_stop = stop.clone();
+    let reader = std::thread::spawn(move || {
+        let tail = follow::Follow::new(file, reader_stop);
+        let _ = input::read(BufReader::with_capacity(1 << 16, tail), format, |item| {
+            let _ = tx.send(item);
+        });
+    });
+
+    let mut app = App::new(name);
+    app.following = true;
+    let started = Instant::now();
+    let mut redraws = 0u64;
+    let mut terminal = ratatui::init();
+    let frame_gap = Duration::from_secs(1) / MAX_FPS;
+    let mut last_draw = Instant::now() - frame_gap;
+    let mut last_tick = Instant::now();
+    let result = (|| -> anyhow::Result<()> {
+        loop {
+            // Take what arrived, a bounded amount per turn so keys stay quick.
+            let deadline = Instant::now() + Duration::from_millis(20);
+            while let Ok(item) = rx.try_recv() {
+                app.push(item);
+                if Instant::now() >= deadline {
+                    break;
+                }
+            }
+            // A countdown on screen ticks once a second.
+            if !app.state.rate_limits().is_empty() && last_tick.elapsed() >= Duration::from_secs(1)
+            {
+                app.dirty = true;
+                last_tick = Instant::now();
+            }
+            if app.dirty && last_draw.elapsed() >= frame_gap {
+                terminal.draw(|f| ui::render(f, &app))?;
+                redraws += 1;
+                app.dirty = false;
+                last_draw = Instant::now();
+            }
+            if app.quit || stop.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let wait = if app.dirty {
+                frame_gap.saturating_sub(last_draw.elapsed())
+            } else {
+                Duration::from_millis(50)
+            };
+            if event::poll(wait)? {
+                match event::read()? {
+                    Event::Key(k) if k.kind != KeyEventKind::Release => {
+                        app.key(k.code, k.modifiers)
+                    }
+                    Event::Resize(..) => app.dirty = true,
+                    _ => {}
+                }
+            }
+        }
+    })();
+    ratatui::restore();
+    stop.store(true, Ordering::SeqCst);
+    signal_handle.close();
+    // The reader may wait on a full channel: let it go before joining.
+    drop(rx);
+    let _ = reader.join();
+    if options.stats {
+        eprintln!(
+            "messages={} redraws={} seconds={:.2}",
+            app.entries.len(),
+            redraws,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    result
+}

@@ -1,0 +1,620 @@
+//! Drawing the [`App`] into a ratatui frame: header, sessions, the
+//! selected session (summary, run tree, usage, rate limits), findings,
+//! timeline, keys. Narrow terminals stack the panes and drop the session
+//! list (the header names the selected session).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use acp_extension_core::state::{ConnectionState, RunState, SessionState};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Cell, LineGauge, List, ListItem, ListState, Paragraph, Row, Table};
+
+use super::{App, Pane};
+use crate::check::Severity;
+
+fn serde_name(v: &impl serde::Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+fn state_style(state: &str) -> Style {
+    match state {
+        "completed" => Style::new().fg(Color::Green),
+        "failed" | "cancelled" => Style::new().fg(Color::Red),
+        "unknown" => Style::new().fg(Color::Yellow),
+        "running" => Style::new().fg(Color::Cyan),
+        _ => Style::new(),
+    }
+}
+
+fn severity_style(s: Severity) -> Style {
+    match s {
+        Severity::Error => Style::new().fg(Color::Red),
+        Severity::Warning => Style::new().fg(Color::Yellow),
+        _ => Style::new().fg(Color::Blue),
+    }
+}
+
+fn pane_block(app: &App, pane: Pane, title: String) -> Block<'static> {
+    let block = Block::bordered().title(title);
+    if app.focus == pane {
+        block.border_style(Style::new().fg(Color::Cyan))
+    } else {
+        block
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    let one_line = s.replace(['\n', '\r'], " ");
+    if one_line.chars().count() <= max {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
+    format!("{cut}…")
+}
+
+/// The run tree of the selected session.
+fn tree(app: &App) -> Vec<(usize, String, RunState)> {
+    session(app)
+        .map(|s| {
+            s.run_tree()
+                .into_iter()
+                .map(|(d, id, r)| (d, id.to_owned(), r.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn session(app: &App) -> Option<&SessionState> {
+    app.session_id().and_then(|id| app.state.session(id))
+}
+
+/// The id of the run selected in the run pane.
+pub fn selected_run(app: &App) -> Option<String> {
+    tree(app).get(app.run).map(|(_, id, _)| id.clone())
+}
+
+/// Draws the whole view.
+pub fn render(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    let wide = area.width >= 100;
+    let bottom_height = if area.height >= 30 { 10 } else { 6 };
+    let [header, body, bottom, footer] = Layout::vertical([
+        Constraint::Length(if wide { 1 } else { 2 }),
+        Constraint::Min(8),
+        Constraint::Length(bottom_height),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    render_header(frame, app, header);
+    if wide {
+        let [left, right] =
+            Layout::horizontal([Constraint::Length(30), Constraint::Min(40)]).areas(body);
+        render_sessions(frame, app, left);
+        render_session(frame, app, right);
+    } else {
+        render_session(frame, app, body);
+    }
+    if area.width >= 80 {
+        let [f, t] = Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+            .areas(bottom);
+        render_findings(frame, app, f);
+        render_timeline(frame, app, t);
+    } else {
+        render_findings(frame, app, bottom);
+    }
+    render_footer(frame, app, footer);
+}
+
+fn render_header(frame: &mut Frame, app: &App, area: Rect) {
+    let mode = match (app.cursor, app.paused) {
+        (Some(i), _) => Span::styled(
+            format!(" REPLAY {}/{} ", i + 1, app.entries.len()),
+            Style::new().fg(Color::Black).bg(Color::Yellow),
+        ),
+        (None, true) => Span::styled(" PAUSED ", Style::new().fg(Color::Black).bg(Color::Yellow)),
+        (None, false) if app.following => {
+            Span::styled(" LIVE ", Style::new().fg(Color::Black).bg(Color::Green))
+        }
+        (None, false) => Span::styled(" END ", Style::new().fg(Color::Black).bg(Color::Gray)),
+    };
+    let errors = app
+        .findings
+        .iter()
+        .filter(|f| f.finding.severity == Severity::Error)
+        .count();
+    let file = std::path::Path::new(&app.file)
+        .file_name()
+        .map_or(app.file.clone(), |n| n.to_string_lossy().into_owned());
+    let spans = vec![
+        Span::styled(" acp-ext watch ", Style::new().add_modifier(Modifier::BOLD)),
+        Span::raw(format!("{file}  ")),
+        mode,
+        Span::raw(format!(
+            "  {} messages · {} findings ({errors} errors)",
+            app.entries.len(),
+            app.findings.len(),
+        )),
+    ];
+    let mut lines = vec![Line::from(spans)];
+    // Narrow: no session list, so the header names the selected session.
+    if area.height > 1
+        && let Some(id) = app.session_id()
+    {
+        lines.push(Line::from(format!(
+            " session {}/{} {id}  (tab, ↑↓ on Sessions to switch)",
+            app.session + 1,
+            app.state.sessions().len()
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
+}
+
+fn render_sessions(frame: &mut Frame, app: &App, area: Rect) {
+    let items: Vec<ListItem> = app
+        .state
+        .sessions()
+        .iter()
+        .map(|(id, s)| {
+            let mut spans = vec![Span::raw(shorten(id, 26))];
+            if s.turns.running {
+                spans.push(Span::styled(" ●", Style::new().fg(Color::Cyan)));
+            }
+            let mut lines = vec![Line::from(spans)];
+            if let Some(t) = &s.title {
+                lines.push(Line::styled(
+                    format!("  {}", shorten(t, 25)),
+                    Style::new().fg(Color::Gray),
+                ));
+            }
+            ListItem::new(lines)
+        })
+        .collect();
+    let title = format!("Sessions ({})", app.state.sessions().len());
+    let list = List::new(items)
+        .block(pane_block(app, Pane::Sessions, title))
+        .highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .highlight_symbol("▶ ");
+    let mut state = ListState::default().with_selected(Some(app.session));
+    frame.render_stateful_widget(list, area, &mut state);
+}
+
+fn render_session(frame: &mut Frame, app: &App, area: Rect) {
+    let Some(s) = session(app) else {
+        let text = if app.entries.is_empty() {
+            "Waiting for messages…"
+        } else {
+            "No session yet."
+        };
+        frame.render_widget(
+            Paragraph::new(text).block(Block::bordered().title("Session")),
+            area,
+        );
+        return;
+    };
+    let models = s.usage.totals.len();
+    let windows: usize = app
+        .state
+        .rate_limits()
+        .values()
+        .map(|r| r.rate_limit.windows.len())
+        .sum();
+    let usage_height = if models == 0 && s.usage.context.is_none() {
+        0
+    } else {
+        (models as u16 + 3 + u16::from(s.usage.context.is_some())).min(9)
+    };
+    let limits_height = if windows == 0 {
+        0
+    } else {
+        (windows as u16 + 2).min(8)
+    };
+    let [summary, runs, usage, limits] = Layout::vertical([
+        Constraint::Length(5),
+        Constraint::Min(3),
+        Constraint::Length(usage_height),
+        Constraint::Length(limits_height),
+    ])
+    .areas(area);
+    render_summary(frame, app, s, summary);
+    render_runs(frame, app, runs);
+    if usage_height > 0 {
+        render_usage(frame, s, usage);
+    }
+    if limits_height > 0 {
+        render_limits(frame, &app.state, limits);
+    }
+}
+
+fn render_summary(frame: &mut Frame, app: &App, s: &SessionState, area: Rect) {
+    let dim = Style::new().fg(Color::Gray);
+    let title = match (&s.title, s.title_source) {
+        (Some(t), Some(src)) => Line::from(vec![
+            Span::styled("title     ", dim),
+            Span::styled(t.clone(), Style::new().add_modifier(Modifier::BOLD)),
+            Span::styled(format!("  ({})", serde_name(&src)), dim),
+        ]),
+        _ => Line::from(vec![
+            Span::styled("title     ", dim),
+            Span::styled("(untitled)", dim),
+        ]),
+    };
+    let goal = match &s.goal {
+        Some(g) => Line::from(vec![
+            Span::styled("goal      ", dim),
+            Span::styled(serde_name(&g.status), state_style("running")),
+            Span::raw(format!("  {}", shorten(&g.objective, 60))),
+        ]),
+        None => Line::from(vec![
+            Span::styled("goal      ", dim),
+            Span::styled("none", dim),
+        ]),
+    };
+    let activity = s
+        .activity
+        .state
+        .map_or("not reported".to_owned(), |a| serde_name(&a));
+    let background = s
+        .activity
+        .background_task_count
+        .map_or(String::new(), |n| format!(" · {n} background"));
+    let mut turns = format!("{} prompts", s.turns.prompts);
+    if s.turns.running {
+        turns.push_str(" · running");
+    }
+    if let Some(r) = &s.turns.last_stop_reason {
+        turns.push_str(&format!(" · last stop {r}"));
+    }
+    let lines = vec![
+        title,
+        goal,
+        Line::from(vec![
+            Span::styled("activity  ", dim),
+            Span::raw(format!("{activity}{background} · {turns}")),
+        ]),
+    ];
+    let name = app.session_id().unwrap_or("");
+    frame.render_widget(
+        Paragraph::new(lines).block(Block::bordered().title(format!("Session {name}"))),
+        area,
+    );
+}
+
+fn run_lines(
+    depth: usize,
+    id: &str,
+    run: &RunState,
+    expanded: bool,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let state = serde_name(&run.snapshot.state);
+    let indent = "  ".repeat(depth);
+    let marker = if expanded { "▾" } else { "▸" };
+    let mut spans = vec![
+        Span::raw(format!("{indent}{marker} {id} ")),
+        Span::styled(state.clone(), state_style(&state)),
+    ];
+    if let Some(n) = &run.snapshot.name {
+        spans.push(Span::raw(format!("  {n}")));
+    }
+    if run.output_incomplete {
+        spans.push(Span::styled(
+            " (incomplete)",
+            Style::new().fg(Color::Yellow),
+        ));
+    }
+    let summary = run.progress.get("summary").and_then(|v| v.as_str());
+    let last = match (summary, run.last_line()) {
+        (Some(p), Some(l)) => Some(format!("{p} · {l}")),
+        (Some(p), None) => Some(p.to_owned()),
+        (None, l) => l.map(str::to_owned),
+    };
+    if let Some(l) = last {
+        let room = width
+            .saturating_sub(indent.len() + id.len() + state.len() + 8)
+            .max(10);
+        spans.push(Span::styled(
+            format!("  {}", shorten(&l, room)),
+            Style::new().fg(Color::Gray),
+        ));
+    }
+    let mut lines = vec![Line::from(spans)];
+    if expanded {
+        let text_lines: Vec<&str> = run.text.lines().collect();
+        let from = text_lines.len().saturating_sub(6);
+        for l in &text_lines[from..] {
+            lines.push(Line::styled(
+                format!(
+                    "{indent}    │ {}",
+                    shorten(l, width.saturating_sub(indent.len() + 8))
+                ),
+                Style::new().fg(Color::Gray),
+            ));
+        }
+        for (tool, call) in run.tool_calls.iter().rev().take(4) {
+            let status = call.get("status").and_then(|s| s.as_str()).unwrap_or("?");
+            let title = call.get("title").and_then(|s| s.as_str()).unwrap_or("");
+            lines.push(Line::styled(
+                format!("{indent}    ⚙ {tool} {status} {}", shorten(title, 40)),
+                Style::new().fg(Color::Gray),
+            ));
+        }
+        if text_lines.is_empty() && run.tool_calls.is_empty() {
+            lines.push(Line::styled(
+                format!("{indent}    (no output)"),
+                Style::new().fg(Color::Gray),
+            ));
+        }
+    }
+    lines
+}
+
+fn render_runs(frame: &mut Frame, app: &App, area: Rect) {
+    let runs = tree(app);
+    let width = area.width.saturating_sub(4) as usize;
+    let items: Vec<ListItem> = runs
+        .iter()
+        .map(|(depth, id, run)| {
+            ListItem::new(run_lines(*depth, id, run, app.expanded.contains(id), width))
+        })
+        .collect();
+    let tasks = session(app).map_or(0, |s| s.tasks.len());
+    let title = format!("Runs ({}) · tasks {tasks}", runs.len());
+    if items.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                "no subagent runs",
+                Style::new().fg(Color::Gray),
+            ))
+            .block(pane_block(app, Pane::Runs, title)),
+            area,
+        );
+        return;
+    }
+    let list = List::new(items)
+        .block(pane_block(app, Pane::Runs, title))
+        .highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let selected = (app.focus == Pane::Runs).then_some(app.run);
+    let mut state = ListState::default().with_selected(selected);
+    frame.render_stateful_widget(list, area, &mut state);
+}
+
+fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
+    let [table_area, gauge_area] = Layout::vertical([
+        Constraint::Min(2),
+        Constraint::Length(u16::from(s.usage.context.is_some())),
+    ])
+    .areas(area.inner(ratatui::layout::Margin::new(1, 1)));
+    frame.render_widget(Block::bordered().title("Usage"), area);
+    let header = Row::new([
+        "model",
+        "input",
+        "output",
+        "cache read",
+        "reasoning",
+        "cost",
+    ])
+    .style(Style::new().fg(Color::Gray));
+    let rows: Vec<Row> = s
+        .usage
+        .totals
+        .iter()
+        .map(|(model, u)| {
+            Row::new(vec![
+                Cell::from(model.clone()),
+                Cell::from(u.input_tokens.get().to_string()),
+                Cell::from(u.output_tokens.get().to_string()),
+                Cell::from(u.cache_read_input_tokens.get().to_string()),
+                Cell::from(u.reasoning_output_tokens.map_or(0, |c| c.get()).to_string()),
+                Cell::from(
+                    u.cost_usd
+                        .map_or("unknown".to_owned(), |c| format!("${:.4}", c.get())),
+                ),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Min(14),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(11),
+            Constraint::Length(10),
+            Constraint::Length(10),
+        ],
+    )
+    .header(header);
+    frame.render_widget(table, table_area);
+    if let Some(c) = &s.usage.context {
+        let ratio = if c.size == 0 {
+            0.0
+        } else {
+            (c.used as f64 / c.size as f64).clamp(0.0, 1.0)
+        };
+        let gauge = LineGauge::default()
+            .filled_style(Style::new().fg(Color::Cyan))
+            .label(format!("context {} / {}", c.used, c.size))
+            .ratio(ratio);
+        frame.render_widget(gauge, gauge_area);
+    }
+}
+
+fn countdown(reset: f64) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let left = (reset - now).max(0.0) as u64;
+    match left {
+        0 => "reset due".to_owned(),
+        s if s >= 86_400 => format!("resets in {}d {}h", s / 86_400, s % 86_400 / 3600),
+        s if s >= 3600 => format!("resets in {}h {:02}m", s / 3600, s % 3600 / 60),
+        s => format!("resets in {}m {:02}s", s / 60, s % 60),
+    }
+}
+
+fn window_name(seconds: Option<f64>) -> String {
+    let Some(s) = seconds.map(|s| s as u64) else {
+        return "?".to_owned();
+    };
+    match s {
+        s if s >= 86_400 && s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+fn render_limits(frame: &mut Frame, state: &ConnectionState, area: Rect) {
+    frame.render_widget(Block::bordered().title("Rate limits"), area);
+    let inner = area.inner(ratatui::layout::Margin::new(1, 1));
+    let mut y = inner.y;
+    for (id, entry) in state.rate_limits() {
+        for w in &entry.rate_limit.windows {
+            if y >= inner.y + inner.height {
+                return;
+            }
+            let used = w.used_percent.get();
+            let colour = if used >= 90.0 {
+                Color::Red
+            } else if used >= 70.0 {
+                Color::Yellow
+            } else {
+                Color::Green
+            };
+            let reset = w
+                .resets_at_epoch_seconds
+                .map_or(String::new(), |t| format!(" · {}", countdown(t.get())));
+            let label = format!(
+                "{id} {} {used:.0}%{reset}",
+                window_name(w.window_duration_seconds.map(|d| d.get()))
+            );
+            let gauge = LineGauge::default()
+                .filled_style(Style::new().fg(colour))
+                .label(label)
+                .ratio((used / 100.0).clamp(0.0, 1.0));
+            frame.render_widget(gauge, Rect::new(inner.x, y, inner.width, 1));
+            y += 1;
+        }
+    }
+}
+
+fn render_findings(frame: &mut Frame, app: &App, area: Rect) {
+    let visible = app.visible_findings();
+    let width = area.width.saturating_sub(4) as usize;
+    let items: Vec<ListItem> = visible
+        .iter()
+        .map(|f| {
+            let sev = match f.finding.severity {
+                Severity::Error => "E",
+                Severity::Warning => "W",
+                _ => "I",
+            };
+            let text = format!(
+                "#{} {}  {}",
+                f.message + 1,
+                f.finding.rule,
+                f.finding.message
+            );
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("{sev} "), severity_style(f.finding.severity)),
+                Span::raw(shorten(&text, width.saturating_sub(2))),
+            ]))
+        })
+        .collect();
+    let filter = match app.min_severity {
+        Severity::Info => "all",
+        Severity::Warning => "warnings+",
+        _ => "errors",
+    };
+    let title = format!("Findings ({}, {filter})", visible.len());
+    if items.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled("no findings", Style::new().fg(Color::Gray)))
+                .block(pane_block(app, Pane::Findings, title)),
+            area,
+        );
+        return;
+    }
+    let list = List::new(items)
+        .block(pane_block(app, Pane::Findings, title))
+        .highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    // Live and unfocused, the stream shows its newest findings.
+    let selected = if app.focus == Pane::Findings {
+        Some(app.finding)
+    } else {
+        visible.len().checked_sub(1)
+    };
+    let mut state = ListState::default().with_selected(selected);
+    frame.render_stateful_widget(list, area, &mut state);
+}
+
+fn render_timeline(frame: &mut Frame, app: &App, area: Rect) {
+    let rows = area.height.saturating_sub(2) as usize;
+    let at = app
+        .timeline
+        .or(app.cursor)
+        .unwrap_or(app.entries.len().saturating_sub(1));
+    let start = (at + 1).saturating_sub(rows.max(1));
+    let width = area.width.saturating_sub(4) as usize;
+    let items: Vec<ListItem> = app
+        .entries
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(rows)
+        .map(|(i, e)| {
+            let mark = if Some(i) == app.cursor { "▶" } else { " " };
+            let dir = e.direction.as_str();
+            let sid = e
+                .session
+                .as_deref()
+                .map_or(String::new(), |s| format!(" {s}"));
+            let text = shorten(&format!("{mark}#{} {dir} {}{sid}", i + 1, e.label), width);
+            let style = if e.findings > 0 {
+                Style::new().fg(Color::Yellow)
+            } else {
+                Style::new()
+            };
+            ListItem::new(Line::styled(text, style))
+        })
+        .collect();
+    let list = List::new(items)
+        .block(pane_block(app, Pane::Timeline, "Timeline".to_owned()))
+        .highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let selected = app
+        .timeline
+        .filter(|_| app.focus == Pane::Timeline)
+        .map(|i| i - start);
+    let mut state = ListState::default().with_selected(selected);
+    frame.render_stateful_widget(list, area, &mut state);
+}
+
+fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
+    let keys = [
+        ("q", "quit"),
+        ("tab", "pane"),
+        ("↑↓", "move"),
+        ("enter", "expand/jump"),
+        ("←→", "step"),
+        ("n", "next finding"),
+        ("f", "filter"),
+        ("space", if app.paused { "resume" } else { "pause" }),
+        ("end", "live"),
+    ];
+    let mut spans = Vec::new();
+    for (k, what) in keys {
+        spans.push(Span::styled(
+            format!(" {k} "),
+            Style::new().fg(Color::Black).bg(Color::Gray),
+        ));
+        spans.push(Span::raw(format!(" {what} ")));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

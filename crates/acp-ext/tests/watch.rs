@@ -1,0 +1,360 @@
+//! `acp-ext watch`: frames of `serve` transcripts on ratatui's test
+//! backend (every pane, wide and narrow), the keys, `--once`, and the real
+//! binary in a pseudo-terminal as a person uses it: start, move, expand,
+//! follow a growing file, quit.
+
+mod common;
+
+use std::io::{BufReader, Read, Write};
+use std::path::Path;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use acp_ext::check::input::Format;
+use acp_ext::watch::{App, frame_text};
+use common::{EXE, record, scratch};
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+use ratatui::crossterm::event::{KeyCode, KeyModifiers};
+
+const PROMPTS: &[&str] = &[
+    "/subagents 2",
+    "/title Release notes",
+    "/goal set ship it",
+    "/limits",
+    "/compact",
+    "hello",
+];
+
+fn app(path: &Path) -> App {
+    let f = std::fs::File::open(path).unwrap();
+    App::from_reader(&path.display().to_string(), BufReader::new(f), Format::Auto).unwrap()
+}
+
+fn key(app: &mut App, code: KeyCode) {
+    app.key(code, KeyModifiers::NONE);
+}
+
+#[test]
+fn wide_and_narrow_frames_show_every_pane() {
+    let dir = scratch("frames");
+    let path = record(&dir, "jsonl", PROMPTS);
+    // A line that is not JSON: a finding in the stream.
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    text.push_str("not json\n");
+    std::fs::write(&path, text).unwrap();
+    let app = app(&path);
+    let wide = frame_text(&app, 120, 44);
+    for want in [
+        "acp-ext watch",
+        "END",
+        "Sessions (2)",
+        "Release notes",
+        "(generated)",
+        "goal      active  ship it",
+        "Runs (2)",
+        "run-1 completed  worker-1",
+        "run-2 completed  worker-2",
+        "Usage",
+        "serve-model-1",
+        "context ",
+        "Rate limits",
+        "serve-default 5h",
+        "serve-default 7d",
+        "resets in",
+        "Findings (1, all)",
+        "not-json",
+        "Timeline",
+        "(not-json)",
+        "q  quit",
+    ] {
+        assert!(wide.contains(want), "wide frame lacks {want:?}:\n{wide}");
+    }
+    assert_eq!(wide.lines().count(), 44);
+    assert!(wide.lines().all(|l| l.chars().count() <= 120));
+    let narrow = frame_text(&app, 60, 30);
+    for want in [
+        "session 1/2",
+        "Release notes",
+        "run-1 completed",
+        "Findings (1, all)",
+    ] {
+        assert!(
+            narrow.contains(want),
+            "narrow frame lacks {want:?}:\n{narrow}"
+        );
+    }
+    // No session list and no timeline when narrow.
+    assert!(!narrow.contains("Sessions ("), "{narrow}");
+    assert!(!narrow.contains("Timeline"), "{narrow}");
+    assert!(narrow.lines().all(|l| l.chars().count() <= 60));
+}
+
+#[test]
+fn keys_move_expand_replay_and_filter() {
+    let dir = scratch("keys");
+    let path = record(&dir, "jsonl", PROMPTS);
+    let mut app = app(&path);
+    // Tab to the runs, select the second, expand it: its output shows.
+    key(&mut app, KeyCode::Tab);
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Enter);
+    let frame = frame_text(&app, 120, 44);
+    assert!(frame.contains("▾ run-2"), "{frame}");
+    assert!(frame.contains("│ worker-2"), "{frame}");
+    assert!(frame.contains("▸ run-1"), "{frame}");
+    // Step back to the very first message: replay shows the state then.
+    key(&mut app, KeyCode::Home);
+    let frame = frame_text(&app, 120, 44);
+    assert!(
+        frame.contains(&format!("REPLAY 1/{}", app.entries.len())),
+        "{frame}"
+    );
+    assert!(
+        frame.contains("Waiting for messages") || frame.contains("No session yet"),
+        "{frame}"
+    );
+    // Step forward until the first run exists.
+    let first_run = app
+        .entries
+        .iter()
+        .position(|e| e.label.ends_with("subagents/event"))
+        .unwrap();
+    while app.cursor.unwrap() < first_run {
+        key(&mut app, KeyCode::Right);
+    }
+    let frame = frame_text(&app, 120, 44);
+    assert!(frame.contains("run-1 running"), "{frame}");
+    assert!(frame.contains(&format!("▶#{}", first_run + 1)), "{frame}");
+    // Replies are labelled with the request they answer.
+    assert!(frame.contains("↳ result of session/new"), "{frame}");
+    // End: the end of the transcript again.
+    key(&mut app, KeyCode::End);
+    assert!(frame_text(&app, 120, 44).contains("run-1 completed"));
+    // Pause: new messages are read, not folded, until resumed.
+    key(&mut app, KeyCode::Char(' '));
+    assert!(frame_text(&app, 120, 44).contains("PAUSED"));
+    key(&mut app, KeyCode::Char(' '));
+    assert!(frame_text(&app, 120, 44).contains("END"));
+    // The filter cycles info → warnings → errors → info.
+    key(&mut app, KeyCode::Char('f'));
+    assert!(frame_text(&app, 120, 44).contains("warnings+"));
+    key(&mut app, KeyCode::Char('f'));
+    key(&mut app, KeyCode::Char('f'));
+    assert!(frame_text(&app, 120, 44).contains(", all)"));
+    key(&mut app, KeyCode::Char('q'));
+    assert!(app.quit);
+}
+
+#[test]
+fn next_finding_jumps_to_its_message() {
+    let dir = scratch("findings");
+    let path = record(&dir, "jsonl", &["hello"]);
+    let mut text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // A bad line in the middle.
+    let mid = lines.len() / 2;
+    let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    out.insert(mid, "{broken".into());
+    text = out.join("\n") + "\n";
+    std::fs::write(&path, text).unwrap();
+    let mut app = app(&path);
+    key(&mut app, KeyCode::Char('n'));
+    assert_eq!(app.cursor, Some(mid));
+    let frame = frame_text(&app, 120, 44);
+    assert!(frame.contains(&format!("▶#{}", mid + 1)), "{frame}");
+    // From the findings pane, Enter jumps to the selected finding too.
+    key(&mut app, KeyCode::End);
+    for _ in 0..2 {
+        key(&mut app, KeyCode::Tab);
+    }
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.cursor, Some(mid));
+}
+
+#[test]
+fn once_prints_the_final_frame_for_every_format() {
+    let dir = scratch("once");
+    for format in ["jsonl", "conductor"] {
+        let path = record(&dir, format, &["/subagents 1", "/title T"]);
+        let out = Command::new(EXE)
+            .args(["watch", "--once", "--width", "90", "--height", "36"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.lines().count(), 36, "{text}");
+        assert!(text.contains("run-1 completed"), "{format}:\n{text}");
+        assert!(text.contains("T  (generated)"), "{format}:\n{text}");
+        assert!(!text.contains('\u{1b}'), "escape codes in plain output");
+    }
+    // Not a terminal: the same, without --once.
+    let path = dir.join("record-jsonl");
+    let out = Command::new(EXE).arg("watch").arg(&path).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run-1 completed"));
+    // A missing file is an error, not a blank screen.
+    let out = Command::new(EXE)
+        .args(["watch", "--once", "/nonexistent/rec.jsonl"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/rec.jsonl"));
+}
+
+/// The binary in a pseudo-terminal, its screen read through a terminal
+/// emulator.
+struct Pty {
+    screen: Arc<Mutex<vt100::Parser>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+}
+
+impl Pty {
+    fn start(args: &[&str], cols: u16, rows: u16) -> Pty {
+        let pty = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(EXE);
+        cmd.args(args);
+        cmd.env("TERM", "xterm-256color");
+        let child = pty.slave.spawn_command(cmd).unwrap();
+        drop(pty.slave);
+        let mut reader = pty.master.try_clone_reader().unwrap();
+        let writer = pty.master.take_writer().unwrap();
+        let screen = Arc::new(Mutex::new(vt100::Parser::new(
+            std::num::NonZeroU16::new(rows).unwrap(),
+            std::num::NonZeroU16::new(cols).unwrap(),
+            0,
+        )));
+        let s = screen.clone();
+        std::thread::spawn(move || {
+            let _master = pty.master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                s.lock().unwrap().process(&buf[..n]);
+            }
+        });
+        Pty {
+            screen,
+            writer,
+            child,
+        }
+    }
+
+    fn contents(&self) -> String {
+        self.screen.lock().unwrap().screen().contents()
+    }
+
+    /// Waits until the screen shows `text`.
+    fn wait_for(&self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let c = self.contents();
+            if c.contains(text) {
+                return c;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "screen never showed {text:?}:\n{c}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "watch did not exit");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn a_person_starts_moves_expands_follows_and_quits() {
+    let dir = scratch("pty");
+    let full = record(&dir, "jsonl", PROMPTS);
+    let text = std::fs::read_to_string(&full).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // The view starts on the first part and follows as the rest arrives.
+    let cut = lines
+        .iter()
+        .position(|l| l.contains("/title Release notes"))
+        .unwrap();
+    let live = dir.join("live.jsonl");
+    std::fs::write(&live, lines[..cut].join("\n") + "\n").unwrap();
+    let live_arg = live.display().to_string();
+    let mut pty = Pty::start(&["watch", &live_arg], 120, 40);
+    let screen = pty.wait_for("LIVE");
+    assert!(screen.contains("Sessions"), "{screen}");
+    pty.wait_for("run-2 completed");
+    assert!(!pty.contents().contains("Release notes"));
+    // Move: tab to the runs, down to the second, expand it.
+    pty.send(b"\t");
+    pty.send(b"\x1b[B");
+    pty.send(b"\r");
+    pty.wait_for("▾ run-2");
+    // Follow: the writer appends the rest while the view runs.
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&live)
+            .unwrap();
+        for chunk in lines[cut..].chunks(7) {
+            f.write_all((chunk.join("\n") + "\n").as_bytes()).unwrap();
+            f.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+    }
+    pty.wait_for("Release notes");
+    pty.wait_for("serve-default 7d");
+    pty.wait_for(&format!("{} messages", lines.len()));
+    // Quit: exit status 0, the terminal restored (main screen, cursor shown).
+    pty.send(b"q");
+    let status = pty.wait_exit();
+    assert!(status.success(), "{status:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    let parser = pty.screen.lock().unwrap();
+    assert!(
+        !parser.screen().alternate_screen(),
+        "alternate screen left on"
+    );
+    assert!(!parser.screen().hide_cursor(), "cursor left hidden");
+}
+
+#[test]
+fn sigterm_restores_the_terminal() {
+    let dir = scratch("sigterm");
+    let path = record(&dir, "jsonl", &["hello"]);
+    let arg = path.display().to_string();
+    let mut pty = Pty::start(&["watch", &arg], 100, 30);
+    pty.wait_for("LIVE");
+    let pid = pty.child.process_id().unwrap();
+    common::send_signal("TERM", pid);
+    let status = pty.wait_exit();
+    assert!(status.success(), "{status:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!pty.screen.lock().unwrap().screen().alternate_screen());
+}
