@@ -48,6 +48,8 @@ fn main() {
     let seconds: u64 = args.get(2).map_or(5, |s| s.parse().unwrap());
     let idle: u64 = args.get(3).map_or(5, |s| s.parse().unwrap());
     let exe = std::env::var("ACP_EXT").unwrap_or_else(|_| "target/release/acp-ext".into());
+    // The pty's command builder looks relative names up in PATH.
+    let exe = std::fs::canonicalize(&exe).unwrap_or_else(|e| panic!("{exe}: {e}"));
 
     let text = std::fs::read_to_string(source).unwrap();
     let lines: Vec<&str> = text.lines().collect();
@@ -171,10 +173,11 @@ fn main() {
     let _ = child.wait();
     std::thread::sleep(Duration::from_millis(200));
     let tail = String::from_utf8_lossy(&raw.lock().unwrap()).into_owned();
+    // The stats line follows the escape codes of the last frame.
     let stats = tail
-        .lines()
-        .rev()
-        .find(|l| l.contains("redraws="))
+        .rfind("messages=")
+        .map(|i| &tail[i..])
+        .and_then(|s| s.split(['\r', '\n']).next())
         .unwrap_or("")
         .trim()
         .to_owned();
