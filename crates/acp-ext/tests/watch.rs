@@ -358,3 +358,29 @@ fn sigterm_restores_the_terminal() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(!pty.screen.lock().unwrap().screen().alternate_screen());
 }
+
+#[test]
+fn usage_with_several_models_shows_their_total() {
+    let dir = scratch("models");
+    let path = dir.join("two-models.jsonl");
+    let row = |input: u64, cost: f64| serde_json::json!({"inputTokens": input, "outputTokens": 1, "cacheReadInputTokens": 0, "costUSD": cost});
+    let update = serde_json::json!({"jsonrpc": "2.0", "method": "_lody/session/usage_update",
+        "params": {"sessionId": "s", "usage": row(300, 0.3),
+            "modelUsage": {"model-a": row(100, 0.1), "model-b": row(200, 0.2)}}});
+    std::fs::write(&path, format!("{update}\n")).unwrap();
+    let frame = frame_text(&app(&path), 120, 40);
+    let line = |name: &str| {
+        frame
+            .lines()
+            .find(|l| l.contains(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{frame}"))
+            .to_owned()
+    };
+    assert!(line("model-a").contains("100"), "{frame}");
+    assert!(line("model-b").contains("200"), "{frame}");
+    let total = line("total");
+    assert!(
+        total.contains("300") && total.contains("$0.3000"),
+        "{total}"
+    );
+}

@@ -208,7 +208,8 @@ fn render_session(frame: &mut Frame, app: &App, area: Rect) {
     let usage_height = if models == 0 && s.usage.context.is_none() {
         0
     } else {
-        (models as u16 + 3 + u16::from(s.usage.context.is_some())).min(9)
+        let total_row = u16::from(models > 1);
+        (models as u16 + total_row + 3 + u16::from(s.usage.context.is_some())).min(10)
     };
     let limits_height = if windows == 0 {
         0
@@ -401,13 +402,27 @@ fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
         "cost",
     ])
     .style(Style::new().fg(Color::Gray));
-    let rows: Vec<Row> = s
+    let mut models: Vec<(String, &acp_extension_core::usage::ModelUsage, Style)> = s
         .usage
         .totals
         .iter()
-        .map(|(model, u)| {
+        .map(|(m, u)| (m.clone(), u, Style::new()))
+        .collect();
+    // The session's total over every model and scope.
+    if models.len() > 1
+        && let Some(total) = &s.usage.total
+    {
+        models.push((
+            "total".to_owned(),
+            total,
+            Style::new().add_modifier(Modifier::BOLD),
+        ));
+    }
+    let rows: Vec<Row> = models
+        .into_iter()
+        .map(|(model, u, style)| {
             Row::new(vec![
-                Cell::from(model.clone()),
+                Cell::from(model),
                 Cell::from(u.input_tokens.get().to_string()),
                 Cell::from(u.output_tokens.get().to_string()),
                 Cell::from(u.cache_read_input_tokens.get().to_string()),
@@ -417,6 +432,7 @@ fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
                         .map_or("unknown".to_owned(), |c| format!("${:.4}", c.get())),
                 ),
             ])
+            .style(style)
         })
         .collect();
     let table = Table::new(
