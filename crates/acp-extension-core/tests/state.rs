@@ -520,6 +520,16 @@ fn cycles_and_cross_root_parents_stay_unresolved() {
         invalid_rules(&state),
         ["subagent-tree-cycle", "subagent-cross-root"]
     );
+    // The tree: the root's child with its child, then the runs whose
+    // lineage is unresolved.
+    let tree: Vec<(usize, &str)> = state
+        .session("s")
+        .unwrap()
+        .run_tree()
+        .into_iter()
+        .map(|(d, id, _)| (d, id))
+        .collect();
+    assert_eq!(tree, [(0, "a"), (1, "b"), (0, "c"), (0, "d")]);
     let mut state = state;
     state.message(A2C, &child_of("s", "a", "b"));
     assert_eq!(invalid_rules(&state).last().unwrap(), "subagent-tree-cycle");

@@ -384,37 +384,55 @@ pub struct SessionState {
 }
 
 impl SessionState {
-    /// The runs whose parent is the root (`parentRunId: null`) or unknown,
-    /// then each run's children: the run tree as `(depth, runId, run)`,
-    /// depth-first in first-seen order. Runs whose lineage is not yet known
-    /// are listed at depth 0 after the root's children.
+    /// The run tree as `(depth, runId, run)`, depth-first in first-seen
+    /// order: the root's children (`parentRunId: null`) with their
+    /// descendants, then the runs whose parent is not known (lineage not
+    /// reported yet, or a parent not seen) at depth 0 with theirs. Linear
+    /// in the number of runs.
     pub fn run_tree(&self) -> Vec<(usize, &str, &RunState)> {
-        let mut out = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        fn walk<'a>(
-            s: &'a SessionState,
-            parent: Option<&str>,
-            depth: usize,
-            out: &mut Vec<(usize, &'a str, &'a RunState)>,
-            seen: &mut std::collections::HashSet<&'a str>,
-        ) {
-            for (id, run) in &s.subagent_runs {
-                let p = run.parent_run_id.as_ref().and_then(|p| p.as_deref());
-                let is_child = match parent {
-                    None => matches!(run.parent_run_id, Some(None)),
-                    Some(parent) => p == Some(parent),
-                };
-                if is_child && seen.insert(id.as_str()) {
-                    out.push((depth, id.as_str(), run));
-                    walk(s, Some(id), depth + 1, out, seen);
+        use std::collections::{HashMap, HashSet};
+        let mut children: HashMap<&str, Vec<(&str, &RunState)>> = HashMap::new();
+        let mut tops = Vec::new();
+        let mut orphans = Vec::new();
+        for (id, run) in &self.subagent_runs {
+            match &run.parent_run_id {
+                Some(None) => tops.push((id.as_str(), run)),
+                Some(Some(p)) if self.subagent_runs.contains_key(p) && p != id => children
+                    .entry(p.as_str())
+                    .or_default()
+                    .push((id.as_str(), run)),
+                _ => orphans.push((id.as_str(), run)),
+            }
+        }
+        let mut out = Vec::with_capacity(self.subagent_runs.len());
+        let mut seen = HashSet::new();
+        let mut stack: Vec<(usize, &str, &RunState)> = Vec::new();
+        let roots = tops.into_iter().chain(orphans);
+        let mut pending: Vec<(&str, &RunState)> = roots.collect();
+        pending.reverse();
+        loop {
+            let (depth, id, run) = match stack.pop() {
+                Some(next) => next,
+                None => match pending.pop() {
+                    Some((id, run)) => (0, id, run),
+                    None => break,
+                },
+            };
+            if !seen.insert(id) {
+                continue;
+            }
+            out.push((depth, id, run));
+            if let Some(kids) = children.get(id) {
+                for (kid, run) in kids.iter().rev() {
+                    stack.push((depth + 1, kid, run));
                 }
             }
         }
-        walk(self, None, 0, &mut out, &mut seen);
+        // Runs only reachable through a cycle (not made by the fold, which
+        // refuses cycles, but possible in a state built by hand).
         for (id, run) in &self.subagent_runs {
             if seen.insert(id.as_str()) {
                 out.push((0, id.as_str(), run));
-                walk(self, Some(id), 1, &mut out, &mut seen);
             }
         }
         out
