@@ -1,7 +1,6 @@
 //! Library behind the `acp-ext` command-line tool: printing helpers and
 //! the long-running commands (check, state, watch, tap, probe, serve, demo),
-//! so that they
-//! can be driven from tests and from other crates.
+//! so that they can be driven from tests and from other crates.
 
 #![deny(missing_docs)]
 
