@@ -384,3 +384,17 @@ fn usage_with_several_models_shows_their_total() {
         "{total}"
     );
 }
+
+#[test]
+fn a_record_that_does_not_exist_yet_is_waited_for() {
+    let dir = scratch("later");
+    let source = record(&dir, "jsonl", &["/title Later"]);
+    let later = dir.join("later.jsonl");
+    let arg = later.display().to_string();
+    let mut pty = Pty::start(&["watch", &arg], 100, 30);
+    pty.wait_for("Waiting for messages");
+    std::fs::copy(&source, &later).unwrap();
+    pty.wait_for("Later");
+    pty.send(b"q");
+    assert!(pty.wait_exit().success());
+}

@@ -482,7 +482,14 @@ pub fn run(path: &Path, options: &WatchOptions, out: &mut impl Write) -> anyhow:
 }
 
 fn live(path: &Path, name: &str, options: &WatchOptions) -> anyhow::Result<()> {
-    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+    // A record the tap has not created yet is waited for; any other error
+    // is one.
+    let file = match std::fs::File::open(path) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => anyhow::bail!("cannot read {name}: {e}"),
+    };
+    let path = path.to_path_buf();
     let stop = Arc::new(AtomicBool::new(false));
     // SIGTERM, SIGHUP (and SIGINT outside raw mode) end the view cleanly.
     let signals = signal_hook::iterator::Signals::new([
@@ -504,6 +511,18 @@ fn live(path: &Path, name: &str, options: &WatchOptions) -> anyhow::Result<()> {
     let format = options.format;
     let reader_stop = stop.clone();
     let reader = std::thread::spawn(move || {
+        let file = match file {
+            Some(f) => f,
+            None => loop {
+                if reader_stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                if let Ok(f) = std::fs::File::open(&path) {
+                    break f;
+                }
+                std::thread::sleep(follow::POLL * 5);
+            },
+        };
         let tail = follow::Follow::new(file, reader_stop);
         let _ = input::read(BufReader::with_capacity(1 << 16, tail), format, |item| {
             let _ = tx.send(item);
