@@ -382,7 +382,8 @@ fn print_state(
                     format!("{span} {}%{reset}", w.used_percent.get())
                 })
                 .collect();
-            writeln!(out, "  {id}  {}", windows.join("  "))?;
+            let stale = if entry.stale { "  (stale)" } else { "" };
+            writeln!(out, "  {id}  {}{stale}", windows.join("  "))?;
         }
     }
     let invalid: Vec<_> = state.invalid().collect();

@@ -999,6 +999,21 @@ fn rate_limits_merge_per_limit_and_replace_within_it() {
             .get(),
         60.0
     );
+    // A failed query keeps the data, marked stale; a fresh row clears it.
+    state.message(
+        C2A,
+        &json!({"jsonrpc": "2.0", "id": 10, "method": "_lody/rate_limits/get", "params": {}}),
+    );
+    state.message(
+        A2C,
+        &json!({"jsonrpc": "2.0", "id": 10, "error": {"code": -32603, "message": "upstream down"}}),
+    );
+    let r = state.rate_limits();
+    assert!(r.values().all(|e| e.stale));
+    assert_eq!(r["c"].rate_limit.windows[0].used_percent.get(), 60.0);
+    state.message(A2C, &at(400, 61));
+    assert!(!state.rate_limits()["c"].stale);
+    assert!(state.rate_limits()["a"].stale);
 }
 
 // ---------------------------------------------------------------------------

@@ -507,8 +507,9 @@ fn render_limits(frame: &mut Frame, state: &ConnectionState, area: Rect) {
             let reset = w
                 .resets_at_epoch_seconds
                 .map_or(String::new(), |t| format!(" · {}", countdown(t.get())));
+            let stale = if entry.stale { " (stale)" } else { "" };
             let label = format!(
-                "{id} {} {used:.0}%{reset}",
+                "{id} {} {used:.0}%{reset}{stale}",
                 window_name(w.window_duration_seconds.map(|d| d.get()))
             );
             let gauge = LineGauge::default()

@@ -218,6 +218,21 @@ impl ConnectionState {
                             }
                         }
                     }
+                    // A failed query keeps every row's data, marked stale.
+                    ("rate_limits/get", Err(_)) => {
+                        let ids: Vec<String> = self
+                            .rate_limits
+                            .iter_mut()
+                            .filter(|(_, e)| !e.stale)
+                            .map(|(id, e)| {
+                                e.stale = true;
+                                id.clone()
+                            })
+                            .collect();
+                        if !ids.is_empty() {
+                            out.push(Change::RateLimits { limit_ids: ids });
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -1454,6 +1469,7 @@ impl ConnectionState {
                 RateLimitEntry {
                     rate_limit: limit,
                     fetched_at_epoch_seconds: fetched,
+                    stale: false,
                     dialect,
                 },
             );

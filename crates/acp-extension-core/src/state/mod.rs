@@ -41,7 +41,8 @@
 //!   (its `windows` included) replaces the row with its id; rows a
 //!   snapshot omits are kept, so `rateLimits: []` changes nothing; a row
 //!   whose `fetchedAtEpochSeconds` is older than the stored one's does not
-//!   replace it. (consumer facts §1.4)
+//!   replace it; a failed `rate_limits/get` marks the rows `stale` and keeps
+//!   their data. (consumer facts §1.4)
 //! * **Usage**: each scope (`_meta.<ns>.usageScopeId`, else the session)
 //!   is cumulative on its own; totals are the per-model sum over scopes
 //!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown);

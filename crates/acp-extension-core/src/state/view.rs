@@ -450,6 +450,9 @@ pub struct RateLimitEntry {
     /// `fetchedAtEpochSeconds` of the snapshot it came in, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetched_at_epoch_seconds: Option<f64>,
+    /// A later `rate_limits/get` failed: the data is the last known, not
+    /// current (a fresh row clears it).
+    pub stale: bool,
     /// Which form it arrived in.
     pub dialect: Dialect,
 }
