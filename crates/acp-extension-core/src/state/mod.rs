@@ -512,6 +512,17 @@ impl ConnectionState {
     ) -> Vec<Change> {
         let mut out = Vec::new();
         self.messages += 1;
+        self.notification_into(direction, method, params, &mut out);
+        out
+    }
+
+    fn notification_into(
+        &mut self,
+        direction: Direction,
+        method: &str,
+        params: &Value,
+        out: &mut Vec<Change>,
+    ) {
         let dir = match direction {
             Direction::Unknown => Direction::of_method(method),
             d => d,
@@ -519,8 +530,20 @@ impl ConnectionState {
         if dir == Direction::ClientToAgent {
             self.client_seen = true;
         }
-        self.on_call(dir, method, None, params, &mut out);
-        out
+        self.on_call(dir, method, None, params, out);
+    }
+
+    /// Records input that is not a JSON-RPC message.
+    fn not_a_message(&mut self, out: &mut Vec<Change>, pointer: &str, message: &str) {
+        self.record_invalid(
+            out,
+            None,
+            None,
+            pointer,
+            "not-a-message",
+            message.to_owned(),
+            false,
+        );
     }
 
     /// Folds a request that travelled in `direction` (a client folds the
@@ -603,73 +626,32 @@ impl ConnectionState {
     fn one(&mut self, direction: Direction, msg: &Value, out: &mut Vec<Change>) {
         self.messages += 1;
         let Some(obj) = msg.as_object() else {
-            self.record_invalid(
-                out,
-                None,
-                None,
-                "",
-                "not-a-message",
-                "expected a JSON-RPC message object".to_owned(),
-                false,
-            );
+            self.not_a_message(out, "", "expected a JSON-RPC message object");
             return;
         };
         const NULL: Value = Value::Null;
         if let Some(method) = obj.get("method") {
             let Some(method) = method.as_str() else {
-                self.record_invalid(
-                    out,
-                    None,
-                    None,
-                    "/method",
-                    "not-a-message",
-                    "`method` must be a string".to_owned(),
-                    false,
-                );
+                self.not_a_message(out, "/method", "`method` must be a string");
                 return;
             };
             let params = obj.get("params").unwrap_or(&NULL);
             match obj.get("id").filter(|id| !id.is_null()) {
                 Some(id) => self.request_into(direction, id, method, params, out),
-                None => {
-                    let dir = match direction {
-                        Direction::Unknown => Direction::of_method(method),
-                        d => d,
-                    };
-                    if dir == Direction::ClientToAgent {
-                        self.client_seen = true;
-                    }
-                    self.on_call(dir, method, None, params, out)
-                }
+                None => self.notification_into(direction, method, params, out),
             }
         } else if let Some(id) = obj.get("id") {
             let outcome = match (obj.get("result"), obj.get("error")) {
                 (Some(r), _) => Ok(r),
                 (None, Some(e)) => Err(e),
                 (None, None) => {
-                    self.record_invalid(
-                        out,
-                        None,
-                        None,
-                        "",
-                        "not-a-message",
-                        "a response needs `result` or `error`".to_owned(),
-                        false,
-                    );
+                    self.not_a_message(out, "", "a response needs `result` or `error`");
                     return;
                 }
             };
             self.response_into(direction, id, outcome, out);
         } else {
-            self.record_invalid(
-                out,
-                None,
-                None,
-                "",
-                "not-a-message",
-                "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message".to_owned(),
-                false,
-            );
+            self.not_a_message(out, "", "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message");
         }
     }
 
