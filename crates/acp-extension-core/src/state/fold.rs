@@ -864,16 +864,16 @@ impl ConnectionState {
     }
 
     fn session_info(&mut self, method: &str, sid: &str, update: &Value, out: &mut Vec<Change>) {
-        let Some(m) = meta_of(update).cloned() else {
+        let Some(m) = meta_of(update) else {
             self.title(method, sid, update, None, out);
             return;
         };
-        let source = match meta::read::<fields::TitleSource>(&m) {
+        let source = match meta::read::<fields::TitleSource>(m) {
             Ok(s) => s.map(Ok),
             Err(_) => Some(Err(())),
         };
         self.title(method, sid, update, source, out);
-        match meta::read::<fields::Goal>(&m) {
+        match meta::read::<fields::Goal>(m) {
             Ok(Some(goal)) => {
                 self.session_mut(sid).goal = goal;
                 out.push(Change::Goal {
@@ -883,7 +883,7 @@ impl ConnectionState {
             Ok(None) => {}
             Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
         }
-        match meta::read::<fields::Notice>(&m) {
+        match meta::read::<fields::Notice>(m) {
             Ok(Some(n)) => {
                 let source = n.source.clone();
                 self.notice(

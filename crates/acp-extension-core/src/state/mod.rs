@@ -523,6 +523,13 @@ impl ConnectionState {
         params: &Value,
         out: &mut Vec<Change>,
     ) {
+        let dir = self.arrived(direction, method);
+        self.on_call(dir, method, None, params, out);
+    }
+
+    /// The direction of a request or notification (inferred from the
+    /// method when unknown), noting client traffic.
+    fn arrived(&mut self, direction: Direction, method: &str) -> Direction {
         let dir = match direction {
             Direction::Unknown => Direction::of_method(method),
             d => d,
@@ -530,7 +537,7 @@ impl ConnectionState {
         if dir == Direction::ClientToAgent {
             self.client_seen = true;
         }
-        self.on_call(dir, method, None, params, out);
+        dir
     }
 
     /// Records input that is not a JSON-RPC message.
@@ -663,13 +670,7 @@ impl ConnectionState {
         params: &Value,
         out: &mut Vec<Change>,
     ) {
-        let dir = match direction {
-            Direction::Unknown => Direction::of_method(method),
-            d => d,
-        };
-        if dir == Direction::ClientToAgent {
-            self.client_seen = true;
-        }
+        let dir = self.arrived(direction, method);
         let steer_id =
             if crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer") {
                 params.get("steerId").and_then(Value::as_str)
