@@ -459,6 +459,50 @@ fn runs_fold_snapshots_progress_and_output() {
 }
 
 #[test]
+fn a_runs_messages_are_separated_by_lines_its_chunks_are_not() {
+    let tool = json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Read"});
+    let (state, _) = fold(&[
+        (A2C, snapshot("s", "r", "running")),
+        (A2C, output("s", "r", text("reading "))),
+        (A2C, output("s", "r", text("the task"))),
+        // A tool call ends the message; an empty chunk starts nothing.
+        (A2C, output("s", "r", tool.clone())),
+        (A2C, output("s", "r", text(""))),
+        (A2C, output("s", "r", text("done"))),
+        // Text that already ends its line, or a message that begins with
+        // one, gets no blank line.
+        (A2C, output("s", "r", text("\n"))),
+        (A2C, output("s", "r", tool.clone())),
+        (A2C, output("s", "r", text("next"))),
+        (A2C, output("s", "r", tool)),
+        (A2C, output("s", "r", text("\nlast"))),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    let run = &state.session("s").unwrap().subagent_runs["r"];
+    assert_eq!(run.text, "reading the task\ndone\nnext\nlast");
+    assert_eq!(run.last_line(), Some("last"));
+
+    // Another messageId is another message; the same one continues.
+    let with_id = |t: &str, id: &str| {
+        output(
+            "s",
+            "r",
+            json!({"sessionUpdate": "agent_message_chunk", "messageId": id,
+                "content": {"type": "text", "text": t}}),
+        )
+    };
+    let (state, _) = fold(&[
+        (A2C, snapshot("s", "r", "running")),
+        (A2C, with_id("first", "m1")),
+        (A2C, with_id(" part", "m1")),
+        (A2C, with_id("second", "m2")),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    let run = &state.session("s").unwrap().subagent_runs["r"];
+    assert_eq!(run.text, "first part\nsecond");
+}
+
+#[test]
 fn terminal_runs_are_final_unknown_is_not_and_ownership_is_fixed_at_first_binding() {
     let rebind = notify(
         "_lody/subagents/event",
@@ -1348,6 +1392,7 @@ proptest! {
         // An independent model of each run, from the event list.
         let mut last_snapshot: IndexMap<String, Value> = IndexMap::new();
         let mut texts: IndexMap<String, String> = IndexMap::new();
+        let mut ended: std::collections::HashSet<String> = Default::default();
         let mut progress: IndexMap<String, serde_json::Map<String, Value>> = IndexMap::new();
         let mut tools: IndexMap<String, IndexMap<String, Value>> = IndexMap::new();
         for ev in &events {
@@ -1363,8 +1408,16 @@ proptest! {
                 _ => {
                     let u = &ev["update"];
                     if u["sessionUpdate"] == "agent_message_chunk" {
-                        texts.entry(run).or_default().push_str(u["content"]["text"].as_str().unwrap());
+                        let t = u["content"]["text"].as_str().unwrap();
+                        let text = texts.entry(run.clone()).or_default();
+                        // A message after a tool call starts a new line.
+                        if !t.is_empty() && ended.remove(&run) && !text.is_empty()
+                            && !text.ends_with('\n') && !t.starts_with('\n') {
+                            text.push('\n');
+                        }
+                        text.push_str(t);
                     } else {
+                        ended.insert(run.clone());
                         let id = u["toolCallId"].as_str().unwrap().to_owned();
                         let row = tools.entry(run).or_default().entry(id).or_insert(json!({}));
                         for (k, v) in u.as_object().unwrap() {

@@ -1107,6 +1107,8 @@ impl ConnectionState {
                                 plan: None,
                                 output_events: 0,
                                 dialect,
+                                message_ended: false,
+                                message_id: None,
                             },
                         );
                         cap_map(&mut s.subagent_runs, limits.runs_per_session);
@@ -1509,8 +1511,9 @@ fn patch_str(field: &mut Option<String>, v: Option<&Value>) {
     }
 }
 
-/// Folds one output update into a run: text appends, tool calls merge by
-/// id, a plan replaces; a non-text message chunk marks the run incomplete.
+/// Folds one output update into a run: text appends (a new message on a
+/// new line), tool calls merge by id, a plan replaces; a non-text message
+/// chunk marks the run incomplete.
 fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
     run.output_events += 1;
     match str_at(update, "sessionUpdate") {
@@ -1518,7 +1521,25 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             let content = update.get("content");
             match content.and_then(|c| str_at(c, "type")) {
                 Some("text") => {
-                    if let Some(t) = content.and_then(|c| str_at(c, "text")) {
+                    if let Some(t) = content
+                        .and_then(|c| str_at(c, "text"))
+                        .filter(|t| !t.is_empty())
+                    {
+                        let id = str_at(update, "messageId");
+                        let other_message = id.is_some()
+                            && run.message_id.is_some()
+                            && run.message_id.as_deref() != id;
+                        if (run.message_ended || other_message)
+                            && !run.text.is_empty()
+                            && !run.text.ends_with('\n')
+                            && !t.starts_with('\n')
+                        {
+                            run.text.push('\n');
+                        }
+                        run.message_ended = false;
+                        if id.is_some() {
+                            run.message_id = id.map(str::to_owned);
+                        }
                         run.text.push_str(t);
                         cap_text(&mut run.text, limits.text_per_run);
                     }
@@ -1528,6 +1549,7 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
         }
         Some("agent_thought_chunk") => {}
         Some("tool_call") | Some("tool_call_update") => {
+            run.message_ended = true;
             let Some(id) = str_at(update, "toolCallId") else {
                 return;
             };
@@ -1544,7 +1566,10 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             }
             cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
         }
-        Some("plan") => run.plan = Some(update.clone()),
+        Some("plan") => {
+            run.message_ended = true;
+            run.plan = Some(update.clone());
+        }
         _ => {}
     }
 }

@@ -50,8 +50,9 @@
 //!   scope is reported and marks the scope `incomplete`. (contract
 //!   §usage; consumer facts §1.3)
 //! * **Subagent runs**: a snapshot replaces the run's metadata; progress is
-//!   sparse and absolute (`null` clears); text chunks append, tool call
-//!   updates merge by id, a plan replaces; `outputIncomplete` is sticky;
+//!   sparse and absolute (`null` clears); text chunks append (a message
+//!   that follows a tool call or a plan, or has another `messageId`,
+//!   starts on a new line), tool call updates merge by id, a plan replaces; `outputIncomplete` is sticky;
 //!   `completed`, `failed`, `cancelled` are final, `unknown` is not;
 //!   ownership (`parentToolCallId`) is fixed at the first binding; a
 //!   `parentRunId` that would close a cycle or names a run of another root

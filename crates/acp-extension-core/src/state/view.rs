@@ -200,7 +200,9 @@ pub struct RunState {
     pub output_incomplete: bool,
     /// Progress folded sparse and absolute: a key replaces, `null` clears.
     pub progress: Map<String, Value>,
-    /// Message text, chunks appended (bounded mode keeps the tail).
+    /// Message text: the chunks of one message appended as sent; a message
+    /// that follows a tool call or a plan, or that has another `messageId`,
+    /// starts on a new line (bounded mode keeps the tail).
     pub text: String,
     /// Tool calls by id, updates merged into them.
     pub tool_calls: IndexMap<String, Value>,
@@ -211,6 +213,12 @@ pub struct RunState {
     pub output_events: u64,
     /// Which form the run arrived in.
     pub dialect: Dialect,
+    /// The last output event ended a message: the next text starts a line.
+    #[serde(skip)]
+    pub(crate) message_ended: bool,
+    /// The `messageId` of the last text chunk, when the agent sends one.
+    #[serde(skip)]
+    pub(crate) message_id: Option<String>,
 }
 
 impl RunState {
