@@ -1537,7 +1537,7 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
                             run.text.push('\n');
                         }
                         run.message_ended = false;
-                        if id.is_some() {
+                        if other_message || (id.is_some() && run.message_id.is_none()) {
                             run.message_id = id.map(str::to_owned);
                         }
                         run.text.push_str(t);
