@@ -278,18 +278,14 @@ fn print_state(
         if !tree.is_empty() {
             writeln!(out, "  runs")?;
             for (depth, id, run) in tree {
-                let state_name = serde_name(&run.snapshot.state);
+                let state_name = run.state_name().to_owned();
                 let painted = match state_name.as_str() {
                     "completed" => style.ok(&state_name),
                     "failed" | "cancelled" => style.bad(&state_name),
                     "unknown" => style.warn(&state_name),
                     _ => state_name.clone(),
                 };
-                let name = run
-                    .snapshot
-                    .name
-                    .as_deref()
-                    .map_or(String::new(), |n| format!("  {n:?}"));
+                let name = run.name().map_or(String::new(), |n| format!("  {n:?}"));
                 let incomplete = if run.output_incomplete {
                     style.dim(" (incomplete)")
                 } else {

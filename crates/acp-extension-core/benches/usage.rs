@@ -14,12 +14,12 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator, UsageCount};
-use acp_extension_core::wire::FiniteF64;
+use acp_extension_core::wire::NonNegF64;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use indexmap::IndexMap;
 
-fn cost(c: f64) -> FiniteF64 {
-    FiniteF64::new(c).expect("finite")
+fn cost(c: f64) -> NonNegF64 {
+    NonNegF64::new(c).expect("finite")
 }
 
 /// The first, incomplete snapshot of operation `i`: one model, no cost.

@@ -160,9 +160,9 @@ fn print(state: &ConnectionState, sid: &str) {
     println!("session {sid}: {:?} ({:?})", s.title, s.title_source);
     for (depth, id, run) in s.run_tree() {
         println!(
-            "  {}run {id}: {:?}, last line {:?}",
+            "  {}run {id}: {}, last line {:?}",
             "  ".repeat(depth),
-            run.snapshot.state,
+            run.state_name(),
             run.last_line()
         );
     }

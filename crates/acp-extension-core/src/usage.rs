@@ -17,7 +17,7 @@
 //!
 //! ```
 //! use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
-//! use acp_extension_core::wire::FiniteF64;
+//! use acp_extension_core::wire::NonNegF64;
 //! use acp_extension_core::Namespace;
 //! use indexmap::IndexMap;
 //! use serde_json::json;
@@ -33,7 +33,7 @@
 //! // …then the completed one, now with a cost.
 //! rows.insert(
 //!     "model-a".to_owned(),
-//!     ModelUsage::new(1500u64, 120u64, 300u64).cost_usd(FiniteF64::new(0.012)?),
+//!     ModelUsage::new(1500u64, 120u64, 300u64).cost_usd(NonNegF64::new(0.012)?),
 //! );
 //! let update = ledger.update("sess-1", "t1", &rows).expect("grew");
 //! assert_eq!(update.model_usage.as_ref().unwrap()["model-a"].input_tokens.get(), 1500);
@@ -77,7 +77,7 @@ use serde_json::Value;
 
 use crate::namespace::{self, Namespace};
 use crate::violation::Rule;
-use crate::wire::{Count, FiniteF64, Map};
+use crate::wire::{Count, Map, NonNegF64};
 
 /// Longest `usageScopeId` the contract allows (in JavaScript string length,
 /// that is UTF-16 code units).
@@ -111,8 +111,8 @@ crate::wire_struct! {
             reasoning_output_tokens: UsageCount = "reasoningOutputTokens",
             /// Web search requests.
             web_search_requests: UsageCount = "webSearchRequests",
-            /// Cost in US dollars; absent means unknown.
-            cost_usd: FiniteF64 = "costUSD",
+            /// Cost in US dollars, `>= 0`; absent means unknown.
+            cost_usd: NonNegF64 = "costUSD",
             /// The model's context window in tokens (informational; sums drop it).
             context_window: UsageCount = "contextWindow",
         }
@@ -208,7 +208,7 @@ impl Row {
                 opt(u.reasoning_output_tokens),
                 opt(u.web_search_requests),
             ],
-            cost: u.cost_usd.map(FiniteF64::get),
+            cost: u.cost_usd.map(NonNegF64::get),
         }
     }
 
@@ -235,9 +235,51 @@ impl Row {
             .cache_creation_input_tokens(cache_creation)
             .reasoning_output_tokens(reasoning)
             .web_search_requests(web);
-        u.cost_usd = self.cost.and_then(|c| FiniteF64::new(c).ok());
+        u.cost_usd = self.cost.and_then(|c| NonNegF64::new(c).ok());
         u
     }
+}
+
+/// The consumer's rule for a cumulative row that arrives again: each
+/// counter keeps the higher of `stored` and `incoming` (a total that fell
+/// is not believed), the cost keeps the higher of two known costs and is
+/// otherwise what `incoming` says (a later row without a cost makes the
+/// total's cost unknown again, as the ledger that sent it does), and
+/// `contextWindow` is the incoming one, else the stored one. A row where
+/// nothing fell comes back as sent. Used by the
+/// consumer state ([`crate::state`]).
+///
+/// ```
+/// use acp_extension_core::usage::{ModelUsage, keep_max};
+/// use acp_extension_core::wire::NonNegF64;
+///
+/// let stored = ModelUsage::new(100u64, 10u64, 0u64).cost_usd(NonNegF64::new(0.5)?);
+/// let fell = ModelUsage::new(90u64, 12u64, 0u64).cost_usd(NonNegF64::new(0.4)?);
+/// let kept = keep_max(&stored, &fell);
+/// assert_eq!((kept.input_tokens.get(), kept.output_tokens.get()), (100, 12));
+/// assert_eq!(kept.cost_usd.map(NonNegF64::get), Some(0.5));
+/// # Ok::<_, acp_extension_core::Rule>(())
+/// ```
+pub fn keep_max(stored: &ModelUsage, incoming: &ModelUsage) -> ModelUsage {
+    let (old, new) = (Row::of(stored), Row::of(incoming));
+    let fell = old.counters.iter().zip(new.counters).any(|(o, n)| n < *o)
+        || matches!((old.cost, new.cost), (Some(o), Some(n)) if n < o);
+    if !fell {
+        let mut out = incoming.clone();
+        out.context_window = incoming.context_window.or(stored.context_window);
+        return out;
+    }
+    let mut row = new;
+    for (o, n) in row.counters.iter_mut().zip(old.counters) {
+        *o = (*o).max(n);
+    }
+    row.cost = match (old.cost, new.cost) {
+        (Some(o), Some(n)) => Some(js_max(o, n)),
+        (_, n) => n,
+    };
+    let mut out = row.to_usage();
+    out.context_window = incoming.context_window.or(stored.context_window);
+    out
 }
 
 /// `Math.max(a, b)` for non-NaN numbers, with `+0` winning over `-0` when
@@ -329,11 +371,11 @@ fn sum_rows<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Row {
 ///
 /// ```
 /// use acp_extension_core::usage::{sum_model_usage, ModelUsage};
-/// use acp_extension_core::wire::FiniteF64;
+/// use acp_extension_core::wire::NonNegF64;
 /// use indexmap::IndexMap;
 ///
 /// let mut rows = IndexMap::new();
-/// rows.insert("a".to_owned(), ModelUsage::new(10u64, 1u64, 0u64).cost_usd(FiniteF64::new(0.1)?));
+/// rows.insert("a".to_owned(), ModelUsage::new(10u64, 1u64, 0u64).cost_usd(NonNegF64::new(0.1)?));
 /// rows.insert("b".to_owned(), ModelUsage::new(20u64, 2u64, 0u64));
 /// let sum = sum_model_usage(&rows);
 /// assert_eq!(sum.input_tokens.get(), 30);

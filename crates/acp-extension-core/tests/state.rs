@@ -518,7 +518,10 @@ fn terminal_runs_are_final_unknown_is_not_and_ownership_is_fixed_at_first_bindin
         (A2C, snapshot("s", "r", "running")),
     ]);
     let run = &state.session("s").unwrap().subagent_runs["r"];
-    assert_eq!(run.snapshot.state, SubagentState::Completed);
+    assert_eq!(
+        run.snapshot.as_ref().unwrap().state,
+        SubagentState::Completed
+    );
     assert_eq!(run.parent_tool_call_id.as_deref(), Some("toolu_1"));
     assert_eq!(run.text, "");
     assert_eq!(
@@ -622,27 +625,29 @@ fn reconnect_marks_live_runs_unknown_and_they_may_come_back() {
     ]);
     let runs = &state.session("s").unwrap().subagent_runs;
     let live = &runs["live"];
-    assert_eq!(live.snapshot.state, SubagentState::Unknown);
-    assert!(live.output_incomplete && live.snapshot.output_incomplete.is_some());
     assert_eq!(
-        serde_json::to_value(&live.snapshot.reason).unwrap(),
+        live.snapshot.as_ref().unwrap().state,
+        SubagentState::Unknown
+    );
+    assert!(live.output_incomplete && live.snapshot.as_ref().unwrap().output_incomplete.is_some());
+    assert_eq!(
+        serde_json::to_value(&live.snapshot.as_ref().unwrap().reason).unwrap(),
         json!({"code": "disconnected"})
     );
-    assert_eq!(runs["done"].snapshot.state, SubagentState::Completed);
+    assert_eq!(
+        runs["done"].snapshot.as_ref().unwrap().state,
+        SubagentState::Completed
+    );
     state.message(A2C, &snapshot("s", "live", "running"));
     assert_eq!(
-        state.session("s").unwrap().subagent_runs["live"]
-            .snapshot
-            .state,
-        SubagentState::Running
+        state.session("s").unwrap().subagent_runs["live"].state_name(),
+        "running"
     );
     // A lost connection does the same.
     state.disconnected();
     assert_eq!(
-        state.session("s").unwrap().subagent_runs["live"]
-            .snapshot
-            .state,
-        SubagentState::Unknown
+        state.session("s").unwrap().subagent_runs["live"].state_name(),
+        "unknown"
     );
     assert_eq!(state.invalid_count(), 0);
 }
@@ -718,8 +723,12 @@ fn standard_subagent_updates_fold_into_the_same_runs() {
     let s = &standard.session("root").unwrap().subagent_runs;
     let e = &extension.session("root").unwrap().subagent_runs["child"];
     let child = &s["child"];
-    assert_eq!(child.snapshot.state, e.snapshot.state);
-    assert_eq!(child.snapshot.name, e.snapshot.name);
+    // The standard run keeps its own words: idle with its stop reason, no
+    // invented snapshot or support.
+    assert_eq!(child.snapshot, None);
+    assert_eq!(child.state_name(), "idle");
+    assert_eq!(e.state_name(), "completed");
+    assert_eq!(child.name(), e.name());
     assert_eq!(child.text, e.text);
     assert_eq!(child.parent_run_id, e.parent_run_id);
     assert_eq!(child.parent_tool_call_id, e.parent_tool_call_id);
@@ -734,6 +743,153 @@ fn standard_subagent_updates_fold_into_the_same_runs() {
         .map(|(d, id, _)| (d, id))
         .collect();
     assert_eq!(tree, [(0, "child"), (1, "grandchild")]);
+}
+
+#[test]
+fn a_standard_run_that_goes_idle_and_runs_again_keeps_its_output() {
+    // codex's partial patches (official-adapters-offline.md): no state in
+    // the announcement, `cancel` toggled apart, idle then running again.
+    let child = "root%3A1:subagent:thread-9";
+    let patch = |u: Value| {
+        let mut u = u;
+        u["sessionUpdate"] = json!("subagent_update");
+        u["sessionId"] = json!(child);
+        update("root", u)
+    };
+    let say = |t: &str| {
+        update(
+            child,
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}}),
+        )
+    };
+    let (state, _) = fold(&[
+        (
+            A2C,
+            patch(json!({"description": "look around", "capabilities": {}})),
+        ),
+        (A2C, patch(json!({"cwd": "/work/tree"}))),
+        (A2C, patch(json!({"state": {"state": "running"}}))),
+        (A2C, patch(json!({"capabilities": {"cancel": {}}}))),
+        (A2C, say("first answer")),
+        (
+            A2C,
+            update(
+                child,
+                json!({"sessionUpdate": "usage_update", "used": 900, "size": 10000}),
+            ),
+        ),
+        (
+            A2C,
+            patch(json!({"state": {"state": "idle", "stopReason": "end_turn"}})),
+        ),
+        (A2C, patch(json!({"capabilities": {"cancel": null}}))),
+        // send_input: the same child runs again.
+        (A2C, patch(json!({"state": {"state": "running"}}))),
+        (A2C, say("second answer")),
+        (
+            A2C,
+            patch(
+                json!({"state": {"state": "idle", "stopReason": "error", "error": {"code": -32603, "message": "Subagent work failed"}}}),
+            ),
+        ),
+        (A2C, patch(json!({"cwd": null}))),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    // The child's traffic is the run's, not a session of its own.
+    assert_eq!(state.sessions().keys().collect::<Vec<_>>(), ["root"]);
+    let run = &state.session("root").unwrap().subagent_runs[child];
+    let std = run.standard.as_ref().unwrap();
+    assert_eq!(run.text, "first answer\nsecond answer");
+    assert_eq!(std.generations, 2);
+    assert_eq!(std.state.as_deref(), Some("idle"));
+    assert_eq!(std.stop_reason.as_deref(), Some("error"));
+    assert_eq!(
+        std.error.as_ref().unwrap()["message"],
+        "Subagent work failed"
+    );
+    assert_eq!(std.description.as_deref(), Some("look around"));
+    assert_eq!(std.cwd, None);
+    assert!(!std.can_cancel());
+    assert_eq!(std.context.as_ref().unwrap().used, 900);
+    assert!(!run.is_live());
+    // Nothing the dialect did not send.
+    let wire = serde_json::to_value(run).unwrap();
+    assert!(wire.get("snapshot").is_none(), "{wire}");
+    assert!(wire["standard"].get("title").is_none(), "{wire}");
+}
+
+#[test]
+fn claudes_standard_run_with_session_messages_and_requires_action() {
+    let child = "task-7";
+    let (state, _) = fold(&[
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": child, "title": "Find flaky test",
+                "description": "Explore", "capabilities": {"cancel": {}}, "state": {"state": "running"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "session_message", "messageId": "toolu_01", "senderSessionId": "root",
+                "recipientSessionId": child, "content": [{"type": "text", "text": "Find why test X flakes"}],
+                "recipientMessageId": "toolu_01"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                child,
+                json!({"sessionUpdate": "session_message", "messageId": "toolu_01", "senderSessionId": "root",
+                "recipientSessionId": child, "content": [{"type": "text", "text": "Find why test X flakes"}],
+                "senderMessageId": "toolu_01"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": child, "state": {"state": "requires_action"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": child, "state": {"state": "running"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "session_message", "messageId": "toolu_01:reply", "senderSessionId": child,
+                "recipientSessionId": "root", "content": [{"type": "text", "text": "It races the clock."}]}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "root",
+                json!({"sessionUpdate": "subagent_update", "sessionId": child, "state": {"state": "unknown"}}),
+            ),
+        ),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    let run = &state.session("root").unwrap().subagent_runs[child];
+    let std = run.standard.as_ref().unwrap();
+    assert_eq!(run.name(), Some("Find flaky test"));
+    assert_eq!(std.prompt.as_deref(), Some("Find why test X flakes"));
+    assert_eq!(std.reply.as_deref(), Some("It races the clock."));
+    // The hidden launch call is the prompt's message id.
+    assert_eq!(run.parent_tool_call_id.as_deref(), Some("toolu_01"));
+    // requires_action and back is one generation.
+    assert_eq!(std.generations, 1);
+    assert_eq!(run.state_name(), "unknown");
+    assert!(!run.is_live());
 }
 
 // ---------------------------------------------------------------------------
@@ -907,11 +1063,309 @@ fn usage_scopes_sum_never_add_delta_and_report_decreases() {
     );
     let c = state.session("s").unwrap().usage.context.clone().unwrap();
     assert_eq!((c.used, c.size), (1200, 200000));
+    // a's 31 and b's 5: b's fall to 4 was not believed.
     assert_eq!(
         state.session("s").unwrap().usage.totals["m"]
             .input_tokens
             .get(),
-        35
+        36
+    );
+}
+
+#[test]
+fn the_total_sums_cumulative_model_usage_never_the_operations() {
+    // Three operations of 100, 200 and 50 input tokens, as an accumulator
+    // reports them: `usage` is each operation, `modelUsage` the running total.
+    let op = |usage: u64, total: u64| {
+        notify(
+            "_lody/session/usage_update",
+            json!({"sessionId": "s",
+                "usage": {"inputTokens": usage, "outputTokens": 0, "cacheReadInputTokens": 0},
+                "modelUsage": {"a": {"inputTokens": total, "outputTokens": 0, "cacheReadInputTokens": 0, "costUSD": 0.01}}}),
+        )
+    };
+    let (state, _) = fold(&[(A2C, op(100, 100)), (A2C, op(200, 300)), (A2C, op(50, 350))]);
+    let u = &state.session("s").unwrap().usage;
+    let total = u.total.as_ref().unwrap();
+    assert_eq!(total.input_tokens.get(), 350);
+    assert_eq!(total.cost_usd.map(|c| c.get()), Some(0.01));
+    assert_eq!(u.unattributed, None);
+    assert!(!u.scopes["session"].incomplete);
+}
+
+#[test]
+fn an_update_without_model_usage_is_kept_apart_and_marks_the_scope() {
+    let bare = notify(
+        "_lody/session/usage_update",
+        json!({"sessionId": "s", "usage": {"inputTokens": 500, "outputTokens": 5, "cacheReadInputTokens": 0}}),
+    );
+    let (state, _) = fold(&[(A2C, usage_update("s", None, 10, Some(0.1))), (A2C, bare)]);
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.total.as_ref().unwrap().input_tokens.get(), 10);
+    assert_eq!(u.unattributed.as_ref().unwrap().input_tokens.get(), 500);
+    assert_eq!(u.scopes["session"].unattributed_updates, 1);
+    assert!(u.scopes["session"].incomplete);
+    // Only unattributed usage: no total at all.
+    let (state, _) = fold(&[(
+        A2C,
+        notify(
+            "_lody/session/usage_update",
+            json!({"sessionId": "t", "usage": {"inputTokens": 7, "outputTokens": 0, "cacheReadInputTokens": 0}}),
+        ),
+    )]);
+    assert_eq!(state.session("t").unwrap().usage.total, None);
+}
+
+#[test]
+fn a_falling_counter_keeps_the_maximum_and_the_record_says_so() {
+    let (state, changes) = fold(&[
+        (A2C, usage_update("s", None, 100, Some(0.5))),
+        (A2C, usage_update("s", None, 90, Some(0.4))),
+    ]);
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.totals["m"].input_tokens.get(), 100);
+    assert_eq!(u.totals["m"].cost_usd.map(|c| c.get()), Some(0.5));
+    assert!(u.scopes["session"].incomplete);
+    let record = changes
+        .iter()
+        .find_map(|c| match c {
+            Change::Invalid(i) if i.rule == "usage-total-decreased" => Some(i.clone()),
+            _ => None,
+        })
+        .expect("the fall is recorded");
+    assert!(record.folded, "{record:?}");
+    assert!(
+        record.message.contains("higher value is kept"),
+        "{record:?}"
+    );
+}
+
+#[test]
+fn negative_costs_are_rejected_everywhere() {
+    let (state, _) = fold(&[(A2C, usage_update("s", None, 10, Some(-0.5)))]);
+    assert!(
+        invalid_rules(&state).contains(&"finite-non-negative".to_owned()),
+        "{:?}",
+        invalid_rules(&state)
+    );
+    assert!(state.session("s").is_none_or(|s| s.usage.total.is_none()));
+    // The type and the validator reject it too.
+    let row =
+        json!({"inputTokens": 1, "outputTokens": 1, "cacheReadInputTokens": 0, "costUSD": -0.5});
+    assert!(serde_json::from_value::<acp_extension_core::usage::ModelUsage>(row).is_err());
+}
+
+#[test]
+fn a_cost_once_seen_is_not_lost() {
+    // Core: a later cumulative row without a cost makes the total's cost
+    // unknown (as the ledger that sent it says), but the floor stays.
+    let (state, _) = fold(&[
+        (A2C, usage_update("s", None, 10, Some(0.25))),
+        (A2C, usage_update("s", None, 20, None)),
+    ]);
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.total.as_ref().unwrap().cost_usd, None);
+    assert_eq!(u.cost_usd_at_least, Some(0.25));
+    // Standard: claude's cost rides on a turn's last `usage_update` only.
+    let (state, _) = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": 0.75, "currency": "USD"}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "usage_update", "used": 20, "size": 100}),
+            ),
+        ),
+    ]);
+    let c = state.session("s").unwrap().usage.context.clone().unwrap();
+    assert_eq!(c.used, 20);
+    assert_eq!(c.cost.unwrap()["amount"], 0.75);
+}
+
+#[test]
+fn turn_usage_and_quota_are_kept_per_turn_and_summed_apart() {
+    let prompt = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}})
+    };
+    // codex's spelling, then claude's, then gemini's snake_case.
+    let codex = json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn",
+        "usage": {"totalTokens": 1300, "inputTokens": 200, "cachedReadTokens": 1000, "cachedWriteTokens": 0, "outputTokens": 100, "thoughtTokens": 40},
+        "_meta": {"quota": {"token_count": {"totalTokens": 1300, "inputTokens": 200, "cachedInputTokens": 1000, "cacheWriteInputTokens": 5, "outputTokens": 100, "reasoningOutputTokens": 40},
+            "model_usage": [{"model": "gpt-5.5", "token_count": {"totalTokens": 1300, "inputTokens": 200}}]}}}});
+    let claude = json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn",
+        "usage": {"totalTokens": 10, "inputTokens": 4, "outputTokens": 6},
+        "_meta": {"quota": {"token_count": {"totalTokens": 10, "cachedWriteTokens": 3}, "model_usage": []}}}});
+    let gemini = json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn",
+        "_meta": {"quota": {"token_count": {"total_tokens": 7, "input_tokens": 7}, "model_usage": [{"model": "auto", "token_count": {"total_tokens": 7}}]}}}});
+    let (state, changes) = fold(&[
+        (C2A, prompt(1)),
+        (A2C, codex),
+        (C2A, prompt(2)),
+        (A2C, claude),
+        (C2A, prompt(3)),
+        (A2C, gemini),
+    ]);
+    assert!(
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::TurnUsage { .. }))
+    );
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.turns.len(), 3);
+    assert_eq!(u.turns[0].usage.as_ref().unwrap()["thoughtTokens"], 40);
+    assert_eq!(u.turn_totals.turns, 3);
+    assert_eq!(u.turn_totals.usage["totalTokens"], 1310);
+    assert_eq!(u.turn_totals.quota["totalTokens"], 1317);
+    assert_eq!(u.turn_totals.quota["cacheWriteInputTokens"], 8);
+    assert_eq!(u.turn_totals.quota["inputTokens"], 207);
+    assert_eq!(u.turn_totals.quota_models["auto"]["totalTokens"], 7);
+    // Never mixed with the Core ledger.
+    assert_eq!(u.total, None);
+    assert!(u.scopes.is_empty());
+    // v2: the final idle `state_update` carries the turn's usage.
+    let (state, _) = fold(&[(
+        A2C,
+        update(
+            "s",
+            json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn",
+                "usage": {"totalTokens": 1300, "inputTokens": 200, "outputTokens": 100},
+                "_meta": {"quota": {"token_count": null, "model_usage": []}}}),
+        ),
+    )]);
+    let u = &state.session("s").unwrap().usage;
+    assert_eq!(u.turn_totals.usage["totalTokens"], 1300);
+    assert_eq!(u.turns[0].stop_reason.as_deref(), Some("end_turn"));
+    // A counter that is not a count is left out and recorded.
+    let (state, _) = fold(&[
+        (C2A, prompt(1)),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn", "usage": {"totalTokens": -1, "inputTokens": 2}}}),
+        ),
+    ]);
+    assert_eq!(invalid_rules(&state), ["non-negative-integer"]);
+    assert_eq!(
+        state.session("s").unwrap().usage.turn_totals.usage["inputTokens"],
+        2
+    );
+}
+
+#[test]
+fn claude_rate_limits_ride_on_usage_update() {
+    let init = [
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {},
+                "agentInfo": {"name": "@agentclientprotocol/claude-agent-acp", "version": "0.101.0"}}}),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "usage_update", "used": 53755, "size": 200000,
+                "_meta": {"_claude/rateLimit": {"status": "allowed_warning", "resetsAt": 1790092800u64, "rateLimitType": "five_hour", "utilization": 0.91},
+                    "_claude/model": "claude-sonnet-4-6"}}),
+            ),
+        ),
+    ];
+    let (state, _) = fold(&init);
+    let row = &state.rate_limits()["five_hour"];
+    assert_eq!(
+        row.rate_limit.scope.provider_id,
+        "@agentclientprotocol/claude-agent-acp"
+    );
+    let w = &row.rate_limit.windows[0];
+    assert!((w.used_percent.get() - 91.0).abs() < 1e-9);
+    assert_eq!(w.window_duration_seconds.map(|s| s.get()), Some(18000.0));
+    assert_eq!(
+        w.resets_at_epoch_seconds.map(|s| s.get()),
+        Some(1790092800.0)
+    );
+}
+
+#[test]
+fn a_rejected_load_or_resume_names_no_session() {
+    let (state, changes) = fold(&[
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": {"sessionId": "gone", "cwd": "/"}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "Resource not found"}}),
+        ),
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "real"}}),
+        ),
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": "nope", "prompt": []}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "unknown session"}}),
+        ),
+    ]);
+    assert_eq!(state.sessions().keys().collect::<Vec<_>>(), ["real"]);
+    assert!(
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::SessionDiscarded { session_id } if session_id == "gone"))
+    );
+    // A session that had content before a failed resume stays.
+    let (state, _) = fold(&[
+        (A2C, usage_update("kept", None, 1, None)),
+        (
+            C2A,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": {"sessionId": "kept", "cwd": "/"}}),
+        ),
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32002, "message": "Resource not found"}}),
+        ),
+    ]);
+    assert!(state.session("kept").is_some());
+}
+
+#[test]
+fn legacy_rate_limits_take_the_provider_from_agent_info_and_codexs_lone_five_hour_is_weekly() {
+    let (state, _) = fold(&[
+        (
+            A2C,
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {},
+                "agentInfo": {"name": "codex-acp", "version": "1"}}}),
+        ),
+        (
+            A2C,
+            notify(
+                "_acp_ext:session_rate_limits",
+                json!({"planName": "plus", "fiveHour": 12, "sevenDay": null, "fiveHourResetAt": 1767225600u64}),
+            ),
+        ),
+    ]);
+    let row = &state.rate_limits()["legacy"];
+    assert_eq!(row.rate_limit.scope.provider_id, "codex-acp");
+    assert_eq!(
+        row.rate_limit.windows[0]
+            .window_duration_seconds
+            .map(|s| s.get()),
+        Some(604800.0)
     );
 }
 
@@ -1462,7 +1916,7 @@ proptest! {
         for (scope, op, model, input, cost) in steps {
             let mut row = ModelUsage::new(input, input / 2, 0u64);
             if let Some(c) = cost {
-                row = row.cost_usd(acp_extension_core::wire::FiniteF64::new(f64::from(c) / 100.0).unwrap());
+                row = row.cost_usd(acp_extension_core::wire::NonNegF64::new(f64::from(c) / 100.0).unwrap());
             }
             let mut rows = IndexMap::new();
             rows.insert(format!("m{model}"), row);

@@ -12,7 +12,7 @@ use acp_extension_core::usage::{
     SessionUsageUpdate, UsageCount, UsageDelta, fold_lines, sum_model_usage,
 };
 use acp_extension_core::validate::check;
-use acp_extension_core::wire::FiniteF64;
+use acp_extension_core::wire::NonNegF64;
 use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -87,7 +87,7 @@ fn rows(v: Value) -> IndexMap<String, ModelUsage> {
 fn row(input: u64, cost: Option<f64>) -> ModelUsage {
     let u = ModelUsage::new(input, 10u64, 20u64);
     match cost {
-        Some(c) => u.cost_usd(FiniteF64::new(c).unwrap()),
+        Some(c) => u.cost_usd(NonNegF64::new(c).unwrap()),
         None => u,
     }
 }
@@ -214,7 +214,7 @@ fn empty_and_unknown_rows_do_not_claim_free_usage() {
     ]);
     assert_eq!(sum_model_usage(&mixed).cost_usd, None);
     let zero = sum_model_usage(&one("a", row(0, Some(0.0))));
-    assert_eq!(zero.cost_usd.map(FiniteF64::get), Some(0.0));
+    assert_eq!(zero.cost_usd.map(NonNegF64::get), Some(0.0));
     assert_eq!(zero.context_window, None);
 }
 
@@ -256,7 +256,7 @@ fn incomplete_first_can_be_corrected_and_unknown_cost_is_never_zero() {
         .unwrap();
     let a = &corrected.model_usage.as_ref().unwrap()["a"];
     assert_eq!(a.input_tokens.get(), 150);
-    assert_eq!(a.cost_usd.map(FiniteF64::get), Some(0.2));
+    assert_eq!(a.cost_usd.map(NonNegF64::get), Some(0.2));
     let delta = &corrected.delta.as_ref().unwrap().usage;
     assert_eq!(delta.input_tokens.get(), 50);
     assert_eq!(delta.cost_usd, None);
@@ -352,14 +352,14 @@ fn known_unknown_known_cost_transitions_omit_delta_cost_and_still_emit() {
         one(
             "m",
             match c {
-                Some(c) => u.cost_usd(FiniteF64::new(c).unwrap()),
+                Some(c) => u.cost_usd(NonNegF64::new(c).unwrap()),
                 None => u,
             },
         )
     };
     let known = acc.update("s", "1", &zero(Some(0.25))).unwrap();
     assert_eq!(
-        known.delta.unwrap().usage.cost_usd.map(FiniteF64::get),
+        known.delta.unwrap().usage.cost_usd.map(NonNegF64::get),
         Some(0.25)
     );
     // A new operation without cost: the model's total becomes unknown.
@@ -369,7 +369,7 @@ fn known_unknown_known_cost_transitions_omit_delta_cost_and_still_emit() {
     // Its cost arrives: all counters are still zero, but the cost changed.
     let again = acc.update("s", "2", &zero(Some(0.5))).unwrap();
     assert_eq!(
-        again.model_usage.unwrap()["m"].cost_usd.map(FiniteF64::get),
+        again.model_usage.unwrap()["m"].cost_usd.map(NonNegF64::get),
         Some(0.75)
     );
     let delta = again.delta.unwrap();
@@ -402,13 +402,17 @@ fn usage_covers_every_model_of_the_operation() {
 }
 
 #[test]
-fn a_negative_first_cost_becomes_a_known_zero() {
-    let mut acc = SessionUsageAccumulator::with_scope_id("s").unwrap();
-    let out = acc
-        .update("s", "op", &one("m", row(1, Some(-3.0))))
-        .unwrap();
-    let cost = out.model_usage.unwrap()["m"].cost_usd.unwrap().get();
-    assert_eq!(cost.to_bits(), 0.0f64.to_bits());
+fn a_negative_cost_is_rejected_at_the_boundary() {
+    // The reference clamps a negative first cost to a known zero (a
+    // JavaScript accident); here the row cannot be built or read at all.
+    assert!(NonNegF64::new(-3.0).is_err());
+    let row =
+        json!({"inputTokens": 1, "outputTokens": 1, "cacheReadInputTokens": 0, "costUSD": -3.0});
+    assert!(serde_json::from_value::<ModelUsage>(row.clone()).is_err());
+    let violations = check::<ModelUsage>(&row);
+    assert_eq!(violations.len(), 1);
+    assert_eq!(violations[0].pointer, "/costUSD");
+    assert_eq!(violations[0].rule.id(), "finite-non-negative");
 }
 
 #[test]
@@ -743,11 +747,11 @@ fn sixteen_thousand_updates_over_eight_thousand_operations() {
             (
                 "a".to_owned(),
                 ModelUsage::new(i % 100 + 2, 20u64, 5u64)
-                    .cost_usd(FiniteF64::new(cost(i)).unwrap()),
+                    .cost_usd(NonNegF64::new(cost(i)).unwrap()),
             ),
             (
                 "b".to_owned(),
-                ModelUsage::new(3u64, 4u64, 0u64).cost_usd(FiniteF64::new(cost(i + 1)).unwrap()),
+                ModelUsage::new(3u64, 4u64, 0u64).cost_usd(NonNegF64::new(cost(i + 1)).unwrap()),
             ),
         ]);
         last = acc.update("s", &op, &complete);
@@ -1037,10 +1041,10 @@ fn randomized_sequences_match_the_quadratic_reference_exactly() {
                     let c = match rng.below(4) {
                         0 => rng.below(10) as f64 * 0.1,
                         1 => rng.below(1_000_000) as f64 / 997.0,
-                        2 => -(rng.below(5) as f64) * 0.3,
+                        2 => rng.below(5) as f64 * 0.3,
                         _ => 1e-3 * rng.below(7) as f64 + 1e7 * rng.below(2) as f64,
                     };
-                    u = u.cost_usd(FiniteF64::new(c).unwrap());
+                    u = u.cost_usd(NonNegF64::new(c).unwrap());
                 }
                 input.insert(model.to_owned(), u);
             }
@@ -1087,7 +1091,7 @@ fn sum_model_usage_matches_the_reference_on_random_rows() {
             let mut u = ModelUsage::new(rng.below(9), rng.below(9), rng.below(9));
             if rng.chance(85) {
                 let c = rng.below(1_000_000) as f64 / 997.0;
-                u = u.cost_usd(FiniteF64::new(c).unwrap());
+                u = u.cost_usd(NonNegF64::new(c).unwrap());
             }
             if rng.chance(30) {
                 u = u.web_search_requests(1u64);
@@ -1104,7 +1108,7 @@ fn sum_model_usage_matches_the_reference_on_random_rows() {
                 c[5] = u.web_search_requests.map(|n| n.get() as f64);
                 let row = reference::U {
                     c,
-                    cost: u.cost_usd.map(FiniteF64::get),
+                    cost: u.cost_usd.map(NonNegF64::get),
                 };
                 (k.clone(), row)
             })

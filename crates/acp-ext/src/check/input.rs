@@ -303,6 +303,9 @@ fn read_lines<R: BufRead>(
             Ok(v) => match format {
                 Format::Tap => tap_line(v, line, sink),
                 Format::Trace => trace_line(v, line, "", sink),
+                // A line that is no JSON-RPC message (a bare subagent
+                // event, a payload) is read as the loose reader reads it.
+                _ if !v.as_object().is_some_and(is_jsonrpc) => classify(v, "", line, sink),
                 _ => sink(Item::Record(Record::new(line, Direction::Unknown, v))),
             },
         }
@@ -727,7 +730,17 @@ fn classify(v: Value, src: &str, line: u64, sink: &mut dyn FnMut(Item)) {
             }
         }
         Value::Object(o) => classify_object(o, src, line, sink),
-        _ => {}
+        other => sink(Item::Problem {
+            line,
+            finding: Finding::of(
+                &rules::NOT_A_MESSAGE,
+                src,
+                format!(
+                    "valid JSON, but {} is not a JSON-RPC message or a payload of one",
+                    acp_extension_core::wire::json_type(&other)
+                ),
+            ),
+        }),
     }
 }
 
@@ -860,7 +873,11 @@ fn payload_message(
         return classify(v, &src, line, sink);
     };
     let has = |k: &str| o.contains_key(k);
-    let method = if has("sessionUpdate") && o["sessionUpdate"].is_string()
+    // A bare subagent event has `sessionId` and (for output) `update`:
+    // it is read before the session-update shape it resembles.
+    let method = if has("runId") && has("type") && has("version") {
+        "_lody/subagents/event"
+    } else if has("sessionUpdate") && o["sessionUpdate"].is_string()
         || (has("sessionId") && o.get("update").is_some_and(Value::is_object))
     {
         return update(v, line, src, sink);
@@ -868,8 +885,6 @@ fn payload_message(
         return sink(response(Some("initialize"), v, line, src));
     } else if has("clientCapabilities") {
         "initialize"
-    } else if has("runId") && has("type") && has("version") {
-        "_lody/subagents/event"
     } else if has("sessionId") && o.get("usage").is_some_and(Value::is_object) {
         "_lody/session/usage_update"
     } else if o.get("rateLimits").is_some_and(Value::is_array) {

@@ -294,14 +294,14 @@ fn run_lines(
     expanded: bool,
     width: usize,
 ) -> Vec<Line<'static>> {
-    let state = serde_name(&run.snapshot.state);
+    let state = run.state_name().to_owned();
     let indent = "  ".repeat(depth);
     let marker = if expanded { "▾" } else { "▸" };
     let mut spans = vec![
         Span::raw(format!("{indent}{marker} {id} ")),
         Span::styled(state.clone(), state_style(&state)),
     ];
-    if let Some(n) = &run.snapshot.name {
+    if let Some(n) = run.name() {
         spans.push(Span::raw(format!("  {n}")));
     }
     if run.output_incomplete {

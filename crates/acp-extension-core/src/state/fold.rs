@@ -12,8 +12,7 @@ use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::sequence::SequenceFinding;
 use crate::session::{ActivityKind, NoticeLevel, SessionActivityState};
-use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
-use crate::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
+
 use crate::violation::Violation;
 
 /// The session updates of ACP v1 (schema 1.17, unstable ones included).
@@ -39,16 +38,16 @@ const STANDARD_UPDATES: &[&str] = &[
     "session_message_chunk",
 ];
 
-fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+pub(super) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-fn meta_of(v: &Value) -> Option<&Map<String, Value>> {
+pub(super) fn meta_of(v: &Value) -> Option<&Map<String, Value>> {
     v.get("_meta").and_then(Value::as_object)
 }
 
 /// `key` of the contract section (`_meta.ua` first, then `_meta.lody`).
-fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     meta_of(v)
         .and_then(|m| namespace::read_key(m, key))
         .map(|(_, v)| v)
@@ -137,6 +136,21 @@ impl ConnectionState {
     ) {
         let method = call.method.as_str();
         let sid = call.session.as_deref();
+        if call.new_session
+            && outcome.is_err()
+            && matches!(method, "session/load" | "session/resume" | "session/prompt")
+            && let Some(sid) = sid
+            && self.sessions.get(sid).is_some_and(SessionState::named_only)
+        {
+            self.sessions.shift_remove(sid);
+            if self.current_session.as_deref() == Some(sid) {
+                self.current_session = None;
+            }
+            out.push(Change::SessionDiscarded {
+                session_id: sid.to_owned(),
+            });
+            return;
+        }
         match (method, outcome) {
             ("initialize", Ok(result)) => self.read_advertisement(result, Side::Agent, out),
             ("session/new" | "session/fork", Ok(result)) => {
@@ -175,6 +189,9 @@ impl ConnectionState {
                     out.push(Change::Turn {
                         session_id: sid.to_owned(),
                     });
+                    if let Ok(result) = outcome {
+                        self.turn_usage(method, sid, "/result", result, out);
+                    }
                     for steer_id in ended {
                         out.push(Change::Steer {
                             session_id: sid.to_owned(),
@@ -243,8 +260,18 @@ impl ConnectionState {
         let caps = initialize_capabilities(message, side).unwrap_or(&Value::Null);
         let adv = Advertisement::read(caps, side);
         let peer = self.negotiation.side_mut(side);
+        let info_key = if side == Side::Agent {
+            "agentInfo"
+        } else {
+            "clientInfo"
+        };
         *peer = PeerFeatures {
             seen: true,
+            info: message
+                .get(info_key)
+                .or_else(|| message.get("info"))
+                .filter(|i| i.is_object())
+                .cloned(),
             ..PeerFeatures::default()
         };
         for f in &adv.features {
@@ -327,7 +354,7 @@ impl ConnectionState {
         self.violations(out, method, Some(sid), &prefix, &violations, false);
     }
 
-    fn sequence_findings(
+    pub(super) fn sequence_findings(
         &mut self,
         method: &str,
         sid: &str,
@@ -442,15 +469,9 @@ impl ConnectionState {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let s = self.session_mut(sid);
-        let run_live = run_id.as_ref().map(|r| {
-            s.subagent_runs.get(r).is_some_and(|run| {
-                matches!(
-                    run.snapshot.state,
-                    crate::subagent_events::SubagentState::Pending
-                        | crate::subagent_events::SubagentState::Running
-                )
-            })
-        });
+        let run_live = run_id
+            .as_ref()
+            .map(|r| s.subagent_runs.get(r).is_some_and(RunState::is_live));
         s.pending_requests.insert(
             id_text(id),
             PendingRequest {
@@ -508,7 +529,25 @@ impl ConnectionState {
                     self.extension_notification(method, n, &stripped, out);
                     return;
                 }
-                self.violations(out, method, sid.as_deref(), "/params", &e.violations, false)
+                self.violations(out, method, sid.as_deref(), "/params", &e.violations, false);
+                // An output event that cannot be read still means the live
+                // run it names has output the state does not hold.
+                if split_method(method).map(|(_, p)| p) == Some("subagents/event")
+                    && str_at(params, "type") == Some("output")
+                    && let (Some(sid), Some(run_id)) = (sid, str_at(params, "runId"))
+                    && let Some(run) = self
+                        .sessions
+                        .get_mut(&sid)
+                        .and_then(|s| s.subagent_runs.get_mut(run_id))
+                    && run.is_live()
+                    && !run.output_incomplete
+                {
+                    run.output_incomplete = true;
+                    out.push(Change::SubagentRun {
+                        session_id: sid,
+                        run_id: run_id.to_owned(),
+                    });
+                }
             }
         }
     }
@@ -596,34 +635,16 @@ impl ConnectionState {
         let tag = str_at(update, "sessionUpdate").unwrap_or("");
         // A session that is a standard subagent run: its updates are the
         // run's output.
-        if let Some(root) = self.standard_run_root(&sid) {
-            self.child_session_update(method, &root, &sid, tag, update, out);
+        if let Some(root) = self.standard_run_root(&sid)
+            && self.child_session_update(method, &root, &sid, tag, update, out)
+        {
             return;
         }
         self.turn_meta(&sid, tag, update, out);
         match tag {
             "tool_call" | "tool_call_update" => self.tool_call(method, &sid, update, out),
             "session_info_update" => self.session_info(method, &sid, update, out),
-            "usage_update" => {
-                let (Some(used), Some(size)) = (
-                    update.get("used").and_then(Value::as_u64),
-                    update.get("size").and_then(Value::as_u64),
-                ) else {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        Some(&sid),
-                        "/params/update",
-                        "shape",
-                        "`usage_update` needs non-negative integers `used` and `size`".to_owned(),
-                        false,
-                    );
-                    return;
-                };
-                let cost = update.get("cost").filter(|c| c.is_object()).cloned();
-                self.session_mut(&sid).usage.context = Some(ContextUsage { used, size, cost });
-                out.push(Change::Context { session_id: sid });
-            }
+            "usage_update" => self.standard_usage_update(method, &sid, update, out),
             "notice" => {
                 let level = match str_at(update, "severity") {
                     Some("error") => NoticeLevel::Error,
@@ -688,6 +709,7 @@ impl ConnectionState {
                 }
             }
             "subagent_update" => self.standard_subagent(method, &sid, update, out),
+            "session_message" | "session_message_chunk" => self.session_message(&sid, update, out),
             // ACP v2's `state_update`: the activity level, and the
             // background work when reported (omitted is not zero).
             "state_update" => {
@@ -705,7 +727,13 @@ impl ConnectionState {
                     s.activity.background_task_count = background;
                 }
                 if level.is_some() || background.is_some() {
-                    out.push(Change::Activity { session_id: sid });
+                    out.push(Change::Activity {
+                        session_id: sid.clone(),
+                    });
+                }
+                // The v2 turn's end carries the prompt result's usage.
+                if level == Some(SessionActivityState::Idle) {
+                    self.turn_usage(method, &sid, "/params/update", update, out);
                 }
             }
             t if STANDARD_UPDATES.contains(&t) => {}
@@ -1023,428 +1051,7 @@ impl ConnectionState {
     }
 
     // -----------------------------------------------------------------
-    // Subagent runs
-
-    /// Folds a subagent event's params (valid by now): the sequence rules
-    /// decide whether it is folded.
-    pub(super) fn subagent_event(
-        &mut self,
-        method: &str,
-        params: &Value,
-        typed: Option<SubagentEvent>,
-        dialect: Dialect,
-        out: &mut Vec<Change>,
-    ) {
-        let (Some(sid), Some(run_id)) = (str_at(params, "sessionId"), str_at(params, "runId"))
-        else {
-            return;
-        };
-        let (sid, run_id) = (sid.to_owned(), run_id.to_owned());
-        let verdict = self.seq.subagent_event(params);
-        let accepted = verdict.accepted;
-        self.sequence_findings(method, &sid, verdict.findings, out);
-        if !accepted {
-            return;
-        }
-        let limits = self.limits;
-        let lineage = self.lineage_problem(&sid, &run_id, params);
-        if let Some((rule, message)) = &lineage {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(&sid),
-                "/params/snapshot/parentRunId",
-                rule,
-                message.clone(),
-                true,
-            );
-        }
-        let s = self.session_mut(&sid);
-        match str_at(params, "type") {
-            Some("snapshot") => {
-                let Some(raw) = params.get("snapshot") else {
-                    return;
-                };
-                // The typed parse that validated the event has the snapshot.
-                let snapshot = match typed.map(|e| e.payload) {
-                    Some(SubagentEventPayload::Snapshot(s)) => s,
-                    _ => match serde_json::from_value::<SubagentSnapshot>(raw.clone()) {
-                        Ok(s) => s,
-                        Err(_) => return,
-                    },
-                };
-                let incomplete = snapshot.output_incomplete.is_some();
-                // A parent that would make a cycle or cross roots stays
-                // unresolved (reported above).
-                let parent_run = raw
-                    .as_object()
-                    .and_then(|o| o.get("parentRunId"))
-                    .map(|p| p.as_str().map(str::to_owned))
-                    .filter(|_| lineage.is_none());
-                let parent_tool = snapshot.parent_tool_call_id.clone();
-                match s.subagent_runs.get_mut(&run_id) {
-                    Some(run) => {
-                        run.snapshot = snapshot;
-                        run.output_incomplete |= incomplete;
-                        if run.parent_run_id.is_none() {
-                            run.parent_run_id = parent_run;
-                        }
-                        if run.parent_tool_call_id.is_none() {
-                            run.parent_tool_call_id = parent_tool;
-                        }
-                    }
-                    None => {
-                        s.subagent_runs.insert(
-                            run_id.clone(),
-                            RunState {
-                                snapshot,
-                                parent_run_id: parent_run,
-                                parent_tool_call_id: parent_tool,
-                                output_incomplete: incomplete,
-                                progress: Map::new(),
-                                text: String::new(),
-                                tool_calls: IndexMap::new(),
-                                plan: None,
-                                output_events: 0,
-                                dialect,
-                                message_ended: false,
-                                message_id: None,
-                            },
-                        );
-                        cap_map(&mut s.subagent_runs, limits.runs_per_session);
-                        if dialect == Dialect::Standard {
-                            self.standard_children.insert(run_id.clone(), sid.clone());
-                            let cap = limits.sessions.saturating_mul(limits.runs_per_session);
-                            cap_map(&mut self.standard_children, cap);
-                        }
-                    }
-                }
-            }
-            Some("progress") => {
-                let (Some(run), Some(p)) = (
-                    s.subagent_runs.get_mut(&run_id),
-                    params.get("progress").and_then(Value::as_object),
-                ) else {
-                    return;
-                };
-                for (k, v) in p {
-                    if v.is_null() {
-                        run.progress.remove(k);
-                    } else {
-                        run.progress.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            Some("output") => {
-                let (Some(run), Some(update)) =
-                    (s.subagent_runs.get_mut(&run_id), params.get("update"))
-                else {
-                    return;
-                };
-                fold_output(run, update, &limits);
-            }
-            _ => return,
-        }
-        out.push(Change::SubagentRun {
-            session_id: sid,
-            run_id,
-        });
-    }
-
-    /// Whether a snapshot's `parentRunId` would close a cycle in the run
-    /// tree of `sid`, or name a run of another root session: the rule and
-    /// a message, or `None` when the lineage is fine (or not given).
-    fn lineage_problem(
-        &self,
-        sid: &str,
-        run_id: &str,
-        params: &Value,
-    ) -> Option<(&'static str, String)> {
-        let parent = params.get("snapshot")?.get("parentRunId")?.as_str()?;
-        let runs = self.sessions.get(sid).map(|s| &s.subagent_runs);
-        // Walk up from the parent; the tree is acyclic, so this ends.
-        let mut at = Some(parent);
-        let mut steps = 0;
-        while let Some(id) = at {
-            if id == run_id {
-                return Some((
-                    "subagent-tree-cycle",
-                    format!(
-                        "run {run_id:?} names {parent:?} as its parent, which would make a cycle; its lineage stays unresolved"
-                    ),
-                ));
-            }
-            steps += 1;
-            if steps > runs.map_or(0, IndexMap::len) {
-                break;
-            }
-            at = runs
-                .and_then(|r| r.get(id))
-                .and_then(|r| r.parent_run_id.as_ref())
-                .and_then(|p| p.as_deref());
-        }
-        let here = runs.is_some_and(|r| r.contains_key(parent));
-        let elsewhere = !here
-            && self
-                .sessions
-                .iter()
-                .any(|(other, s)| other != sid && s.subagent_runs.contains_key(parent));
-        elsewhere.then(|| {
-            (
-                "subagent-cross-root",
-                format!("run {run_id:?} names {parent:?}, a run of another root session, as its parent; its lineage stays unresolved"),
-            )
-        })
-    }
-
-    /// Every live run of `sid` becomes `unknown`, `outputIncomplete`,
-    /// reason `disconnected` (a reconnect or a lost connection).
-    pub(super) fn runs_lost(&mut self, sid: &str, out: &mut Vec<Change>) {
-        use crate::subagent_events::{SubagentReason, SubagentReasonCode, SubagentState};
-        let Some(s) = self.sessions.get_mut(sid) else {
-            return;
-        };
-        let mut lost = Vec::new();
-        for (id, run) in s.subagent_runs.iter_mut() {
-            if matches!(
-                run.snapshot.state,
-                SubagentState::Pending | SubagentState::Running
-            ) {
-                run.snapshot.state = SubagentState::Unknown;
-                run.snapshot.output_incomplete = Some(crate::wire::True);
-                run.snapshot.reason = Some(SubagentReason::new(SubagentReasonCode::Disconnected));
-                run.output_incomplete = true;
-                lost.push(id.clone());
-            }
-        }
-        for run_id in lost {
-            out.push(Change::SubagentRun {
-                session_id: sid.to_owned(),
-                run_id,
-            });
-        }
-    }
-
-    /// The root session and run of a session that a standard
-    /// `subagent_update` announced.
-    fn standard_run_root(&self, sid: &str) -> Option<String> {
-        let root = self.standard_children.get(sid)?;
-        self.sessions
-            .get(root)
-            .and_then(|s| s.subagent_runs.get(sid))
-            .filter(|r| r.dialect == Dialect::Standard)
-            .map(|_| root.clone())
-    }
-
-    /// A standard `subagent_update` on session `sid`: a run that is a
-    /// child session, folded as a snapshot event of the root session.
-    fn standard_subagent(
-        &mut self,
-        method: &str,
-        sid: &str,
-        update: &Value,
-        out: &mut Vec<Change>,
-    ) {
-        let Some(child) = str_at(update, "sessionId") else {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(sid),
-                "/params/update/sessionId",
-                "required",
-                "`subagent_update` without a string `sessionId`".to_owned(),
-                false,
-            );
-            return;
-        };
-        // Announced on its immediate parent: the parent is the root, or a
-        // run of the root.
-        let (root, parent_run) = match self.standard_run_root(sid) {
-            Some(root) => (root, Value::String(sid.to_owned())),
-            None => (sid.to_owned(), Value::Null),
-        };
-        let prev = self
-            .session(&root)
-            .and_then(|s| s.subagent_runs.get(child))
-            .map(|r| serde_json::to_value(&r.snapshot).unwrap_or(Value::Null));
-        let mut snap = match prev {
-            Some(Value::Object(o)) => o,
-            _ => Map::new(),
-        };
-        if let Some(state) = update.get("state").filter(|s| s.is_object()) {
-            let mapped = match str_at(state, "state") {
-                Some("running" | "requires_action") => "running",
-                Some("idle") => match str_at(state, "stopReason") {
-                    Some("cancelled") => "cancelled",
-                    Some("error" | "refusal") => "failed",
-                    _ => "completed",
-                },
-                _ => "unknown",
-            };
-            snap.insert("state".into(), json!(mapped));
-        }
-        snap.entry("state").or_insert(json!("running"));
-        for (from, to) in [("title", "name"), ("description", "description")] {
-            match update.get(from) {
-                Some(Value::String(t)) => {
-                    snap.insert(to.into(), json!(t));
-                }
-                Some(Value::Null) => {
-                    snap.remove(to);
-                }
-                _ => {}
-            }
-        }
-        let cancel = update
-            .get("capabilities")
-            .and_then(|c| c.get("cancel"))
-            .is_some_and(Value::is_object);
-        snap.entry("support").or_insert(json!({
-            "stream": ["text", "thought", "tool", "plan"],
-            "progress": false,
-            "outputRead": "none",
-            "cancel": cancel,
-        }));
-        snap.insert("parentRunId".into(), parent_run);
-        if let Some(meta) = meta_of(update) {
-            for key in ["parentToolCallId", "outputIncomplete"] {
-                let v = namespace::read_key(meta, key)
-                    .map(|(_, v)| v)
-                    .or_else(|| meta.get(key));
-                if let Some(v) = v {
-                    snap.insert(key.into(), v.clone());
-                }
-            }
-        }
-        let event = json!({"version": 1, "sessionId": root, "runId": child,
-            "type": "snapshot", "snapshot": Value::Object(snap)});
-        let typed = match ExtensionNotification::parse("_lody/subagents/event", &event) {
-            Ok(Some((_, ExtensionNotification::SubagentEvent(e)))) => Some(e),
-            Ok(_) => None,
-            Err(e) => {
-                // Pointers name the snapshot the update maps to.
-                for v in &e.violations {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        Some(sid),
-                        "/params/update",
-                        v.rule.id(),
-                        format!(
-                            "the `subagent_update` maps to an invalid snapshot ({}): {}",
-                            v.pointer,
-                            v.message()
-                        ),
-                        false,
-                    );
-                }
-                return;
-            }
-        };
-        self.subagent_event(method, &event, typed, Dialect::Standard, out);
-        let progress = meta_of(update)
-            .and_then(|m| {
-                namespace::read_key(m, "progress")
-                    .map(|(_, v)| v)
-                    .or(m.get("progress"))
-            })
-            .filter(|p| p.is_object());
-        if let Some(p) = progress {
-            let event = json!({"version": 1, "sessionId": root, "runId": child,
-                "type": "progress", "progress": p});
-            self.subagent_event(method, &event, None, Dialect::Standard, out);
-        }
-    }
-
-    /// An update of a session that is a standard subagent run: its output.
-    fn child_session_update(
-        &mut self,
-        method: &str,
-        root: &str,
-        child: &str,
-        tag: &str,
-        update: &Value,
-        out: &mut Vec<Change>,
-    ) {
-        match tag {
-            "agent_message_chunk"
-            | "agent_thought_chunk"
-            | "tool_call"
-            | "tool_call_update"
-            | "plan" => {
-                let event = json!({"version": 1, "sessionId": root, "runId": child,
-                    "type": "output", "update": update});
-                self.subagent_event(method, &event, None, Dialect::Standard, out);
-            }
-            "subagent_update" => self.standard_subagent(method, child, update, out),
-            _ => {}
-        }
-    }
-
-    // -----------------------------------------------------------------
-    // Usage and rate limits
-
-    pub(super) fn usage_update(
-        &mut self,
-        method: &str,
-        u: &SessionUsageUpdate,
-        params: &Value,
-        dialect: Dialect,
-        out: &mut Vec<Change>,
-    ) {
-        let sid = u.session_id.to_string();
-        let findings = self.seq.usage_update(params);
-        let incomplete = findings.iter().any(|f| {
-            matches!(
-                f.rule,
-                crate::sequence::SequenceRule::UsageTotalDecreased
-                    | crate::sequence::SequenceRule::UsageScopeReentered
-            )
-        });
-        self.sequence_findings(method, &sid, findings, out);
-        let scope_id = ext_key(params, "usageScopeId")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let key = scope_id
-            .as_ref()
-            .map_or("session".to_owned(), |id| format!("scope:{id}"));
-        let cap = self.limits.scopes_per_session;
-        let models_cap = self.limits.sequence.models_per_scope;
-        let s = self.session_mut(&sid);
-        let scope = s.usage.scopes.entry(key.clone()).or_insert(ScopeUsage {
-            usage_scope_id: scope_id,
-            usage: u.usage.clone(),
-            model_usage: IndexMap::new(),
-            delta: None,
-            updates: 0,
-            incomplete: false,
-            dialect,
-        });
-        scope.updates += 1;
-        scope.usage = u.usage.clone();
-        scope.incomplete |= incomplete;
-        scope.delta = u.delta.clone();
-        if let Some(rows) = &u.model_usage {
-            for (model, row) in rows {
-                if scope.model_usage.contains_key(model) || scope.model_usage.len() < models_cap {
-                    scope.model_usage.insert(model.clone(), row.clone());
-                }
-            }
-        }
-        cap_map(&mut s.usage.scopes, cap);
-        s.usage.totals = totals(&s.usage.scopes);
-        let all: IndexMap<String, ModelUsage> = s
-            .usage
-            .scopes
-            .iter()
-            .map(|(k, v)| (k.clone(), v.usage.clone()))
-            .collect();
-        s.usage.total = Some(sum_model_usage(&all));
-        out.push(Change::Usage {
-            session_id: sid,
-            scope: key,
-        });
-    }
+    // Rate limits
 
     pub(super) fn upsert_rate_limits(
         &mut self,
@@ -1484,92 +1091,12 @@ impl ConnectionState {
     }
 }
 
-/// Per model, the sum over scopes (an unknown cost stays unknown).
-fn totals(scopes: &IndexMap<String, ScopeUsage>) -> IndexMap<String, ModelUsage> {
-    let mut per_model: IndexMap<String, IndexMap<String, ModelUsage>> = IndexMap::new();
-    for (key, scope) in scopes {
-        for (model, row) in &scope.model_usage {
-            per_model
-                .entry(model.clone())
-                .or_default()
-                .insert(key.clone(), row.clone());
-        }
-    }
-    per_model
-        .into_iter()
-        .map(|(model, rows)| (model, sum_model_usage(&rows)))
-        .collect()
-}
-
 /// A patch field: omitted keeps, `null` clears, a string replaces.
-fn patch_str(field: &mut Option<String>, v: Option<&Value>) {
+pub(super) fn patch_str(field: &mut Option<String>, v: Option<&Value>) {
     match v {
         None => {}
         Some(Value::String(s)) => *field = Some(s.clone()),
         Some(Value::Null) => *field = None,
         Some(_) => {}
-    }
-}
-
-/// Folds one output update into a run: text appends (a new message on a
-/// new line), tool calls merge by id, a plan replaces; a non-text message
-/// chunk marks the run incomplete.
-fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
-    run.output_events += 1;
-    match str_at(update, "sessionUpdate") {
-        Some("agent_message_chunk") => {
-            let content = update.get("content");
-            match content.and_then(|c| str_at(c, "type")) {
-                Some("text") => {
-                    if let Some(t) = content
-                        .and_then(|c| str_at(c, "text"))
-                        .filter(|t| !t.is_empty())
-                    {
-                        let id = str_at(update, "messageId");
-                        let other_message = id.is_some()
-                            && run.message_id.is_some()
-                            && run.message_id.as_deref() != id;
-                        if (run.message_ended || other_message)
-                            && !run.text.is_empty()
-                            && !run.text.ends_with('\n')
-                            && !t.starts_with('\n')
-                        {
-                            run.text.push('\n');
-                        }
-                        run.message_ended = false;
-                        if other_message || (id.is_some() && run.message_id.is_none()) {
-                            run.message_id = id.map(str::to_owned);
-                        }
-                        run.text.push_str(t);
-                        cap_text(&mut run.text, limits.text_per_run);
-                    }
-                }
-                _ => run.output_incomplete = true,
-            }
-        }
-        Some("agent_thought_chunk") => {}
-        Some("tool_call") | Some("tool_call_update") => {
-            run.message_ended = true;
-            let Some(id) = str_at(update, "toolCallId") else {
-                return;
-            };
-            let entry = run
-                .tool_calls
-                .entry(id.to_owned())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let (Value::Object(into), Some(from)) = (entry, update.as_object()) {
-                for (k, v) in from {
-                    if k != "sessionUpdate" {
-                        into.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
-        }
-        Some("plan") => {
-            run.message_ended = true;
-            run.plan = Some(update.clone());
-        }
-        _ => {}
     }
 }

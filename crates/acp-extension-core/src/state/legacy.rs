@@ -9,10 +9,13 @@
 //!   `contextWindow` is dropped first.
 //! * `_acp_ext:session_rate_limits` becomes one `RateLimit`, upserted like
 //!   any other: `limitId` from the legacy `limitId`, else `limitName`, else
-//!   `legacy`; provider `providerId` or `unknown`; minutes ×60; a reset
+//!   `legacy`; provider `providerId`, else the agent's `agentInfo.name`,
+//!   else `unknown`; minutes ×60; a reset
 //!   time ≥ 10^12 is milliseconds (divided, floored), ≤ 0 is `null`;
-//!   `usedPercent` clamped to 0..100; without `windows`, `fiveHour` and
-//!   `sevenDay` become 18000 s and 604800 s windows. `extraUsage`,
+//!   `usedPercent` clamped to 0..100 (claude's fraction 0..1 ×100);
+//!   without `windows`, `fiveHour` and `sevenDay` become 18000 s and
+//!   604800 s windows, except that codex's lone `fiveHour` is its weekly
+//!   window. `extraUsage`,
 //!   `apiUnavailable` and `schemaVersion` are not mapped.
 
 use serde_json::{Map, Value, json};
@@ -55,7 +58,7 @@ fn drop_null_context_window(row: &mut Value) {
     }
 }
 
-fn epoch(v: Option<&Value>) -> Value {
+pub(super) fn epoch(v: Option<&Value>) -> Value {
     match v.and_then(Value::as_f64) {
         Some(n) if n >= 1e12 => json!((n / 1000.0).floor() as u64),
         Some(n) if n > 0.0 => json!(n.floor() as u64),
@@ -63,36 +66,44 @@ fn epoch(v: Option<&Value>) -> Value {
     }
 }
 
-fn percent(v: Option<&Value>) -> Value {
-    json!(v.and_then(Value::as_f64).unwrap_or(0.0).clamp(0.0, 100.0))
+/// A used percentage clamped to 0..100; claude reports a fraction 0..1.
+fn percent(v: Option<&Value>, fraction: bool) -> Value {
+    let n = v.and_then(Value::as_f64).unwrap_or(0.0);
+    let n = if fraction && n <= 1.0 { n * 100.0 } else { n };
+    json!(n.clamp(0.0, 100.0))
 }
 
 /// The `RateLimitsSnapshot` params a legacy rate-limit payload stands for.
-fn rate_limits_params(p: &Map<String, Value>) -> Value {
+fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
     let text = |k: &str| p.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
     let limit_id = text("limitId").or(text("limitName")).unwrap_or("legacy");
-    let provider = text("providerId").unwrap_or("unknown");
+    let provider = text("providerId").or(agent).unwrap_or("unknown");
+    let vendor = |name: &str| agent.is_some_and(|a| a.contains(name)) || limit_id == name;
+    let claude = vendor("claude");
+    // codex's only window, sent as `fiveHour`, is its weekly one.
+    let lone_five_hour = vendor("codex") && !p.get("sevenDay").is_some_and(Value::is_number);
+    let five_hour_secs = if lone_five_hour { 604800 } else { 18000 };
     let windows: Vec<Value> = match p.get("windows").and_then(Value::as_array) {
         Some(ws) => ws
             .iter()
             .map(|w| {
                 let minutes = w.get("windowDurationMins").and_then(Value::as_f64);
                 json!({
-                    "usedPercent": percent(w.get("usedPercent")),
+                    "usedPercent": percent(w.get("usedPercent"), claude),
                     "windowDurationSeconds": minutes.map_or(Value::Null, |m| json!(m * 60.0)),
                     "resetsAtEpochSeconds": epoch(w.get("resetsAt")),
                 })
             })
             .collect(),
         None => [
-            ("fiveHour", "fiveHourResetAt", 18000),
+            ("fiveHour", "fiveHourResetAt", five_hour_secs),
             ("sevenDay", "sevenDayResetAt", 604800),
         ]
         .into_iter()
         .filter(|(k, _, _)| p.get(*k).is_some_and(Value::is_number))
         .map(|(k, reset, secs)| {
             json!({
-                "usedPercent": percent(p.get(k)),
+                "usedPercent": percent(p.get(k), claude),
                 "windowDurationSeconds": secs,
                 "resetsAtEpochSeconds": epoch(p.get(reset)),
             })
@@ -127,7 +138,7 @@ impl ConnectionState {
             return;
         };
         if method == RATE_LIMITS {
-            let mapped = rate_limits_params(p);
+            let mapped = rate_limits_params(p, self.agent_name());
             match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {
                 Ok(Some((_, ExtensionNotification::RateLimitsUpdate(snapshot)))) => {
                     self.upsert_rate_limits(snapshot, Dialect::Legacy, out)
@@ -153,14 +164,18 @@ impl ConnectionState {
             }
             return;
         }
-        let Some(sid) = self.current_session.clone() else {
+        // The current session, else the only one the stream named.
+        let only = (self.sessions.len() == 1)
+            .then(|| self.sessions.keys().next().cloned())
+            .flatten();
+        let Some(sid) = self.current_session.clone().or(only) else {
             self.record_invalid(
                 out,
                 Some(method),
                 None,
                 "",
                 "no-session",
-                "legacy usage names no session, and no session was started or prompted before it; dropped".to_owned(),
+                "legacy usage names no session, and none was started or prompted before it (nor is there a single session to give it to); dropped".to_owned(),
                 false,
             );
             return;

@@ -83,6 +83,8 @@
 
 mod fold;
 mod legacy;
+mod runs;
+mod usage;
 mod view;
 
 pub use crate::sequence::Direction;
@@ -127,6 +129,8 @@ pub struct Limits {
     pub steers_per_session: usize,
     /// Usage scopes per session.
     pub scopes_per_session: usize,
+    /// Turn usage entries per session (their sums cover every turn).
+    pub turn_usage_per_session: usize,
     /// Rate-limit rows.
     pub rate_limits: usize,
     /// Invalid records kept ([`ConnectionState::invalid_count`] counts all).
@@ -148,6 +152,7 @@ impl Limits {
             notices_per_session: usize::MAX,
             steers_per_session: usize::MAX,
             scopes_per_session: usize::MAX,
+            turn_usage_per_session: usize::MAX,
             rate_limits: usize::MAX,
             invalid: usize::MAX,
         }
@@ -155,9 +160,9 @@ impl Limits {
 
     /// The bounded mode's defaults: the checker's sequence limits, 64
     /// sessions, 1024 runs per session with 64 KiB of text and 256 tool
-    /// calls each, 1024 tasks, 256 activities, 256 notices, 256 steers and
-    /// 1024 usage scopes per session, 256 rate-limit rows, 1024 invalid
-    /// records.
+    /// calls each, 1024 tasks, 256 activities, 256 notices, 256 steers,
+    /// 1024 usage scopes and 256 turn usage entries per session, 256
+    /// rate-limit rows, 1024 invalid records.
     pub fn bounded() -> Self {
         Self {
             sequence: sequence::Limits::default(),
@@ -170,6 +175,7 @@ impl Limits {
             notices_per_session: 256,
             steers_per_session: 256,
             scopes_per_session: 1024,
+            turn_usage_per_session: 256,
             rate_limits: 256,
             invalid: 1024,
         }
@@ -199,6 +205,14 @@ pub enum Change {
     #[serde(rename_all = "camelCase")]
     SessionStarted {
         /// The session.
+        session_id: String,
+    },
+    /// A session id named only by a request the agent rejected (a failed
+    /// `session/load` or `session/resume`, a prompt to a session it does not
+    /// know) was taken back: it is not a session.
+    #[serde(rename_all = "camelCase")]
+    SessionDiscarded {
+        /// The session id.
         session_id: String,
     },
     /// `session/close` or `delete`.
@@ -269,6 +283,13 @@ pub enum Change {
         /// The scope's key (`session` or `scope:<id>`).
         scope: String,
     },
+    /// A prompt result (or a v2 `state_update` ending a turn) reported the
+    /// turn's usage.
+    #[serde(rename_all = "camelCase")]
+    TurnUsage {
+        /// The session.
+        session_id: String,
+    },
     /// Context occupancy (standard `usage_update`).
     #[serde(rename_all = "camelCase")]
     Context {
@@ -316,6 +337,9 @@ struct Call {
     method: String,
     session: Option<String>,
     steer_id: Option<String>,
+    /// The request named a session the state did not know: if the agent
+    /// rejects it and nothing else named the session, it is no session.
+    new_session: bool,
 }
 
 /// The folded state of one connection; see the [module docs](self).
@@ -351,6 +375,26 @@ pub struct ConnectionState {
     invalid_count: u64,
     /// Messages folded.
     messages: u64,
+    /// How every input value was accounted for.
+    accounting: Accounting,
+}
+
+/// How the input values of a connection were accounted for: each value (a
+/// message, a batch element, a line that is not JSON) is either folded (it
+/// made at least one change) or recorded (at least one [`Invalid`] names
+/// it). `values == folded + recorded` unless something was dropped without
+/// a word, which is a bug of the state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct Accounting {
+    /// Input values read.
+    pub values: u64,
+    /// Values that changed the state and were not recorded.
+    pub folded: u64,
+    /// Values with at least one record (folded partly or not at all).
+    pub recorded: u64,
 }
 
 impl Default for ConnectionState {
@@ -385,6 +429,7 @@ impl ConnectionState {
             invalid: VecDeque::new(),
             invalid_count: 0,
             messages: 0,
+            accounting: Accounting::default(),
         }
     }
 
@@ -428,6 +473,22 @@ impl ConnectionState {
         self.messages
     }
 
+    /// How every input value was accounted for.
+    pub fn accounting(&self) -> Accounting {
+        self.accounting
+    }
+
+    /// Counts the value whose changes start at `out[from]`.
+    fn account(&mut self, out: &[Change], from: usize) {
+        let made = &out[from.min(out.len())..];
+        self.accounting.values += 1;
+        if made.iter().any(|c| matches!(c, Change::Invalid(_))) {
+            self.accounting.recorded += 1;
+        } else if !made.is_empty() {
+            self.accounting.folded += 1;
+        }
+    }
+
     /// What the sequence rules' memory holds (bounded by
     /// [`Limits::sequence`]).
     pub fn tracked(&self) -> sequence::TrackedState {
@@ -453,6 +514,7 @@ impl ConnectionState {
                     format!("not JSON: {e}"),
                     false,
                 );
+                self.account(&out, 0);
                 out
             }
         }
@@ -463,6 +525,7 @@ impl ConnectionState {
     pub fn unreadable(&mut self, rule: &str, message: &str) -> Vec<Change> {
         let mut out = Vec::new();
         self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
+        self.account(&out, 0);
         out
     }
 
@@ -474,10 +537,15 @@ impl ConnectionState {
         match message {
             Value::Array(items) => {
                 for item in items {
+                    let from = out.len();
                     self.one(direction, item, &mut out);
+                    self.account(&out, from);
                 }
             }
-            _ => self.one(direction, message, &mut out),
+            _ => {
+                self.one(direction, message, &mut out);
+                self.account(&out, 0);
+            }
         }
         out
     }
@@ -514,6 +582,7 @@ impl ConnectionState {
         let mut out = Vec::new();
         self.messages += 1;
         self.notification_into(direction, method, params, &mut out);
+        self.account(&out, 0);
         out
     }
 
@@ -567,6 +636,7 @@ impl ConnectionState {
         let mut out = Vec::new();
         self.messages += 1;
         self.request_into(direction, id, method, params, &mut out);
+        self.account(&out, 0);
         out
     }
 
@@ -581,6 +651,7 @@ impl ConnectionState {
         let mut out = Vec::new();
         self.messages += 1;
         self.response_into(direction, id, outcome, &mut out);
+        self.account(&out, 0);
         out
     }
 
@@ -658,8 +729,18 @@ impl ConnectionState {
                 }
             };
             self.response_into(direction, id, outcome, out);
+        } else if is_bare_subagent_event(obj) {
+            // The form fixtures and generators write: the event's params
+            // without their envelope.
+            self.notification_into(Direction::AgentToClient, BARE_EVENT_METHOD, msg, out);
         } else {
-            self.not_a_message(out, "", "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message");
+            let message = match resembles(obj) {
+                Some(shape) => format!(
+                    "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+                ),
+                None => "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message".to_owned(),
+            };
+            self.not_a_message(out, "", &message);
         }
     }
 
@@ -686,12 +767,16 @@ impl ConnectionState {
             } else {
                 None
             };
+        let session = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let call = Call {
             method: method.to_owned(),
-            session: params
-                .get("sessionId")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            new_session: session
+                .as_deref()
+                .is_some_and(|s| !self.sessions.contains_key(s)),
+            session,
             steer_id: steer_id.map(str::to_owned),
         };
         self.calls
@@ -712,12 +797,15 @@ impl ConnectionState {
             None => {
                 // An initialize result on its own (loose fixtures).
                 if let Ok(r) = outcome
-                    && r.get("agentCapabilities").is_some()
+                    && (r.get("agentCapabilities").is_some()
+                        || (r.get("protocolVersion").is_some()
+                            && (r.get("capabilities").is_some() || r.get("info").is_some())))
                 {
                     let call = Call {
                         method: "initialize".to_owned(),
                         session: None,
                         steer_id: None,
+                        new_session: false,
                     };
                     self.on_answer(call, id, outcome, out);
                 }
@@ -763,6 +851,44 @@ impl ConnectionState {
             self.invalid.push_back(record.clone());
         }
         out.push(Change::Invalid(record));
+    }
+}
+
+/// The method a bare subagent event is folded as.
+const BARE_EVENT_METHOD: &str = "_lody/subagents/event";
+
+/// `{version, sessionId, runId, type, …}` without a JSON-RPC envelope.
+fn is_bare_subagent_event(o: &serde_json::Map<String, Value>) -> bool {
+    ["version", "sessionId", "runId", "type"]
+        .iter()
+        .all(|k| o.contains_key(*k))
+}
+
+/// What a value that is no message looks like, when it is a known part of
+/// one.
+fn resembles(o: &serde_json::Map<String, Value>) -> Option<&'static str> {
+    let has = |k: &str| o.contains_key(k);
+    if has("inputTokens") && has("outputTokens") {
+        Some("a bare `ModelUsage` row")
+    } else if has("limitId") && has("windows") {
+        Some("a bare `RateLimit`")
+    } else if has("taskId") && has("kind") && has("status") {
+        Some("a bare `TaskMeta`")
+    } else if has("sessionId") && has("usage") {
+        Some("usage update params without their envelope")
+    } else if has("rateLimits") {
+        Some("rate-limit params without their envelope")
+    } else if has("fiveHour") || has("sevenDay") || (has("planName") && has("windows")) {
+        Some("legacy rate-limit params without their envelope")
+    } else if has("sessionUpdate") {
+        Some("a session update without its `session/update` envelope")
+    } else if !o.is_empty()
+        && o.keys()
+            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
+    {
+        Some("a bare capability map")
+    } else {
+        None
     }
 }
 

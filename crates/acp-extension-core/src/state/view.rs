@@ -13,7 +13,7 @@ use crate::rate_limits::RateLimit;
 use crate::session::{
     ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState, TaskMeta, TitleSource,
 };
-use crate::subagent_events::SubagentSnapshot;
+use crate::subagent_events::{SubagentSnapshot, SubagentState};
 use crate::usage::{ModelUsage, UsageDelta};
 
 #[cfg(feature = "schema")]
@@ -186,17 +186,26 @@ pub struct NoticeEntry {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct RunState {
-    /// The latest snapshot, as sent (a snapshot replaces all metadata).
-    pub snapshot: SubagentSnapshot,
+    /// The latest extension snapshot, as sent (a snapshot replaces all
+    /// metadata). Absent for a standard run, which has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<SubagentSnapshot>,
+    /// A standard run's fields, as its `subagent_update`s patched them
+    /// (absent for an extension run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub standard: Option<StandardRun>,
     /// The parent run: `Some(None)` a direct child of the root, `None`
     /// lineage not known yet (never attached to the root by default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_run_id: Option<Option<String>>,
-    /// The spawning tool call, fixed at the first snapshot that names one.
+    /// The spawning tool call, fixed at the first snapshot that names one
+    /// (for claude's standard runs, the hidden launch call: the `messageId`
+    /// of the prompt's `session_message`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_tool_call_id: Option<String>,
     /// Sticky: some output may be missing (set by a snapshot, by a
-    /// non-text message chunk, or by a disconnect).
+    /// non-text message chunk, by an invalid output event, or by a
+    /// disconnect).
     pub output_incomplete: bool,
     /// Progress folded sparse and absolute: a key replaces, `null` clears.
     pub progress: Map<String, Value>,
@@ -221,7 +230,120 @@ pub struct RunState {
     pub(crate) message_id: Option<String>,
 }
 
+/// A standard run (a child session announced by `subagent_update`), its
+/// fields as sent: nothing the dialect does not carry is made up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct StandardRun {
+    /// `title`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `description` (claude: the agent type; codex: the spawn prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `state.state`: `running`, `idle`, `requires_action`, `unknown` or
+    /// another value as sent; absent until one arrived (codex announces
+    /// without a state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// The latest idle's `stopReason` (absent while it runs, or when the
+    /// idle gave none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// The latest idle's `error` (a JSON-RPC error object).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// `capabilities` as last sent (`cancel: {}` while it can be cancelled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Value>,
+    /// `cwd`, when it differs from the parent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// `additionalDirectories`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub additional_directories: Option<Vec<String>>,
+    /// Times it began to run: the first start, then once per resumption
+    /// after `idle`.
+    pub generations: u64,
+    /// The prompt it was given (`session_message` to it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Its reply (`session_message` from it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Its own context occupancy (`usage_update` on the child session).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
+}
+
+impl StandardRun {
+    /// Whether `capabilities.cancel` is on.
+    pub fn can_cancel(&self) -> bool {
+        self.capabilities
+            .as_ref()
+            .and_then(|c| c.get("cancel"))
+            .is_some_and(Value::is_object)
+    }
+}
+
 impl RunState {
+    /// An empty run of `dialect`.
+    pub(crate) fn new(dialect: Dialect) -> Self {
+        Self {
+            snapshot: None,
+            standard: None,
+            parent_run_id: None,
+            parent_tool_call_id: None,
+            output_incomplete: false,
+            progress: Map::new(),
+            text: String::new(),
+            tool_calls: IndexMap::new(),
+            plan: None,
+            output_events: 0,
+            dialect,
+            message_ended: false,
+            message_id: None,
+        }
+    }
+
+    /// Its state in a word: the snapshot's `state` (`pending`, `running`,
+    /// `completed`, `failed`, `cancelled`, `unknown`), or the standard
+    /// state as sent (`running`, `idle`, `requires_action`, `unknown`, …;
+    /// `announced` before one arrived).
+    pub fn state_name(&self) -> &str {
+        if let Some(s) = &self.snapshot {
+            return s.state.as_str();
+        }
+        self.standard
+            .as_ref()
+            .and_then(|s| s.state.as_deref())
+            .unwrap_or("announced")
+    }
+
+    /// Whether it may still produce output: a snapshot `pending` or
+    /// `running`; a standard run announced, `running` or `requires_action`.
+    pub fn is_live(&self) -> bool {
+        match (&self.snapshot, &self.standard) {
+            (Some(s), _) => matches!(s.state, SubagentState::Pending | SubagentState::Running),
+            (None, Some(s)) => matches!(
+                s.state.as_deref(),
+                None | Some("running" | "requires_action")
+            ),
+            (None, None) => false,
+        }
+    }
+
+    /// Its name: the snapshot's `name`, or the standard `title`.
+    pub fn name(&self) -> Option<&str> {
+        match (&self.snapshot, &self.standard) {
+            (Some(s), _) => s.name.as_deref(),
+            (None, Some(s)) => s.title.as_deref(),
+            _ => None,
+        }
+    }
+
     /// The last non-empty line of its message text.
     pub fn last_line(&self) -> Option<&str> {
         self.text
@@ -242,17 +364,27 @@ pub struct ScopeUsage {
     /// The scope id; absent for the session-lifetime scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_scope_id: Option<String>,
-    /// The scope's cumulative total over all models, as last reported.
+    /// The latest update's `usage`: one operation or turn, not a total
+    /// (legacy adapters send a cumulative figure here). Never summed.
     pub usage: ModelUsage,
-    /// Cumulative per-model totals, as last reported (an absent `costUSD`
-    /// stays absent: unknown, not free).
+    /// Cumulative per-model totals, as last reported; a counter or cost
+    /// that fell keeps its higher value (an absent `costUSD` stays absent:
+    /// unknown, not free).
     pub model_usage: IndexMap<String, ModelUsage>,
+    /// Per model, the highest `costUSD` ever reported in this scope: a cost
+    /// once seen is not lost when a later update leaves it out.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub highest_cost_usd: IndexMap<String, f64>,
     /// The latest update's delta, kept apart (never added to the totals).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta: Option<UsageDelta>,
     /// Updates folded.
     pub updates: u64,
-    /// A total fell, or the scope came back after another began.
+    /// Updates without `modelUsage` (unattributed: their `usage` is in
+    /// [`UsageState::unattributed`], never in a total).
+    pub unattributed_updates: u64,
+    /// A total fell, the scope came back after another began, or an update
+    /// had no `modelUsage`: the totals may miss something.
     pub incomplete: bool,
     /// Which form its updates arrived in.
     pub dialect: Dialect,
@@ -268,9 +400,52 @@ pub struct ContextUsage {
     pub used: u64,
     /// The context window.
     pub size: u64,
-    /// Cumulative cost, when reported.
+    /// Cumulative cost (`{amount, currency}`), when reported; an update
+    /// without one keeps the last.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Value>,
+}
+
+/// The usage one prompt result reported for its turn: ACP's `usage`
+/// (`totalTokens`, `inputTokens`, `outputTokens`, `thoughtTokens`,
+/// `cachedReadTokens`, `cachedWriteTokens`) and the adapters'
+/// `_meta.quota`. Its buckets overlap differently from [`ModelUsage`]'s,
+/// so it is never mixed with the Core ledger.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnUsage {
+    /// The turn's stop reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// `usage` of the prompt result, counters by their ACP names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<IndexMap<String, u64>>,
+    /// `_meta.quota.token_count` in one spelling (camelCase; claude's
+    /// `cachedWriteTokens` and codex's `cacheWriteInputTokens` are one
+    /// counter, `cacheWriteInputTokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota: Option<IndexMap<String, u64>>,
+    /// `_meta.quota.model_usage`, per model, in the same spelling.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub quota_models: IndexMap<String, IndexMap<String, u64>>,
+}
+
+/// The turn usage of a session, summed over its turns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct TurnUsageTotals {
+    /// Turns that reported usage.
+    pub turns: u64,
+    /// The sum of every turn's `usage`, per counter.
+    pub usage: IndexMap<String, u64>,
+    /// The sum of every turn's `_meta.quota.token_count`, per counter.
+    pub quota: IndexMap<String, u64>,
+    /// The sum of every turn's quota rows, per model and counter.
+    pub quota_models: IndexMap<String, IndexMap<String, u64>>,
 }
 
 /// A session's usage.
@@ -283,13 +458,29 @@ pub struct UsageState {
     pub scopes: IndexMap<String, ScopeUsage>,
     /// Per model, the sum of every scope's cumulative totals.
     pub totals: IndexMap<String, ModelUsage>,
-    /// The sum of every scope's `usage` (also covers updates without
-    /// `modelUsage`, which stay unattributed to any model).
+    /// The session's total: the sum of `totals` over models (its cost only
+    /// when every model's is known). Absent until an update with
+    /// `modelUsage` arrived.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub total: Option<ModelUsage>,
+    /// The sum of every scope's highest known cost per model: a floor
+    /// under the session's cost when `total` has none (some model's cost
+    /// is unknown, or a later update left it out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd_at_least: Option<f64>,
+    /// The `usage` of the latest update without `modelUsage`: attributed
+    /// to no model, never added to `total`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unattributed: Option<ModelUsage>,
     /// Context occupancy (standard `usage_update`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextUsage>,
+    /// The usage each prompt result reported, oldest first (bounded by
+    /// [`Limits::turn_usage_per_session`](super::Limits::turn_usage_per_session)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<TurnUsage>,
+    /// Those turns summed: a figure of its own, never mixed with `total`.
+    pub turn_totals: TurnUsageTotals,
 }
 
 /// How a steer ended, as far as the traffic tells.
@@ -392,6 +583,22 @@ pub struct SessionState {
 }
 
 impl SessionState {
+    /// Nothing but a request named it: no title, goal, run, usage, task,
+    /// activity, notice, steer or pending request (a prompt or two may be
+    /// counted).
+    pub(crate) fn named_only(&self) -> bool {
+        self.title.is_none()
+            && self.goal.is_none()
+            && self.activity == ActivityState::default()
+            && self.tasks.is_empty()
+            && self.subagent_runs.is_empty()
+            && self.activities.is_empty()
+            && self.notices.is_empty()
+            && self.usage == UsageState::default()
+            && self.steers.is_empty()
+            && self.pending_requests.is_empty()
+    }
+
     /// The run tree as `(depth, runId, run)`, depth-first in first-seen
     /// order: the root's children (`parentRunId: null`) with their
     /// descendants, then the runs whose parent is not known (lineage not
@@ -474,6 +681,9 @@ pub struct RateLimitEntry {
 pub struct PeerFeatures {
     /// Whether that peer's initialize was seen.
     pub seen: bool,
+    /// Who it said it is: `agentInfo` / `clientInfo` (v2 `info`), as sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub info: Option<Value>,
     /// Valid features by contract key (`subagentEvents`, …), with their
     /// options as sent.
     pub features: IndexMap<String, Value>,

@@ -31,7 +31,7 @@ use acp_extension_core::subagent_events::{
     SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
 };
 use acp_extension_core::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
-use acp_extension_core::wire::FiniteF64;
+use acp_extension_core::wire::NonNegF64;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Cost, CreateElicitationRequest, ElicitationFormMode,
     ElicitationSchema, ElicitationSessionScope, EnumOption, Meta, PermissionOption,
@@ -568,7 +568,7 @@ impl Turn {
             rows.insert(
                 session.model_id.clone(),
                 ModelUsage::new(input, output, cache)
-                    .cost_usd(FiniteF64::new(cost).unwrap_or_default()),
+                    .cost_usd(NonNegF64::new(cost).unwrap_or_default()),
             );
             session.context_used =
                 (session.context_used + input + output + cache).min(CONTEXT_WINDOW);
@@ -683,7 +683,7 @@ fn round_cost(usd: f64) -> f64 {
 fn round_costs(update: &mut SessionUsageUpdate) {
     let round = |u: &mut ModelUsage| {
         if let Some(c) = u.cost_usd {
-            u.cost_usd = FiniteF64::new(round_cost(f64::from(c))).ok();
+            u.cost_usd = NonNegF64::new(round_cost(f64::from(c))).ok();
         }
     };
     round(&mut update.usage);

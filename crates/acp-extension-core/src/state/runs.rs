@@ -1,0 +1,581 @@
+//! Subagent runs: the extension's `subagents/event` (a snapshot replaces
+//! the run's metadata, progress is sparse, output appends), the standard
+//! `subagent_update` patches with the child session's own traffic, and
+//! `session_message`s.
+//!
+//! # Generations of a standard run
+//!
+//! A standard child session is one run for its whole life. `idle` is not
+//! terminal: when an idle child runs again (codex's `send_input`, claude's
+//! re-delegation) the run begins a new generation
+//! ([`StandardRun::generations`]); its output is kept and the next
+//! generation's text starts on a new line; `stopReason` and `error` are the
+//! latest idle's, cleared when it runs again.
+
+use serde_json::{Map, Value};
+
+use super::fold::{meta_of, patch_str, str_at};
+use super::*;
+use crate::namespace;
+use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
+
+impl ConnectionState {
+    /// Folds a subagent event's params (valid by now): the sequence rules
+    /// decide whether it is folded.
+    pub(super) fn subagent_event(
+        &mut self,
+        method: &str,
+        params: &Value,
+        typed: Option<SubagentEvent>,
+        dialect: Dialect,
+        out: &mut Vec<Change>,
+    ) {
+        let (Some(sid), Some(run_id)) = (str_at(params, "sessionId"), str_at(params, "runId"))
+        else {
+            return;
+        };
+        let (sid, run_id) = (sid.to_owned(), run_id.to_owned());
+        let verdict = self.seq.subagent_event(params);
+        let accepted = verdict.accepted;
+        self.sequence_findings(method, &sid, verdict.findings, out);
+        if !accepted {
+            return;
+        }
+        let limits = self.limits;
+        let lineage = self.lineage_problem(&sid, &run_id, params);
+        if let Some((rule, message)) = &lineage {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(&sid),
+                "/params/snapshot/parentRunId",
+                rule,
+                message.clone(),
+                true,
+            );
+        }
+        let s = self.session_mut(&sid);
+        match str_at(params, "type") {
+            Some("snapshot") => {
+                let Some(raw) = params.get("snapshot") else {
+                    return;
+                };
+                // The typed parse that validated the event has the snapshot.
+                let snapshot = match typed.map(|e| e.payload) {
+                    Some(SubagentEventPayload::Snapshot(s)) => s,
+                    _ => match serde_json::from_value::<SubagentSnapshot>(raw.clone()) {
+                        Ok(s) => s,
+                        Err(_) => return,
+                    },
+                };
+                let incomplete = snapshot.output_incomplete.is_some();
+                // A parent that would make a cycle or cross roots stays
+                // unresolved (reported above).
+                let parent_run = raw
+                    .as_object()
+                    .and_then(|o| o.get("parentRunId"))
+                    .map(|p| p.as_str().map(str::to_owned))
+                    .filter(|_| lineage.is_none());
+                let parent_tool = snapshot.parent_tool_call_id.clone();
+                match s.subagent_runs.get_mut(&run_id) {
+                    Some(run) => {
+                        run.snapshot = Some(snapshot);
+                        run.output_incomplete |= incomplete;
+                        if run.parent_run_id.is_none() {
+                            run.parent_run_id = parent_run;
+                        }
+                        if run.parent_tool_call_id.is_none() {
+                            run.parent_tool_call_id = parent_tool;
+                        }
+                    }
+                    None => {
+                        let mut run = RunState::new(dialect);
+                        run.snapshot = Some(snapshot);
+                        run.parent_run_id = parent_run;
+                        run.parent_tool_call_id = parent_tool;
+                        run.output_incomplete = incomplete;
+                        s.subagent_runs.insert(run_id.clone(), run);
+                        cap_map(&mut s.subagent_runs, limits.runs_per_session);
+                    }
+                }
+            }
+            Some("progress") => {
+                let (Some(run), Some(p)) = (
+                    s.subagent_runs.get_mut(&run_id),
+                    params.get("progress").and_then(Value::as_object),
+                ) else {
+                    return;
+                };
+                fold_progress(run, p);
+            }
+            Some("output") => {
+                let (Some(run), Some(update)) =
+                    (s.subagent_runs.get_mut(&run_id), params.get("update"))
+                else {
+                    return;
+                };
+                fold_output(run, update, &limits);
+            }
+            _ => return,
+        }
+        out.push(Change::SubagentRun {
+            session_id: sid,
+            run_id,
+        });
+    }
+
+    /// Whether a snapshot's `parentRunId` would close a cycle in the run
+    /// tree of `sid`, or name a run of another root session: the rule and
+    /// a message, or `None` when the lineage is fine (or not given).
+    fn lineage_problem(
+        &self,
+        sid: &str,
+        run_id: &str,
+        params: &Value,
+    ) -> Option<(&'static str, String)> {
+        let parent = params.get("snapshot")?.get("parentRunId")?.as_str()?;
+        let runs = self.sessions.get(sid).map(|s| &s.subagent_runs);
+        // Walk up from the parent; the tree is acyclic, so this ends.
+        let mut at = Some(parent);
+        let mut steps = 0;
+        while let Some(id) = at {
+            if id == run_id {
+                return Some((
+                    "subagent-tree-cycle",
+                    format!(
+                        "run {run_id:?} names {parent:?} as its parent, which would make a cycle; its lineage stays unresolved"
+                    ),
+                ));
+            }
+            steps += 1;
+            if steps > runs.map_or(0, IndexMap::len) {
+                break;
+            }
+            at = runs
+                .and_then(|r| r.get(id))
+                .and_then(|r| r.parent_run_id.as_ref())
+                .and_then(|p| p.as_deref());
+        }
+        let here = runs.is_some_and(|r| r.contains_key(parent));
+        let elsewhere = !here
+            && self
+                .sessions
+                .iter()
+                .any(|(other, s)| other != sid && s.subagent_runs.contains_key(parent));
+        elsewhere.then(|| {
+            (
+                "subagent-cross-root",
+                format!("run {run_id:?} names {parent:?}, a run of another root session, as its parent; its lineage stays unresolved"),
+            )
+        })
+    }
+
+    /// Every live run of `sid` becomes `unknown`, `outputIncomplete`,
+    /// reason `disconnected` (a reconnect or a lost connection).
+    pub(super) fn runs_lost(&mut self, sid: &str, out: &mut Vec<Change>) {
+        use crate::subagent_events::{SubagentReason, SubagentReasonCode, SubagentState};
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        let mut lost = Vec::new();
+        for (id, run) in s.subagent_runs.iter_mut() {
+            if !run.is_live() {
+                continue;
+            }
+            if let Some(snapshot) = &mut run.snapshot {
+                snapshot.state = SubagentState::Unknown;
+                snapshot.output_incomplete = Some(crate::wire::True);
+                snapshot.reason = Some(SubagentReason::new(SubagentReasonCode::Disconnected));
+            }
+            if let Some(standard) = &mut run.standard {
+                standard.state = Some("unknown".to_owned());
+            }
+            run.output_incomplete = true;
+            lost.push(id.clone());
+        }
+        for run_id in lost {
+            out.push(Change::SubagentRun {
+                session_id: sid.to_owned(),
+                run_id,
+            });
+        }
+    }
+
+    /// The root session and run of a session that a standard
+    /// `subagent_update` announced.
+    pub(super) fn standard_run_root(&self, sid: &str) -> Option<String> {
+        let root = self.standard_children.get(sid)?;
+        self.sessions
+            .get(root)
+            .and_then(|s| s.subagent_runs.get(sid))
+            .filter(|r| r.dialect == Dialect::Standard)
+            .map(|_| root.clone())
+    }
+
+    /// A standard `subagent_update` on session `sid` (its immediate
+    /// parent): a patch of the child's run. Omitted keeps, `null` clears;
+    /// `idle` is not terminal, so a child that runs again is the same run
+    /// in a new generation, its output kept.
+    pub(super) fn standard_subagent(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let Some(child) = str_at(update, "sessionId").filter(|c| !c.is_empty()) else {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(sid),
+                "/params/update/sessionId",
+                "required",
+                "`subagent_update` without a non-empty string `sessionId`".to_owned(),
+                false,
+            );
+            return;
+        };
+        if child == sid {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(sid),
+                "/params/update/sessionId",
+                "subagent-tree-cycle",
+                "a `subagent_update` names its own session as its child; not folded".to_owned(),
+                false,
+            );
+            return;
+        }
+        // Announced on its immediate parent: the parent is the root, or a
+        // run of the root.
+        let (root, parent_run) = match self.standard_run_root(sid) {
+            Some(root) => (root, Some(sid.to_owned())),
+            None => (sid.to_owned(), None),
+        };
+        let meta_key = |key: &str| {
+            meta_of(update).and_then(|m| {
+                namespace::read_key(m, key)
+                    .map(|(_, v)| v)
+                    .or_else(|| m.get(key))
+            })
+        };
+        let parent_tool = meta_key("parentToolCallId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let flagged_incomplete = meta_key("outputIncomplete") == Some(&Value::Bool(true));
+        let progress = meta_key("progress").and_then(Value::as_object).cloned();
+        let limits = self.limits;
+        let s = self.session_mut(&root);
+        let run = match s.subagent_runs.get_mut(child) {
+            Some(run) if run.dialect == Dialect::Standard => run,
+            Some(_) => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    "/params/update/sessionId",
+                    "dialect-conflict",
+                    format!("`{child}` is already a run of the extension dialect; the standard update is not folded into it"),
+                    false,
+                );
+                return;
+            }
+            None => {
+                let mut run = RunState::new(Dialect::Standard);
+                run.standard = Some(StandardRun::default());
+                run.parent_run_id = Some(parent_run);
+                s.subagent_runs.insert(child.to_owned(), run);
+                cap_map(&mut s.subagent_runs, limits.runs_per_session);
+                self.standard_children
+                    .insert(child.to_owned(), root.clone());
+                let cap = limits.sessions.saturating_mul(limits.runs_per_session);
+                cap_map(&mut self.standard_children, cap);
+                let Some(run) = self
+                    .sessions
+                    .get_mut(&root)
+                    .and_then(|s| s.subagent_runs.get_mut(child))
+                else {
+                    // A cap of zero runs keeps nothing.
+                    return;
+                };
+                run
+            }
+        };
+        if run.parent_tool_call_id.is_none() {
+            run.parent_tool_call_id = parent_tool;
+        }
+        run.output_incomplete |= flagged_incomplete;
+        if let Some(p) = progress {
+            fold_progress(run, &p);
+        }
+        let std = run.standard.get_or_insert_with(StandardRun::default);
+        patch_str(&mut std.title, update.get("title"));
+        patch_str(&mut std.description, update.get("description"));
+        patch_str(&mut std.cwd, update.get("cwd"));
+        match update.get("additionalDirectories") {
+            Some(Value::Null) => std.additional_directories = None,
+            Some(Value::Array(dirs)) => {
+                std.additional_directories = Some(
+                    dirs.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
+            _ => {}
+        }
+        match update.get("capabilities") {
+            Some(Value::Null) => std.capabilities = None,
+            Some(c @ Value::Object(_)) => std.capabilities = Some(c.clone()),
+            _ => {}
+        }
+        match update.get("state") {
+            Some(Value::Null) => {
+                std.state = None;
+                std.stop_reason = None;
+                std.error = None;
+            }
+            Some(state) if state.is_object() => {
+                let next = str_at(state, "state").unwrap_or("unknown").to_owned();
+                let was_idle = std.state.as_deref() == Some("idle");
+                let runs = matches!(next.as_str(), "running" | "requires_action");
+                if runs && (was_idle || std.generations == 0) {
+                    std.generations += 1;
+                    if was_idle {
+                        // The next generation's text starts on a new line.
+                        run.message_ended = true;
+                    }
+                }
+                if next == "idle" {
+                    std.stop_reason = str_at(state, "stopReason").map(str::to_owned);
+                    std.error = state.get("error").filter(|e| !e.is_null()).cloned();
+                } else {
+                    std.stop_reason = None;
+                    std.error = None;
+                }
+                std.state = Some(next);
+            }
+            Some(_) => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    "/params/update/state",
+                    "type-object",
+                    "a `subagent_update` state must be an object (`{\"state\": …}`) or null; the other fields are folded".to_owned(),
+                    true,
+                );
+            }
+            None => {}
+        }
+        out.push(Change::SubagentRun {
+            session_id: root,
+            run_id: child.to_owned(),
+        });
+    }
+
+    /// An update of a session that is a standard subagent run: its output
+    /// (messages, thoughts, tool calls, plans), its own children, its
+    /// session messages; anything else is the child session's own state.
+    pub(super) fn child_session_update(
+        &mut self,
+        method: &str,
+        root: &str,
+        child: &str,
+        tag: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) -> bool {
+        match tag {
+            "agent_message_chunk"
+            | "agent_thought_chunk"
+            | "tool_call"
+            | "tool_call_update"
+            | "plan" => {
+                let limits = self.limits;
+                if let Some(run) = self
+                    .sessions
+                    .get_mut(root)
+                    .and_then(|s| s.subagent_runs.get_mut(child))
+                {
+                    fold_output(run, update, &limits);
+                    out.push(Change::SubagentRun {
+                        session_id: root.to_owned(),
+                        run_id: child.to_owned(),
+                    });
+                }
+                true
+            }
+            "subagent_update" => {
+                self.standard_subagent(method, child, update, out);
+                true
+            }
+            "session_message" | "session_message_chunk" => {
+                self.session_message(child, update, out);
+                true
+            }
+            // The child's context occupancy (codex reports each thread's).
+            "usage_update" => {
+                let (Some(used), Some(size)) = (
+                    update.get("used").and_then(Value::as_u64),
+                    update.get("size").and_then(Value::as_u64),
+                ) else {
+                    return false;
+                };
+                if let Some(std) = self
+                    .sessions
+                    .get_mut(root)
+                    .and_then(|s| s.subagent_runs.get_mut(child))
+                    .and_then(|r| r.standard.as_mut())
+                {
+                    let cost = update
+                        .get("cost")
+                        .filter(|c| c.is_object())
+                        .cloned()
+                        .or_else(|| std.context.as_ref().and_then(|c| c.cost.clone()));
+                    std.context = Some(ContextUsage { used, size, cost });
+                    out.push(Change::SubagentRun {
+                        session_id: root.to_owned(),
+                        run_id: child.to_owned(),
+                    });
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A `session_message` (or chunk) on session `sid`: the prompt a
+    /// standard run was given (the message whose recipient is the run; its
+    /// `messageId` is the hidden launch tool call) and the reply it sent
+    /// back (sender is the run), both kept on the run.
+    pub(super) fn session_message(&mut self, sid: &str, update: &Value, out: &mut Vec<Change>) {
+        let text = match update.get("content") {
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter_map(|b| str_at(b, "text"))
+                .collect::<Vec<_>>()
+                .join(""),
+            Some(block) => str_at(block, "text").unwrap_or("").to_owned(),
+            None => String::new(),
+        };
+        let message_id = str_at(update, "messageId");
+        let chunk = str_at(update, "sessionUpdate") == Some("session_message_chunk");
+        // The run it is about: the recipient or sender that is a standard
+        // run, else the session it came on when that is one.
+        let candidates = [
+            (str_at(update, "recipientSessionId"), true),
+            (str_at(update, "senderSessionId"), false),
+            (Some(sid), str_at(update, "senderSessionId").is_none()),
+        ];
+        for (run_id, to_run) in candidates {
+            let Some(run_id) = run_id else { continue };
+            let Some(root) = self.standard_run_root(run_id) else {
+                continue;
+            };
+            let Some(run) = self
+                .sessions
+                .get_mut(&root)
+                .and_then(|s| s.subagent_runs.get_mut(run_id))
+            else {
+                continue;
+            };
+            let std = run.standard.get_or_insert_with(StandardRun::default);
+            let field = if to_run {
+                &mut std.prompt
+            } else {
+                &mut std.reply
+            };
+            match field {
+                Some(t) if chunk => t.push_str(&text),
+                _ => *field = Some(text),
+            }
+            if to_run
+                && run.parent_tool_call_id.is_none()
+                && let Some(id) = message_id
+            {
+                run.parent_tool_call_id = Some(id.to_owned());
+            }
+            out.push(Change::SubagentRun {
+                session_id: root,
+                run_id: run_id.to_owned(),
+            });
+            return;
+        }
+    }
+}
+
+/// Progress folded sparse and absolute: a key replaces, `null` clears.
+fn fold_progress(run: &mut RunState, progress: &Map<String, Value>) {
+    for (k, v) in progress {
+        if v.is_null() {
+            run.progress.remove(k);
+        } else {
+            run.progress.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+/// Folds one output update into a run: text appends (a new message on a
+/// new line), tool calls merge by id, a plan replaces; a non-text message
+/// chunk marks the run incomplete.
+fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
+    run.output_events += 1;
+    match str_at(update, "sessionUpdate") {
+        Some("agent_message_chunk") => {
+            let content = update.get("content");
+            match content.and_then(|c| str_at(c, "type")) {
+                Some("text") => {
+                    if let Some(t) = content
+                        .and_then(|c| str_at(c, "text"))
+                        .filter(|t| !t.is_empty())
+                    {
+                        let id = str_at(update, "messageId");
+                        let other_message = id.is_some()
+                            && run.message_id.is_some()
+                            && run.message_id.as_deref() != id;
+                        if (run.message_ended || other_message)
+                            && !run.text.is_empty()
+                            && !run.text.ends_with('\n')
+                            && !t.starts_with('\n')
+                        {
+                            run.text.push('\n');
+                        }
+                        run.message_ended = false;
+                        if other_message || (id.is_some() && run.message_id.is_none()) {
+                            run.message_id = id.map(str::to_owned);
+                        }
+                        run.text.push_str(t);
+                        cap_text(&mut run.text, limits.text_per_run);
+                    }
+                }
+                _ => run.output_incomplete = true,
+            }
+        }
+        Some("agent_thought_chunk") => {}
+        Some("tool_call") | Some("tool_call_update") => {
+            run.message_ended = true;
+            let Some(id) = str_at(update, "toolCallId") else {
+                return;
+            };
+            let entry = run
+                .tool_calls
+                .entry(id.to_owned())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let (Value::Object(into), Some(from)) = (entry, update.as_object()) {
+                for (k, v) in from {
+                    if k != "sessionUpdate" {
+                        into.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
+        }
+        Some("plan") => {
+            run.message_ended = true;
+            run.plan = Some(update.clone());
+        }
+        _ => {}
+    }
+}
