@@ -54,9 +54,11 @@ pub fn fold_reader(
     let mut state = ConnectionState::with_limits(limits);
     input::read(reader, format, |item| match item {
         Item::Record(r) => {
-            state.message(r.direction, &r.message);
+            state.set_line(Some(r.line));
+            state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
         }
-        Item::Problem { finding, .. } => {
+        Item::Problem { line, finding } => {
+            state.set_line(Some(line));
             state.unreadable(finding.rule, &finding.message);
         }
     })?;

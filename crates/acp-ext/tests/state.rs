@@ -207,19 +207,86 @@ fn every_corpus_file_folds() {
             }
         }
     }
-    // The corpus's known adapter tags outside ACP v1 are reported, not lost.
+    // AIR's subagent draft is folded into a run.
     let native = files
         .iter()
         .find(|f| f.to_string_lossy().contains("subagent-native-sessions"))
         .unwrap();
     let (_, docs, _) = state_json(&[], &[native]);
+    let run = &docs[0]["sessions"]["<session>"]["subagentRuns"]["agent_n"];
+    assert_eq!(run["dialect"], "air", "{:#}", docs[0]);
+    assert_eq!(run["standard"]["title"], "Fix the build");
+    assert_eq!(run["standard"]["state"], "failed");
+}
+
+#[test]
+fn every_corpus_value_is_folded_or_recorded() {
+    let files = corpus_files();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (_, docs, _) = state_json(&[], &refs);
+    for doc in &docs {
+        let a = &doc["accounting"];
+        let (values, folded, recorded) = (
+            a["values"].as_u64().unwrap(),
+            a["folded"].as_u64().unwrap(),
+            a["recorded"].as_u64().unwrap(),
+        );
+        assert!(values > 0, "{}", doc["file"]);
+        assert_eq!(values, folded + recorded, "{}: {a}", doc["file"]);
+        // Every record names its value and line.
+        for i in doc["invalid"].as_array().unwrap() {
+            assert!(
+                i["index"].as_u64().is_some_and(|n| n >= 1 && n <= values),
+                "{i}"
+            );
+            assert!(i["line"].as_u64().is_some(), "{i}");
+        }
+    }
+}
+
+#[test]
+fn values_that_are_no_message_are_recorded_with_their_shape() {
+    let dir = scratch("shapes");
+    let file = dir.join("shapes.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "[1]\n",
+            "{\"inputTokens\": 1, \"outputTokens\": 2, \"cacheReadInputTokens\": 0}\n",
+            "{\"version\": 1, \"sessionId\": \"s\", \"runId\": \"r\", \"type\": \"output\", \"update\": {\"sessionUpdate\": \"agent_message_chunk\", \"content\": {\"type\": \"text\", \"text\": \"hi\"}}}\n",
+        ),
+    )
+    .unwrap();
+    let (code, docs, err) = state_json(&[], &[file.as_path()]);
+    assert_eq!(code, 0, "{err}");
+    let doc = &docs[0];
+    let invalid = doc["invalid"].as_array().unwrap();
+    // `[1]` is JSON, just not a message.
     assert!(
-        docs[0]["invalid"]
-            .as_array()
-            .unwrap()
+        invalid
             .iter()
-            .any(|i| i["rule"] == "unknown-session-update"
-                && i["message"].as_str().unwrap().contains("subagent_spawned"))
+            .any(|i| i["rule"] == "not-a-message" && i["line"] == 1),
+        "{doc:#}"
+    );
+    assert!(!invalid.iter().any(|i| i["rule"] == "not-json"), "{doc:#}");
+    assert!(
+        invalid
+            .iter()
+            .any(|i| i["line"] == 2 && i["message"].as_str().unwrap().contains("ModelUsage")),
+        "{doc:#}"
+    );
+    // The bare output event is a subagent event (of a run never started:
+    // recorded), never the root session's transcript.
+    assert!(
+        invalid
+            .iter()
+            .any(|i| i["line"] == 3 && i["method"] == "_lody/subagents/event"),
+        "{doc:#}"
+    );
+    assert_eq!(
+        doc["accounting"]["values"].as_u64().unwrap(),
+        doc["accounting"]["recorded"].as_u64().unwrap()
+            + doc["accounting"]["folded"].as_u64().unwrap()
     );
 }
 

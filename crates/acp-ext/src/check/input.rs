@@ -523,6 +523,31 @@ enum Parsed {
 
 fn parse_one<R: BufRead>(rd: &mut Counting<R>) -> io::Result<Parsed> {
     rd.budget = MAX_VALUE_BYTES;
+    // A number has no closing byte: serde_json's reader would consume the
+    // byte after it (a `]` or `,`), so numbers are cut out by hand.
+    if rd
+        .peek_non_ws()?
+        .is_some_and(|b| b == b'-' || b.is_ascii_digit())
+    {
+        let mut token = Vec::new();
+        loop {
+            let buf = rd.inner.fill_buf()?;
+            let n = buf
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+                .count();
+            token.extend_from_slice(&buf[..n]);
+            let more = n == buf.len() && n > 0;
+            rd.inner.consume(n);
+            if !more || token.len() > 64 {
+                break;
+            }
+        }
+        return Ok(match serde_json::from_slice::<Value>(&token) {
+            Ok(v) => Parsed::Value(v),
+            Err(e) => Parsed::Syntax(e.to_string()),
+        });
+    }
     let mut de = serde_json::Deserializer::from_reader(&mut *rd);
     match Value::deserialize(&mut de) {
         Ok(v) => Ok(Parsed::Value(v)),
@@ -901,6 +926,17 @@ fn payload_message(
         "elicitation/create"
     } else if has("action") && has("sessionId") {
         "_lody/session/goal"
+    } else if let (None, Some(shape)) = (hint, acp_extension_core::state::resembles(&v)) {
+        return sink(Item::Problem {
+            line,
+            finding: Finding::of(
+                &rules::NOT_A_MESSAGE,
+                &src,
+                format!(
+                    "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+                ),
+            ),
+        });
     } else {
         return sink(response(hint, v, line, src));
     };

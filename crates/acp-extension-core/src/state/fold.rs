@@ -103,16 +103,27 @@ impl ConnectionState {
                 }
             }
             "session/update" => self.session_update(method, params, out),
-            "session/request_permission" | "elicitation/create" => {
-                if let (Some(sid), Some(id)) = (sid, id) {
-                    self.agent_request(method, &sid, id, params, out);
-                }
-            }
+            "session/request_permission" | "elicitation/create" => match (sid, id) {
+                (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
+                // Without an id (a fixture's), nothing can answer it.
+                (Some(_), None) => out.push(Change::Seen {
+                    method: Some(method.to_owned()),
+                }),
+                (None, _) => self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    "/params/sessionId",
+                    "required",
+                    format!("`{method}` without a string `sessionId`; not folded"),
+                    false,
+                ),
+            },
             _ if legacy::is_legacy(method) => self.legacy(method, params, out),
             _ => {
                 if split_method(method).is_some() && method_kind(method).is_some() {
                     self.extension_call(method, params, out);
-                } else if split_method(method).is_some() {
+                } else if split_method(method).is_some() || method.starts_with("_acp_ext:") {
                     self.record_invalid(
                         out,
                         Some(method),
@@ -122,6 +133,10 @@ impl ConnectionState {
                         format!("`{method}` is not a method of the contract"),
                         false,
                     );
+                } else {
+                    out.push(Change::Seen {
+                        method: Some(method.to_owned()),
+                    });
                 }
             }
         }
@@ -130,6 +145,22 @@ impl ConnectionState {
     pub(super) fn on_answer(
         &mut self,
         call: Call,
+        id: &Value,
+        outcome: Result<&Value, &Value>,
+        out: &mut Vec<Change>,
+    ) {
+        let before = out.len();
+        self.answer(&call, id, outcome, out);
+        if out.len() == before {
+            out.push(Change::Seen {
+                method: Some(call.method),
+            });
+        }
+    }
+
+    fn answer(
+        &mut self,
+        call: &Call,
         id: &Value,
         outcome: Result<&Value, &Value>,
         out: &mut Vec<Change>,
@@ -201,11 +232,14 @@ impl ConnectionState {
                 }
             }
             ("session/request_permission" | "elicitation/create", _) => {
+                // A standard child's request is pending on its root.
+                let sid = sid.map(|s| self.standard_run_root(s).unwrap_or_else(|| s.to_owned()));
+                let sid = sid.as_deref();
                 if let Some(sid) = sid
                     && self
-                        .session_mut(sid)
-                        .pending_requests
-                        .shift_remove(&id_text(id))
+                        .sessions
+                        .get_mut(sid)
+                        .and_then(|s| s.pending_requests.shift_remove(&id_text(id)))
                         .is_some()
                 {
                     out.push(Change::RequestResolved {
@@ -468,6 +502,13 @@ impl ConnectionState {
             .and_then(|s| ext_key(s, "subagentToolCallId"))
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // A standard child asks on its own session: the request is its
+        // run's, pending on the root session.
+        let (sid, run_id) = match self.standard_run_root(sid) {
+            Some(root) => (root, run_id.or_else(|| Some(sid.to_owned()))),
+            None => (sid.to_owned(), run_id),
+        };
+        let sid = sid.as_str();
         let s = self.session_mut(sid);
         let run_live = run_id
             .as_ref()
@@ -640,7 +681,26 @@ impl ConnectionState {
         {
             return;
         }
+        let before = out.len();
         self.turn_meta(&sid, tag, update, out);
+        self.session_update_tag(method, &sid, tag, update, out);
+        if out.len() == before && STANDARD_UPDATES.contains(&tag) {
+            out.push(Change::Transcript {
+                session_id: sid,
+                update: tag.to_owned(),
+            });
+        }
+    }
+
+    fn session_update_tag(
+        &mut self,
+        method: &str,
+        sid: &str,
+        tag: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let sid = sid.to_owned();
         match tag {
             "tool_call" | "tool_call_update" => self.tool_call(method, &sid, update, out),
             "session_info_update" => self.session_info(method, &sid, update, out),
@@ -710,6 +770,9 @@ impl ConnectionState {
             }
             "subagent_update" => self.standard_subagent(method, &sid, update, out),
             "session_message" | "session_message_chunk" => self.session_message(&sid, update, out),
+            "subagent_spawned" | "subagent_state_update" | "_subagent_update" => {
+                self.air_subagent(method, &sid, update, out)
+            }
             // ACP v2's `state_update`: the activity level, and the
             // background work when reported (omitted is not zero).
             "state_update" => {
@@ -734,6 +797,36 @@ impl ConnectionState {
                 // The v2 turn's end carries the prompt result's usage.
                 if level == Some(SessionActivityState::Idle) {
                     self.turn_usage(method, &sid, "/params/update", update, out);
+                }
+            }
+            "plan" | "plan_update" => {
+                let plan = if tag == "plan" {
+                    update.clone()
+                } else {
+                    update.get("plan").cloned().unwrap_or(Value::Null)
+                };
+                if plan.is_object() {
+                    self.session_mut(&sid).plan = Some(plan);
+                    out.push(Change::Plan { session_id: sid });
+                } else {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(&sid),
+                        "/params/update/plan",
+                        "type-object",
+                        "`plan_update` without a plan object".to_owned(),
+                        false,
+                    );
+                }
+            }
+            "plan_removed" => {
+                let s = self.session_mut(&sid);
+                let id = str_at(update, "planId");
+                let current = s.plan.as_ref().and_then(|p| str_at(p, "planId"));
+                if s.plan.is_some() && (id.is_none() || id == current) {
+                    s.plan = None;
+                    out.push(Change::Plan { session_id: sid });
                 }
             }
             t if STANDARD_UPDATES.contains(&t) => {}

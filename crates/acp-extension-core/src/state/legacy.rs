@@ -7,6 +7,9 @@
 //!   `sessionId`: it belongs to the connection's current session (the last
 //!   one started or prompted), unscoped, without `delta`; a `null`
 //!   `contextWindow` is dropped first.
+//! * `_acp_ext:codex_proposed_plan` `{sessionId, turnId, markdown,
+//!   status}` is the session's markdown plan (`planId` = `turnId`);
+//!   `cleared` removes it.
 //! * `_acp_ext:session_rate_limits` becomes one `RateLimit`, upserted like
 //!   any other: `limitId` from the legacy `limitId`, else `limitName`, else
 //!   `legacy`; provider `providerId`, else the agent's `agentInfo.name`,
@@ -27,8 +30,10 @@ use crate::violation::Violation;
 pub(super) const USAGE: &str = "_acp_ext:session_usage_update";
 pub(super) const RATE_LIMITS: &str = "_acp_ext:session_rate_limits";
 
+pub(super) const PROPOSED_PLAN: &str = "_acp_ext:codex_proposed_plan";
+
 pub(super) fn is_legacy(method: &str) -> bool {
-    method == USAGE || method == RATE_LIMITS
+    method == USAGE || method == RATE_LIMITS || method == PROPOSED_PLAN
 }
 
 /// The params without `_meta.<ns>.usageScopeId` when every violation is
@@ -137,6 +142,38 @@ impl ConnectionState {
             );
             return;
         };
+        if method == PROPOSED_PLAN {
+            let (Some(sid), Some(turn)) = (
+                p.get("sessionId").and_then(Value::as_str),
+                p.get("turnId").and_then(Value::as_str),
+            ) else {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    "/params",
+                    "required",
+                    "a proposed plan needs string `sessionId` and `turnId`".to_owned(),
+                    false,
+                );
+                return;
+            };
+            let sid = sid.to_owned();
+            let cleared = p.get("status").and_then(Value::as_str) == Some("cleared");
+            let plan = json!({"type": "markdown", "planId": turn,
+                "content": p.get("markdown").and_then(Value::as_str).unwrap_or("")});
+            let s = self.session_mut(&sid);
+            if cleared {
+                let current = s.plan.as_ref().and_then(|p| p.get("planId"));
+                if current.and_then(Value::as_str) == Some(turn) {
+                    s.plan = None;
+                }
+            } else {
+                s.plan = Some(plan);
+            }
+            out.push(Change::Plan { session_id: sid });
+            return;
+        }
         if method == RATE_LIMITS {
             let mapped = rate_limits_params(p, self.agent_name());
             match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {

@@ -326,6 +326,33 @@ pub enum Change {
         /// The JSON-RPC id, as JSON text.
         request_id: String,
     },
+    /// The session's plan was set, replaced or removed.
+    #[serde(rename_all = "camelCase")]
+    Plan {
+        /// The session.
+        session_id: String,
+    },
+    /// A session update that changes none of the state's figures: transcript
+    /// content (message, thought and user chunks, tool calls without task or
+    /// activity metadata, commands, modes, config options). The state keeps
+    /// no transcript; a UI renders it from the message.
+    #[serde(rename_all = "camelCase")]
+    Transcript {
+        /// The session.
+        session_id: String,
+        /// Its `sessionUpdate` tag.
+        update: String,
+    },
+    /// A message read that changes none of the state's figures: a call the
+    /// state does not fold (file reads, terminals, modes, authentication,
+    /// another vendor's extension), an answer to one, or a response whose
+    /// request the input does not hold.
+    #[serde(rename_all = "camelCase")]
+    Seen {
+        /// Its method (for a response, its request's), when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        method: Option<String>,
+    },
     /// Something was not folded (or only partly); also kept in
     /// [`ConnectionState::invalid`].
     Invalid(Invalid),
@@ -377,6 +404,12 @@ pub struct ConnectionState {
     messages: u64,
     /// How every input value was accounted for.
     accounting: Accounting,
+    /// The request method of a response fed without its request.
+    #[serde(skip)]
+    hint: Option<String>,
+    /// The input line of the value being folded, when the reader said.
+    #[serde(skip)]
+    line: Option<u64>,
 }
 
 /// How the input values of a connection were accounted for: each value (a
@@ -430,6 +463,8 @@ impl ConnectionState {
             invalid_count: 0,
             messages: 0,
             accounting: Accounting::default(),
+            hint: None,
+            line: None,
         }
     }
 
@@ -476,6 +511,13 @@ impl ConnectionState {
     /// How every input value was accounted for.
     pub fn accounting(&self) -> Accounting {
         self.accounting
+    }
+
+    /// Tells the state the input line of the values that follow (1-based),
+    /// so that their records name it ([`Invalid::line`]); `None` when the
+    /// input has no lines.
+    pub fn set_line(&mut self, line: Option<u64>) {
+        self.line = line;
     }
 
     /// Counts the value whose changes start at `out[from]`.
@@ -547,6 +589,23 @@ impl ConnectionState {
                 self.account(&out, 0);
             }
         }
+        out
+    }
+
+    /// Like [`ConnectionState::message`], for input that keeps a response
+    /// without its request (fixtures): `request_method` names the request
+    /// it answers, which is then folded as if its request had been seen (a
+    /// session-scoped answer goes to the current session). Ignored for
+    /// requests and notifications, and when the request was seen.
+    pub fn message_with_method(
+        &mut self,
+        direction: Direction,
+        message: &Value,
+        request_method: Option<&str>,
+    ) -> Vec<Change> {
+        let previous = std::mem::replace(&mut self.hint, request_method.map(str::to_owned));
+        let out = self.message(direction, message);
+        self.hint = previous;
         out
     }
 
@@ -734,7 +793,7 @@ impl ConnectionState {
             // without their envelope.
             self.notification_into(Direction::AgentToClient, BARE_EVENT_METHOD, msg, out);
         } else {
-            let message = match resembles(obj) {
+            let message = match resembles(msg) {
                 Some(shape) => format!(
                     "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
                 ),
@@ -791,7 +850,14 @@ impl ConnectionState {
         outcome: Result<&Value, &Value>,
         out: &mut Vec<Change>,
     ) {
-        let call = self.calls.take(direction, id);
+        let call = self.calls.take(direction, id).or_else(|| {
+            self.hint.clone().map(|method| Call {
+                session: self.current_session.clone(),
+                method,
+                steer_id: None,
+                new_session: false,
+            })
+        });
         match call {
             Some(call) => self.on_answer(call, id, outcome, out),
             None => {
@@ -808,6 +874,9 @@ impl ConnectionState {
                         new_session: false,
                     };
                     self.on_answer(call, id, outcome, out);
+                } else {
+                    // Its request is not in the input: nothing to fold.
+                    out.push(Change::Seen { method: None });
                 }
             }
         }
@@ -836,6 +905,8 @@ impl ConnectionState {
         folded: bool,
     ) {
         let record = Invalid {
+            index: self.accounting.values + 1,
+            line: self.line,
             method: method.map(str::to_owned),
             session_id: session_id.map(str::to_owned),
             pointer: pointer.to_owned(),
@@ -865,8 +936,20 @@ fn is_bare_subagent_event(o: &serde_json::Map<String, Value>) -> bool {
 }
 
 /// What a value that is no message looks like, when it is a known part of
-/// one.
-fn resembles(o: &serde_json::Map<String, Value>) -> Option<&'static str> {
+/// one (a bare `ModelUsage` row, a `RateLimit`, a `TaskMeta`, a capability
+/// map, params without their envelope): the words for a record saying it
+/// was not placed.
+///
+/// ```
+/// use acp_extension_core::state::resembles;
+/// use serde_json::json;
+///
+/// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
+/// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
+/// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
+/// ```
+pub fn resembles(value: &Value) -> Option<&'static str> {
+    let o = value.as_object()?;
     let has = |k: &str| o.contains_key(k);
     if has("inputTokens") && has("outputTokens") {
         Some("a bare `ModelUsage` row")

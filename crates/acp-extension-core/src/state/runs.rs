@@ -208,7 +208,7 @@ impl ConnectionState {
         self.sessions
             .get(root)
             .and_then(|s| s.subagent_runs.get(sid))
-            .filter(|r| r.dialect == Dialect::Standard)
+            .filter(|r| matches!(r.dialect, Dialect::Standard | Dialect::Air))
             .map(|_| root.clone())
     }
 
@@ -375,6 +375,75 @@ impl ConnectionState {
         });
     }
 
+    /// AIR's draft: `subagent_spawned` announces a child session
+    /// (`subagentSessionId`, `name`, `task`, `prompt`), and
+    /// `subagent_state_update` gives its terminal state (`completed`,
+    /// `failed`, `cancelled`, `disconnected`); v2's `_subagent_update` is
+    /// either, told apart by its fields. The run is folded like a standard
+    /// one, in [`Dialect::Air`].
+    pub(super) fn air_subagent(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let Some(child) = str_at(update, "subagentSessionId").filter(|c| !c.is_empty()) else {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(sid),
+                "/params/update/subagentSessionId",
+                "required",
+                "an AIR subagent update without a non-empty string `subagentSessionId`".to_owned(),
+                false,
+            );
+            return;
+        };
+        let (root, parent_run) = match self.standard_run_root(sid) {
+            Some(root) => (root, Some(sid.to_owned())),
+            None => (sid.to_owned(), None),
+        };
+        let limits = self.limits;
+        let s = self.session_mut(&root);
+        if !s.subagent_runs.contains_key(child) {
+            let mut run = RunState::new(Dialect::Air);
+            run.standard = Some(StandardRun::default());
+            run.parent_run_id = Some(parent_run);
+            s.subagent_runs.insert(child.to_owned(), run);
+            cap_map(&mut s.subagent_runs, limits.runs_per_session);
+            self.standard_children
+                .insert(child.to_owned(), root.clone());
+        }
+        let Some(run) = self
+            .sessions
+            .get_mut(&root)
+            .and_then(|s| s.subagent_runs.get_mut(child))
+        else {
+            return;
+        };
+        let std = run.standard.get_or_insert_with(StandardRun::default);
+        patch_str(&mut std.title, update.get("name"));
+        patch_str(&mut std.description, update.get("task"));
+        patch_str(&mut std.prompt, update.get("prompt"));
+        if let Some(c) = update.get("capabilities").filter(|c| c.is_object()) {
+            std.capabilities = Some(c.clone());
+        }
+        if update.get("name").is_some() && std.generations == 0 {
+            std.generations = 1;
+        }
+        if let Some(state) = str_at(update, "state") {
+            std.state = Some(state.to_owned());
+            if state == "disconnected" {
+                run.output_incomplete = true;
+            }
+        }
+        out.push(Change::SubagentRun {
+            session_id: root,
+            run_id: child.to_owned(),
+        });
+    }
+
     /// An update of a session that is a standard subagent run: its output
     /// (messages, thoughts, tool calls, plans), its own children, its
     /// session messages; anything else is the child session's own state.
@@ -409,6 +478,10 @@ impl ConnectionState {
             }
             "subagent_update" => {
                 self.standard_subagent(method, child, update, out);
+                true
+            }
+            "subagent_spawned" | "subagent_state_update" | "_subagent_update" => {
+                self.air_subagent(method, child, update, out);
                 true
             }
             "session_message" | "session_message_chunk" => {

@@ -159,6 +159,9 @@ pub enum Dialect {
     Standard,
     /// The legacy `_acp_ext:*` payloads (consumer-side compatibility).
     Legacy,
+    /// JetBrains AIR's draft of subagents (`subagent_spawned`,
+    /// `subagent_state_update`).
+    Air,
 }
 
 /// A notice: `_meta.<ns>.notice` on `session_info_update`, or a standard
@@ -578,6 +581,11 @@ pub struct SessionState {
     pub steers: IndexMap<String, SteerState>,
     /// Agent requests awaiting the client, by JSON-RPC id (as JSON text).
     pub pending_requests: IndexMap<String, PendingRequest>,
+    /// The session's plan as last sent: a standard `plan` (`{entries}`), a
+    /// `plan_update`'s `plan` (`items`, `markdown` or `file`), or codex's
+    /// proposed plan; `plan_removed` clears it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Value>,
     /// Whether `session/close` (or `delete`) was seen.
     pub closed: bool,
 }
@@ -597,6 +605,7 @@ impl SessionState {
             && self.usage == UsageState::default()
             && self.steers.is_empty()
             && self.pending_requests.is_empty()
+            && self.plan.is_none()
     }
 
     /// The run tree as `(depth, runId, run)`, depth-first in first-seen
@@ -719,6 +728,13 @@ impl NegotiationState {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct Invalid {
+    /// The input value it is about: 1 for the first value folded (a
+    /// message, a batch element or a line that is not JSON).
+    pub index: u64,
+    /// The input line of that value, when the reader told the state
+    /// ([`ConnectionState::set_line`](super::ConnectionState::set_line)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
     /// The message's method (the request's, for a response), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<String>,
