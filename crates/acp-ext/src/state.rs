@@ -243,7 +243,7 @@ fn print_state(
             style.bold("session"),
             style.accent(sid)
         )?;
-        if let Some(g) = &s.goal {
+        if let Some(g) = s.current_goal() {
             writeln!(
                 out,
                 "  goal     {}  {:?}",

@@ -246,7 +246,7 @@ fn render_summary(frame: &mut Frame, app: &App, s: &SessionState, area: Rect) {
             Span::styled("(untitled)", dim),
         ]),
     };
-    let goal = match &s.goal {
+    let goal = match s.current_goal() {
         Some(g) => Line::from(vec![
             Span::styled("goal      ", dim),
             Span::styled(serde_name(&g.status), state_style("running")),

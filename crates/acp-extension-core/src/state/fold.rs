@@ -3,7 +3,9 @@
 use serde_json::{Map, Value, json};
 
 use super::legacy;
+use super::tasks;
 use super::*;
+use super::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
 use crate::capabilities::Feature;
 use crate::meta::{self, MetaError, fields};
 use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
@@ -11,7 +13,7 @@ use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::sequence::SequenceFinding;
-use crate::session::{ActivityKind, NoticeLevel, SessionActivityState};
+use crate::session::{ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState};
 
 use crate::violation::Violation;
 
@@ -88,7 +90,7 @@ impl ConnectionState {
             "session/prompt" if dir != Direction::AgentToClient => {
                 if let Some(sid) = sid {
                     self.seq.prompt_sent(&sid);
-                    let steer = ext_key(params, "steer").and_then(|s| str_at(s, "id"));
+                    let steer = prompt_steer_id(params);
                     self.current_session = Some(sid.clone());
                     let s = self.session_mut(&sid);
                     s.turns.prompts += 1;
@@ -103,6 +105,28 @@ impl ConnectionState {
                 }
             }
             "session/update" => self.session_update(method, params, out),
+            STANDARD_STEERING if dir != Direction::AgentToClient => match (sid, id) {
+                (Some(sid), Some(id)) => {
+                    let steer_id = standard_steer_id(params, id);
+                    self.steer(
+                        &sid,
+                        &steer_id,
+                        "session/steering",
+                        SteerOutcome::Pending,
+                        out,
+                    );
+                }
+                _ => self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    "/params/sessionId",
+                    "required",
+                    "`_session/steering` needs a string `sessionId` and a request id; not folded"
+                        .to_owned(),
+                    false,
+                ),
+            },
             "session/request_permission" | "elicitation/create" => match (sid, id) {
                 (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
                 // Without an id (a fixture's), nothing can answer it.
@@ -120,6 +144,7 @@ impl ConnectionState {
                 ),
             },
             _ if legacy::is_legacy(method) => self.legacy(method, params, out),
+            _ if tasks::is_lifecycle(method) => self.task_lifecycle(method, params, out),
             _ => {
                 if split_method(method).is_some() && method_kind(method).is_some() {
                     self.extension_call(method, params, out);
@@ -210,6 +235,11 @@ impl ConnectionState {
                     let mut ended = Vec::new();
                     for (id, st) in s.steers.iter_mut() {
                         let this = call.steer_id.as_deref() == Some(id.as_str());
+                        // No notification confirms `_session/steering`:
+                        // its `injected` is as far as the traffic tells.
+                        if st.transport == "session/steering" {
+                            continue;
+                        }
                         if st.outcome == SteerOutcome::Injected
                             || (this && st.outcome == SteerOutcome::Pending)
                         {
@@ -229,6 +259,24 @@ impl ConnectionState {
                             steer_id,
                         });
                     }
+                }
+            }
+            (STANDARD_STEERING, _) => {
+                if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
+                    let result = match outcome {
+                        Ok(r) => match str_at(r, "outcome") {
+                            Some("injected") => SteerOutcome::Injected,
+                            Some("startedNewTurn") => SteerOutcome::StartedNewTurn,
+                            Some("promptRequired") => SteerOutcome::PromptRequired,
+                            Some("failed") => SteerOutcome::Failed,
+                            _ => SteerOutcome::Unknown,
+                        },
+                        Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
+                            SteerOutcome::Refused
+                        }
+                        Err(_) => SteerOutcome::Unknown,
+                    };
+                    self.steer(sid, steer_id, "session/steering", result, out);
                 }
             }
             ("session/request_permission" | "elicitation/create", _) => {
@@ -308,6 +356,32 @@ impl ConnectionState {
                 .cloned(),
             ..PeerFeatures::default()
         };
+        let caps_key = if message.get(side.capabilities_key()).is_some() {
+            side.capabilities_key()
+        } else {
+            "capabilities"
+        };
+        let vendor_meta = message
+            .get("_meta")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (format!("_meta.{k}"), v))
+            .chain(
+                caps.get("_meta")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| {
+                        !namespace::Namespace::ALL
+                            .iter()
+                            .any(|ns| ns.key() == k.as_str())
+                    })
+                    .map(|(k, v)| (format!("{caps_key}._meta.{k}"), v)),
+            );
+        for (k, v) in vendor_meta {
+            peer.vendor.insert(k, v.clone());
+        }
         for f in &adv.features {
             if f.is_valid() {
                 peer.features
@@ -316,11 +390,7 @@ impl ConnectionState {
                 peer.invalid.push(f.feature.key().to_owned());
             }
         }
-        let key = if message.get(side.capabilities_key()).is_some() {
-            side.capabilities_key()
-        } else {
-            "capabilities"
-        };
+        let key = caps_key;
         let at = if side == Side::Agent {
             "/result"
         } else {
@@ -743,7 +813,19 @@ impl ConnectionState {
                 });
                 // A patch: omitted keeps, null clears.
                 patch_str(&mut e.status, update.get("status"));
-                patch_str(&mut e.summary, update.get("summary"));
+                // The summary is a string or (as sent by claude) content blocks.
+                match update.get("summary") {
+                    Some(Value::Array(blocks)) => {
+                        e.summary = Some(
+                            blocks
+                                .iter()
+                                .filter_map(|b| str_at(b, "text"))
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                        )
+                    }
+                    other => patch_str(&mut e.summary, other),
+                }
                 patch_str(&mut e.error, update.get("error"));
                 cap_map(&mut s.activities, cap);
                 out.push(Change::ActivityEntry {
@@ -773,6 +855,12 @@ impl ConnectionState {
             "subagent_spawned" | "subagent_state_update" | "_subagent_update" => {
                 self.air_subagent(method, &sid, update, out)
             }
+            "async_task_spawned"
+            | "async_task_progress"
+            | "async_task_state_update"
+            | "_async_task_spawned"
+            | "_async_task_progress"
+            | "_async_task_state_update" => self.async_task(method, &sid, tag, update, out),
             // ACP v2's `state_update`: the activity level, and the
             // background work when reported (omitted is not zero).
             "state_update" => {
@@ -847,7 +935,9 @@ impl ConnectionState {
     fn turn_meta(&mut self, sid: &str, tag: &str, update: &Value, out: &mut Vec<Change>) {
         let turn_id = ext_key(update, "turnId").and_then(Value::as_str);
         let phase = if tag.ends_with("message_chunk") {
-            ext_key(update, "messagePhase").and_then(Value::as_str)
+            ext_key(update, "messagePhase")
+                .or_else(|| self.vendor_meta(update, "codex")?.get("phase"))
+                .and_then(Value::as_str)
         } else {
             None
         };
@@ -993,17 +1083,21 @@ impl ConnectionState {
             Ok(s) => s.map(Ok),
             Err(_) => Some(Err(())),
         };
+        // Without a contract tag, codex's own `titleSource` (codex only).
+        let source = source.or_else(|| {
+            let tag = self.vendor_meta(update, "codex")?.get("titleSource")?;
+            match serde_json::from_value::<crate::session::TitleSource>(tag.clone()) {
+                Ok(s) => Some(Ok(s)),
+                Err(_) => Some(Err(())),
+            }
+        });
         self.title(method, sid, update, source, out);
         match meta::read::<fields::Goal>(m) {
-            Ok(Some(goal)) => {
-                self.session_mut(sid).goal = goal;
-                out.push(Change::Goal {
-                    session_id: sid.to_owned(),
-                });
-            }
-            Ok(None) => {}
+            Ok(Some(goal)) => self.set_goal(sid, goal, out),
+            Ok(None) => self.vendor_goal(method, sid, update, out),
             Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
         }
+        self.thread_status(sid, update, out);
         match meta::read::<fields::Notice>(m) {
             Ok(Some(n)) => {
                 let source = n.source.clone();
@@ -1018,6 +1112,114 @@ impl ConnectionState {
             }
             Ok(None) => {}
             Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
+        }
+    }
+
+    fn set_goal(&mut self, sid: &str, goal: Option<GoalSnapshot>, out: &mut Vec<Change>) {
+        self.session_mut(sid).goal = Some(goal);
+        out.push(Change::Goal {
+            session_id: sid.to_owned(),
+        });
+    }
+
+    /// `_meta.<vendor>` of `v`, unless the agent said it is someone else
+    /// (`agentInfo.name` without the vendor's name): vendor keys are read
+    /// for their provider only.
+    pub(super) fn vendor_meta<'a>(
+        &self,
+        v: &'a Value,
+        vendor: &str,
+    ) -> Option<&'a Map<String, Value>> {
+        let section = meta_of(v)?.get(vendor)?.as_object()?;
+        match self.agent_name() {
+            Some(name) if !name.to_ascii_lowercase().contains(vendor) => None,
+            _ => Some(section),
+        }
+    }
+
+    /// A goal in another carrier, by precedence: the legacy top-level
+    /// `_meta.goal`, codex's `_meta.codex.goal`, AIR's
+    /// `_meta.jetbrains.air.goal`. Their times are epoch milliseconds
+    /// (`createdAt`, `updatedAt`), converted to seconds; codex's
+    /// `usageLimited`/`budgetLimited` read as `limited`, `cleared` clears.
+    fn vendor_goal(&mut self, method: &str, sid: &str, update: &Value, out: &mut Vec<Change>) {
+        let meta = meta_of(update);
+        let (at, raw) = if let Some(g) = meta.and_then(|m| m.get("goal")) {
+            ("/params/update/_meta/goal", g)
+        } else if let Some(g) = self
+            .vendor_meta(update, "codex")
+            .and_then(|c| c.get("goal"))
+        {
+            ("/params/update/_meta/codex/goal", g)
+        } else if let Some(g) = meta
+            .and_then(|m| m.get("jetbrains"))
+            .and_then(|j| j.get("air"))
+            .and_then(|a| a.get("goal"))
+        {
+            ("/params/update/_meta/jetbrains/air/goal", g)
+        } else {
+            return;
+        };
+        let Some(o) = raw.as_object() else {
+            if raw.is_null() {
+                self.set_goal(sid, None, out);
+            } else {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    at,
+                    "type-object",
+                    "a goal must be an object or null; the old one is kept".to_owned(),
+                    false,
+                );
+            }
+            return;
+        };
+        let mut goal = o.clone();
+        match o.get("status").and_then(Value::as_str) {
+            Some("cleared") => return self.set_goal(sid, None, out),
+            Some("usageLimited" | "budgetLimited") => {
+                goal.insert("status".into(), json!("limited"));
+            }
+            _ => {}
+        }
+        for (ms, secs) in [
+            ("createdAt", "createdAtEpochSeconds"),
+            ("updatedAt", "updatedAtEpochSeconds"),
+        ] {
+            if let Some(t) = goal.remove(ms).and_then(|t| t.as_f64()) {
+                goal.insert(secs.into(), json!((t / 1000.0).floor()));
+            }
+        }
+        goal.remove("controlMethod");
+        match serde_json::from_value::<GoalSnapshot>(Value::Object(goal.clone())) {
+            Ok(g) => self.set_goal(sid, Some(g), out),
+            Err(_) => {
+                let violations = crate::violation::check::<GoalSnapshot>(&Value::Object(goal));
+                self.violations(out, method, Some(sid), at, &violations, false);
+            }
+        }
+    }
+
+    /// codex's `_meta.codex.threadStatus {type: active|idle}` as the
+    /// session's activity level.
+    fn thread_status(&mut self, sid: &str, update: &Value, out: &mut Vec<Change>) {
+        let level = match self
+            .vendor_meta(update, "codex")
+            .and_then(|c| c.get("threadStatus"))
+            .and_then(|t| str_at(t, "type"))
+        {
+            Some("active") => SessionActivityState::Running,
+            Some("idle") => SessionActivityState::Idle,
+            _ => return,
+        };
+        let s = self.session_mut(sid);
+        if s.activity.state != Some(level) {
+            s.activity.state = Some(level);
+            out.push(Change::Activity {
+                session_id: sid.to_owned(),
+            });
         }
     }
 

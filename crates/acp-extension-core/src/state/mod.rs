@@ -84,6 +84,7 @@
 mod fold;
 mod legacy;
 mod runs;
+mod tasks;
 mod usage;
 mod view;
 
@@ -816,16 +817,13 @@ impl ConnectionState {
             if crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer") {
                 params.get("steerId").and_then(Value::as_str)
             } else if method == "session/prompt" {
-                // A steer on the prompt transport is a prompt with `_meta.<ns>.steer`.
-                params
-                    .get("_meta")
-                    .and_then(Value::as_object)
-                    .and_then(|m| crate::namespace::read_key(m, "steer"))
-                    .and_then(|(_, s)| s.get("id"))
-                    .and_then(Value::as_str)
+                prompt_steer_id(params)
             } else {
                 None
             };
+        let steer_id = steer_id
+            .map(str::to_owned)
+            .or_else(|| (method == STANDARD_STEERING).then(|| standard_steer_id(params, id)));
         let session = params
             .get("sessionId")
             .and_then(Value::as_str)
@@ -836,7 +834,7 @@ impl ConnectionState {
                 .as_deref()
                 .is_some_and(|s| !self.sessions.contains_key(s)),
             session,
-            steer_id: steer_id.map(str::to_owned),
+            steer_id,
         };
         self.calls
             .insert(dir, id, call, self.limits.sequence.pending_requests);
@@ -923,6 +921,30 @@ impl ConnectionState {
         }
         out.push(Change::Invalid(record));
     }
+}
+
+/// The official adapters' steering request.
+pub(crate) const STANDARD_STEERING: &str = "_session/steering";
+
+/// A prompt's steer id: `_meta.<ns>.steer.id`, else the vendors'
+/// `_meta.claudeCode.steer.id` or `_meta.codex.steer.id`.
+pub(crate) fn prompt_steer_id(params: &Value) -> Option<&str> {
+    let meta = params.get("_meta").and_then(Value::as_object)?;
+    crate::namespace::read_key(meta, "steer")
+        .map(|(_, s)| s)
+        .or_else(|| meta.get("claudeCode").and_then(|c| c.get("steer")))
+        .or_else(|| meta.get("codex").and_then(|c| c.get("steer")))
+        .and_then(|s| s.get("id"))
+        .and_then(Value::as_str)
+}
+
+/// A `_session/steering` request's id: its `steerId` when given (Core
+/// clients add one), else `request:<JSON-RPC id>`.
+pub(crate) fn standard_steer_id(params: &Value, id: &Value) -> String {
+    params
+        .get("steerId")
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("request:{id}"), str::to_owned)
 }
 
 /// The method a bare subagent event is folded as.

@@ -502,6 +502,12 @@ pub enum SteerOutcome {
     Failed,
     /// Refused with JSON-RPC -32600: safe to send again as a prompt.
     Refused,
+    /// `_session/steering` answered `startedNewTurn`: the agent was idle
+    /// and began a turn of its own with it.
+    StartedNewTurn,
+    /// `_session/steering` answered `promptRequired`: nothing was running
+    /// and nothing was started; send it as a prompt.
+    PromptRequired,
     /// Answered with another error, or the connection ended: unknown,
     /// never resent.
     Unknown,
@@ -513,7 +519,11 @@ pub enum SteerOutcome {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct SteerState {
-    /// `request` (`session/steer`) or `prompt` (`_meta.<ns>.steer`).
+    /// `request` (`session/steer`), `prompt` (`_meta.<ns>.steer`, or the
+    /// vendors' `_meta.codex.steer` / `_meta.claudeCode.steer`) or
+    /// `session/steering` (the official adapters' `_session/steering`,
+    /// whose id is its `steerId` when given, else `request:<JSON-RPC id>`;
+    /// no notification confirms those, so `injected` is where they stay).
     pub transport: String,
     /// Where it stands.
     pub outcome: SteerOutcome,
@@ -558,11 +568,15 @@ pub struct SessionState {
     /// Where the title came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title_source: Option<TitleOrigin>,
-    /// The goal: unchanged when `_meta.<ns>.goal` is absent, cleared on
-    /// `null`, else the snapshot. Read on `session_info_update` only.
-    /// (contract §goals; consumer facts §1.6)
+    /// The goal: absent when none was ever reported, `null` once cleared,
+    /// else the snapshot. Read on `session_info_update` only, from
+    /// `_meta.<ns>.goal`, else the legacy top-level `_meta.goal`, else
+    /// codex's `_meta.codex.goal`, else AIR's `_meta.jetbrains.air.goal`
+    /// (their millisecond times converted). Absent keeps, `null` clears,
+    /// an invalid goal is recorded and keeps the old one. (contract
+    /// §goals; consumer facts §1.6)
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub goal: Option<GoalSnapshot>,
+    pub goal: Option<Option<GoalSnapshot>>,
     /// Activity level and background task count.
     pub activity: ActivityState,
     /// Prompt turns.
@@ -591,6 +605,11 @@ pub struct SessionState {
 }
 
 impl SessionState {
+    /// The current goal (none when never reported or cleared).
+    pub fn current_goal(&self) -> Option<&GoalSnapshot> {
+        self.goal.as_ref().and_then(Option::as_ref)
+    }
+
     /// Nothing but a request named it: no title, goal, run, usage, task,
     /// activity, notice, steer or pending request (a prompt or two may be
     /// counted).
@@ -698,6 +717,13 @@ pub struct PeerFeatures {
     pub features: IndexMap<String, Value>,
     /// Features advertised with an invalid value.
     pub invalid: Vec<String>,
+    /// What it advertised outside the contract, by where it was: the
+    /// top-level `_meta` keys of its initialize (`_meta.steering`, the
+    /// official adapters' `_session/steering`; `_meta.jetbrains`) and the
+    /// capability `_meta` keys of other vendors
+    /// (`agentCapabilities._meta.codex`, `…claudeCode`), as sent.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub vendor: IndexMap<String, Value>,
 }
 
 /// Both peers' advertisements.
