@@ -138,6 +138,11 @@ enum Command {
         /// Capture the agent's stderr instead of passing it through.
         #[arg(long)]
         quiet: bool,
+        /// Which client to play: `core` (every ACP Extension Core client feature), `standard`
+        /// (standard ACP only: `subagents`, `session.compaction`, `session.notices`, `plan`) or
+        /// `plain` (neither).
+        #[arg(long, value_name = "DIALECT", default_value = "core")]
+        client: acp_ext::probe::ClientDialect,
         /// Exit 1 when a finding is at least this severe: error (default),
         /// warning or info (`--fail-on info` demands a spotless run).
         #[arg(long, value_name = "S", default_value = "error")]
@@ -345,10 +350,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             prompts,
             timeout,
             quiet,
+            client,
             fail_on,
             command,
         } => {
             let mut options = acp_ext::probe::ProbeOptions::default()
+                .client(client)
                 .namespace(namespace)
                 .session(session)
                 .quiet(quiet)

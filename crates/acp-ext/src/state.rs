@@ -138,7 +138,46 @@ fn cost(u: &ModelUsage) -> String {
         .map_or("unknown".to_owned(), |c| format!("${:.4}", c.get()))
 }
 
+/// `{amount, currency}` as people read it.
+fn money(c: &Value) -> String {
+    let amount = c.get("amount").and_then(Value::as_f64).unwrap_or(0.0);
+    match c.get("currency").and_then(Value::as_str) {
+        Some("USD") | None => format!("${amount:.4}"),
+        Some(cur) => format!("{amount:.4} {cur}"),
+    }
+}
+
+/// Counters as `key n, key n`.
+fn counters(m: &indexmap::IndexMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Result<()> {
+    let u = &s.usage;
+    if u.turn_totals.turns > 0 {
+        writeln!(
+            out,
+            "  turn usage  {} turn{}: {}",
+            u.turn_totals.turns,
+            if u.turn_totals.turns == 1 { "" } else { "s" },
+            counters(&u.turn_totals.usage)
+        )?;
+        if !u.turn_totals.quota.is_empty() {
+            writeln!(out, "  quota       {}", counters(&u.turn_totals.quota))?;
+        }
+    }
+    if let Some(x) = &u.unattributed {
+        writeln!(
+            out,
+            "  unattributed  {} in, {} out {}",
+            x.input_tokens.get(),
+            x.output_tokens.get(),
+            style.dim("(an update without modelUsage: in no total)")
+        )?;
+    }
     if s.usage.totals.is_empty() && s.usage.total.is_none() && s.usage.context.is_none() {
         return Ok(());
     }
@@ -176,6 +215,26 @@ fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Resu
         if incomplete > 0 {
             note.push_str(&format!(", {incomplete} incomplete"));
         }
+        if let Some(t) = &s.usage.total
+            && s.usage.totals.len() > 1
+        {
+            writeln!(
+                out,
+                "         {:width$}  {:>10} {:>10} {:>10} {:>10}  {}",
+                "total",
+                t.input_tokens.get(),
+                t.output_tokens.get(),
+                t.cache_read_input_tokens.get(),
+                count(t.reasoning_output_tokens),
+                cost(t)
+            )?;
+        }
+        if let (Some(floor), Some(None)) = (
+            s.usage.cost_usd_at_least,
+            s.usage.total.as_ref().map(|t| t.cost_usd),
+        ) {
+            note.push_str(&format!(", cost at least ${floor:.4}"));
+        }
         writeln!(out, "         {}", style.dim(&note))?;
     } else if let Some(u) = &s.usage.total {
         writeln!(
@@ -187,7 +246,11 @@ fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Resu
         )?;
     }
     if let Some(c) = &s.usage.context {
-        writeln!(out, "  context  {} / {} tokens", c.used, c.size)?;
+        let cost = c
+            .cost
+            .as_ref()
+            .map_or(String::new(), |c| format!(", cost {}", money(c)));
+        writeln!(out, "  context  {} / {} tokens{cost}", c.used, c.size)?;
     }
     Ok(())
 }
@@ -296,10 +359,21 @@ fn print_state(
                 let last = run.last_line().map_or(String::new(), |l| {
                     format!("  {}", style.dim(&shorten(l, 60)))
                 });
+                let extra = run.standard.as_ref().map_or(String::new(), |std| {
+                    let mut e = String::new();
+                    if std.generations > 1 {
+                        e.push_str(&format!(" ×{}", std.generations));
+                    }
+                    if let Some(r) = &std.stop_reason {
+                        e.push_str(&format!(" ({r})"));
+                    }
+                    e
+                });
                 writeln!(
                     out,
-                    "    {}{id}  {painted}{name}{incomplete}{last}",
-                    "  ".repeat(depth)
+                    "    {}{}  {painted}{extra}{name}{incomplete}{last}",
+                    "  ".repeat(depth),
+                    short_id(id)
                 )?;
             }
         }
@@ -321,12 +395,26 @@ fn print_state(
             }
         }
         for (id, a) in &s.activities {
+            let summary = a.summary.as_deref().map_or(String::new(), |t| {
+                format!("  {}", style.dim(&shorten(t, 60)))
+            });
             writeln!(
                 out,
-                "  {}  {id}  {}",
+                "  {}  {id}  {}{summary}",
                 serde_name(&a.kind),
                 a.status.as_deref().unwrap_or("?")
             )?;
+        }
+        if let Some(plan) = &s.plan {
+            let what = match plan.get("entries").and_then(Value::as_array) {
+                Some(e) => format!("{} entries", e.len()),
+                None => plan
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("plan")
+                    .to_owned(),
+            };
+            writeln!(out, "  plan     {what}")?;
         }
         print_usage(out, s, style)?;
         for (id, steer) in &s.steers {
@@ -417,6 +505,19 @@ fn serde_name(v: &impl serde::Serialize) -> String {
         Ok(other) => other.to_string(),
         Err(_) => "?".to_owned(),
     }
+}
+
+/// A run id short enough to leave its state and name on the row: codex's
+/// child session ids run to about 85 characters; the start and the end
+/// are what tell two apart.
+pub(crate) fn short_id(id: &str) -> String {
+    let n = id.chars().count();
+    if n <= 32 {
+        return id.to_owned();
+    }
+    let head: String = id.chars().take(10).collect();
+    let tail: String = id.chars().skip(n - 20).collect();
+    format!("{head}…{tail}")
 }
 
 fn shorten(s: &str, max: usize) -> String {

@@ -314,3 +314,93 @@ fn exit_codes_and_schema() {
     let out = Command::new(EXE).arg("schema").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("  state"));
 }
+
+/// A small deterministic generator (xorshift), so the runs are long and
+/// varied yet the test is reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn the_states_totals_equal_what_usage_fold_emits() {
+    let dir = scratch("usage-fold");
+    for seed in 1..=4u64 {
+        // Several operations and models; each operation's snapshot grows
+        // (sometimes repeats, sometimes loses its cost).
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut grown = std::collections::HashMap::new();
+        let mut steps = String::new();
+        for _ in 0..400 {
+            let op = rng.below(30);
+            let model = ["gpt-5", "mini", "claude"][rng.below(3) as usize];
+            let e = grown.entry((op, model)).or_insert(0u64);
+            *e += rng.below(5000);
+            let mut row = serde_json::json!({"inputTokens": *e, "outputTokens": *e / 10,
+                "cacheReadInputTokens": *e / 3, "reasoningOutputTokens": *e / 7});
+            if rng.below(4) != 0 {
+                row["costUSD"] = serde_json::json!(*e as f64 * 1e-6);
+            }
+            let step = serde_json::json!({"sessionId": "s", "operationId": format!("op{op}"),
+                "rows": {model: row}});
+            steps.push_str(&format!("{step}\n"));
+        }
+        let input = dir.join(format!("steps-{seed}.jsonl"));
+        std::fs::write(&input, steps).unwrap();
+        let fold = Command::new(EXE)
+            .args(["usage", "fold", "--scope-id", "scope-1"])
+            .arg(&input)
+            .output()
+            .unwrap();
+        assert!(fold.status.success());
+        let emitted = String::from_utf8(fold.stdout).unwrap();
+        let last: Value = emitted
+            .lines()
+            .rfind(|l| *l != "null")
+            .map(|l| serde_json::from_str(l).unwrap())
+            .unwrap();
+        let updates = dir.join(format!("updates-{seed}.jsonl"));
+        std::fs::write(&updates, &emitted).unwrap();
+        let (code, docs, err) = state_json(&[], &[updates.as_path()]);
+        assert_eq!(code, 0, "{err}");
+        let usage = &docs[0]["sessions"]["s"]["usage"];
+        assert_eq!(docs[0]["invalid"], serde_json::json!([]), "{:#}", docs[0]);
+        // Per model: exactly the last cumulative `modelUsage`.
+        assert_eq!(usage["totals"], last["modelUsage"], "seed {seed}");
+        // The total: the sum over models, never a sum of operations.
+        for counter in [
+            "inputTokens",
+            "outputTokens",
+            "cacheReadInputTokens",
+            "reasoningOutputTokens",
+        ] {
+            let want: u64 = last["modelUsage"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|r| r[counter].as_u64().unwrap())
+                .sum();
+            assert_eq!(
+                usage["total"][counter].as_u64(),
+                Some(want),
+                "seed {seed} {counter}"
+            );
+        }
+        let cost_known = last["modelUsage"]
+            .as_object()
+            .unwrap()
+            .values()
+            .all(|r| r.get("costUSD").is_some());
+        assert_eq!(
+            usage["total"].get("costUSD").is_some(),
+            cost_known,
+            "seed {seed}"
+        );
+    }
+}

@@ -78,7 +78,7 @@
 //! state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0", "method": "session/update",
 //!     "params": {"sessionId": "s", "update": {"sessionUpdate": "session_info_update",
 //!         "_meta": {"lody": {"goal": {"objective": "ship", "status": "active"}}}}}}));
-//! assert_eq!(state.session("s").unwrap().goal.as_ref().unwrap().objective, "ship");
+//! assert_eq!(state.session("s").unwrap().current_goal().unwrap().objective, "ship");
 //! ```
 //!
 //! # Cargo features

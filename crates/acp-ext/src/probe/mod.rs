@@ -50,7 +50,30 @@ pub struct ProbeOptions {
     pub timeout: Duration,
     /// Capture the agent's stderr instead of passing it through.
     pub quiet: bool,
+    /// Which dialect the probe speaks as a client.
+    pub client: ClientDialect,
 }
+
+/// Which client the probe plays: what it advertises in `initialize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClientDialect {
+    /// ACP Extension Core: every client extension (the default).
+    #[default]
+    Core,
+    /// Standard ACP only: `subagents: {}`, `session.compaction`,
+    /// `session.notices` and `plan`, so the official adapters send their
+    /// standard subagent, compaction, notice and plan traffic.
+    Standard,
+    /// Neither: a plain ACP client.
+    Plain,
+}
+
+crate::choice::choices!(ClientDialect, "client dialect" {
+    Core = "core",
+    Standard = "standard",
+    Plain = "plain",
+});
 
 impl Default for ProbeOptions {
     fn default() -> Self {
@@ -60,6 +83,7 @@ impl Default for ProbeOptions {
             prompts: Vec::new(),
             timeout: Duration::from_secs(30),
             quiet: false,
+            client: ClientDialect::Core,
         }
     }
 }
@@ -100,6 +124,13 @@ impl ProbeOptions {
         self.quiet = quiet;
         self
     }
+
+    /// Sets which client the probe plays.
+    #[must_use]
+    pub fn client(mut self, client: ClientDialect) -> Self {
+        self.client = client;
+        self
+    }
 }
 
 /// One message seen on the wire, with the findings it produced.
@@ -134,16 +165,25 @@ pub fn client_extensions() -> ClientExtensionCapabilities {
 /// authentication is advertised (in the SDK's `auth.terminal` and the older
 /// `_meta["terminal-auth"]` spelling) so agents list such methods, which
 /// the report shows; the probe never runs them, nor any command.
-fn client_capabilities(ns: NamespaceSet) -> Value {
-    let mut meta = client_extensions().to_meta(ns);
+fn client_capabilities(ns: NamespaceSet, dialect: ClientDialect) -> Value {
+    let mut meta = match dialect {
+        ClientDialect::Core => client_extensions().to_meta(ns),
+        _ => serde_json::Map::new(),
+    };
     meta.insert("terminal-auth".into(), Value::Bool(true));
-    json!({
+    let mut caps = json!({
         "fs": {"readTextFile": true, "writeTextFile": true},
         "terminal": false,
         "auth": {"terminal": true},
         "elicitation": {"form": {}},
         "_meta": meta,
-    })
+    });
+    if dialect == ClientDialect::Standard {
+        caps["subagents"] = json!({});
+        caps["session"] = json!({"compaction": {}, "notices": {}});
+        caps["plan"] = json!({});
+    }
+    caps
 }
 
 /// Probes the agent started by `command` (program and arguments).
@@ -307,11 +347,13 @@ fn check_lines(
     (all, turns.done)
 }
 
-/// Collects what the agent sends during each `session/prompt` turn.
+/// Collects what the agent sends during each `session/prompt` turn: the
+/// updates of the prompted session only (a child session's text is its
+/// own, not the parent's answer).
 #[derive(Default)]
 struct Turns {
-    /// The open turn's request id and traffic.
-    open: Option<(Value, report::TurnTraffic)>,
+    /// The open turn's request id, session and traffic.
+    open: Option<(Value, Option<String>, report::TurnTraffic)>,
     done: Vec<report::TurnTraffic>,
 }
 
@@ -324,17 +366,27 @@ impl Turns {
                     && let Some(id) = m.get("id")
                 {
                     self.close();
-                    self.open = Some((id.clone(), report::TurnTraffic::default()));
+                    let session = m
+                        .pointer("/params/sessionId")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    self.open = Some((id.clone(), session, report::TurnTraffic::default()));
                 }
             }
             Direction::AgentToClient => {
-                let Some((id, t)) = &mut self.open else {
+                let Some((id, session, t)) = &mut self.open else {
                     return;
                 };
+                let of_another_session = session.as_deref().is_some_and(|s| {
+                    m.pointer("/params/sessionId").and_then(Value::as_str) != Some(s)
+                });
                 match method {
                     None if m.get("id") == Some(&*id) => self.close(),
                     None => {}
                     Some(_) if m.get("id").is_some() => {}
+                    Some("session/update") if of_another_session => {
+                        t.child_updates += 1;
+                    }
                     Some("session/update") => {
                         let update = m.pointer("/params/update");
                         let kind = update
@@ -370,7 +422,7 @@ impl Turns {
     }
 
     fn close(&mut self) {
-        if let Some((_, t)) = self.open.take() {
+        if let Some((_, _, t)) = self.open.take() {
             self.done.push(t);
         }
     }
@@ -494,7 +546,7 @@ async fn drive(
         )
         .connect_with(agent, async move |cx| {
             let timeout = options.timeout;
-            let client_caps = client_capabilities(options.namespace);
+            let client_caps = client_capabilities(options.namespace, options.client);
             let init = request(
                 &cx,
                 "initialize",

@@ -73,6 +73,9 @@ pub struct PromptResult {
     pub updates: BTreeMap<String, u64>,
     /// Extension notifications (`_…` methods) during the turn, by method.
     pub extension_notifications: BTreeMap<String, u64>,
+    /// `session/update`s of other sessions during the turn (a subagent's
+    /// child session): not part of the answer or of `updates`.
+    pub other_session_updates: u64,
 }
 
 /// How many characters of a prompt's answer the report keeps.
@@ -86,6 +89,7 @@ pub(crate) struct TurnTraffic {
     pub final_text: String,
     pub updates: BTreeMap<String, u64>,
     pub extension_notifications: BTreeMap<String, u64>,
+    pub child_updates: u64,
 }
 
 /// The outcome of one query method the agent advertised.
@@ -168,6 +172,7 @@ impl Report {
             };
             p.answer = (!text.is_empty()).then(|| super::shorten(&text, ANSWER_CHARS));
             p.updates = t.updates;
+            p.other_session_updates = t.child_updates;
             p.extension_notifications = t.extension_notifications;
         }
         let mut report = Report {
@@ -417,6 +422,13 @@ impl Report {
                 };
                 if !p.updates.is_empty() {
                     writeln!(out, "    updates: {}", counts(&p.updates))?;
+                }
+                if p.other_session_updates > 0 {
+                    writeln!(
+                        out,
+                        "    other sessions' updates: {}",
+                        p.other_session_updates
+                    )?;
                 }
                 if !p.extension_notifications.is_empty() {
                     writeln!(

@@ -40,6 +40,26 @@ const STANDARD_UPDATES: &[&str] = &[
     "session_message_chunk",
 ];
 
+/// Whether `tag` is a session update of ACP v1.
+pub(super) fn is_standard_update(tag: &str) -> bool {
+    STANDARD_UPDATES.contains(&tag)
+}
+
+/// A standard `notice`'s level and text (its `title`, with its
+/// `description`).
+pub(super) fn notice_of(update: &Value) -> (NoticeLevel, String) {
+    let level = match str_at(update, "severity") {
+        Some("error") => NoticeLevel::Error,
+        Some("warning") => NoticeLevel::Warning,
+        _ => NoticeLevel::Info,
+    };
+    let mut message = str_at(update, "title").unwrap_or("").to_owned();
+    if let Some(d) = str_at(update, "description") {
+        message = format!("{message}: {d}");
+    }
+    (level, message)
+}
+
 pub(super) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
@@ -776,15 +796,7 @@ impl ConnectionState {
             "session_info_update" => self.session_info(method, &sid, update, out),
             "usage_update" => self.standard_usage_update(method, &sid, update, out),
             "notice" => {
-                let level = match str_at(update, "severity") {
-                    Some("error") => NoticeLevel::Error,
-                    Some("warning") => NoticeLevel::Warning,
-                    _ => NoticeLevel::Info,
-                };
-                let mut message = str_at(update, "title").unwrap_or("").to_owned();
-                if let Some(d) = str_at(update, "description") {
-                    message = format!("{message}: {d}");
-                }
+                let (level, message) = notice_of(update);
                 self.notice(&sid, level, message, None, Dialect::Standard, out);
             }
             "compaction_update" => {
@@ -1317,7 +1329,7 @@ impl ConnectionState {
         });
     }
 
-    fn notice(
+    pub(super) fn notice(
         &mut self,
         sid: &str,
         level: NoticeLevel,

@@ -14,7 +14,7 @@
 
 use serde_json::{Map, Value};
 
-use super::fold::{meta_of, patch_str, str_at};
+use super::fold::{is_standard_update, meta_of, notice_of, patch_str, str_at};
 use super::*;
 use crate::namespace;
 use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
@@ -513,6 +513,29 @@ impl ConnectionState {
                         run_id: child.to_owned(),
                     });
                 }
+                true
+            }
+            // A child's notice is the root session's, naming the child.
+            "notice" => {
+                let (level, message) = notice_of(update);
+                self.notice(
+                    root,
+                    level,
+                    message,
+                    Some(child.to_owned()),
+                    Dialect::Standard,
+                    out,
+                );
+                true
+            }
+            // The rest of a child's standard traffic (and its v2
+            // `state_update`, which mirrors the run's state) is its
+            // transcript.
+            t if is_standard_update(t) || t == "state_update" => {
+                out.push(Change::Transcript {
+                    session_id: child.to_owned(),
+                    update: t.to_owned(),
+                });
                 true
             }
             _ => false,

@@ -169,7 +169,9 @@ impl ConnectionState {
 
     /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`): one row
     /// per `rateLimitType`, `utilization` (a fraction) ×100, `resetsAt`
-    /// epoch seconds, the provider from the agent's `agentInfo.name`.
+    /// epoch seconds, the provider from the agent's `agentInfo.name`. A
+    /// status without `utilization` (claude below its warning threshold)
+    /// makes no row, except `rejected`, which is 100 %.
     fn claude_rate_limit(&mut self, method: &str, info: &Value, out: &mut Vec<Change>) {
         let kind = info.get("rateLimitType").and_then(Value::as_str);
         let seconds = match kind {
@@ -177,18 +179,12 @@ impl ConnectionState {
             Some(k) if k.starts_with("seven_day") => json!(604800),
             _ => Value::Null,
         };
-        let Some(utilization) = info.get("utilization").and_then(Value::as_f64) else {
-            // A status without a figure says nothing a row can hold.
-            self.record_invalid(
-                out,
-                Some(method),
-                None,
-                "/params/update/_meta/_claude~1rateLimit/utilization",
-                "required",
-                "`_claude/rateLimit` without a numeric `utilization`; no rate-limit row".to_owned(),
-                false,
-            );
-            return;
+        // Below its warning threshold claude reports a status without a
+        // figure: nothing for a row to hold (a rejection is 100 %).
+        let utilization = match info.get("utilization").and_then(Value::as_f64) {
+            Some(u) => u,
+            None if str_at(info, "status") == Some("rejected") => 1.0,
+            None => return,
         };
         let percent = utilization * 100.0;
         let provider = self.agent_name().unwrap_or("claude").to_owned();
@@ -234,13 +230,13 @@ impl ConnectionState {
             return;
         }
         let mut bad = Vec::new();
-        let usage = usage.map(|u| counters(u, &format!("{at}/usage"), &mut bad));
+        let usage = usage.map(|u| counters(u, &format!("{at}/usage"), false, &mut bad));
         let (quota, quota_models) = match quota {
             Some(q) => {
                 let token_count = q
                     .get("token_count")
                     .filter(|t| !t.is_null())
-                    .map(|t| counters(t, &format!("{at}/_meta/quota/token_count"), &mut bad));
+                    .map(|t| counters(t, &format!("{at}/_meta/quota/token_count"), true, &mut bad));
                 let mut models = IndexMap::new();
                 for (i, row) in q
                     .get("model_usage")
@@ -261,6 +257,7 @@ impl ConnectionState {
                         counters(
                             t,
                             &format!("{at}/_meta/quota/model_usage/{i}/token_count"),
+                            true,
                             &mut bad,
                         )
                     });
@@ -336,12 +333,14 @@ impl UsageState {
 }
 
 /// The counters of a token-count object in one spelling: camelCase
-/// (gemini's snake_case keys converted), with claude's
-/// `cachedWriteTokens` read as codex's `cacheWriteInputTokens`. A value
-/// that is not a non-negative integer is left out and reported.
+/// (gemini's snake_case keys converted); in a quota, claude's
+/// `cachedWriteTokens` is read as codex's `cacheWriteInputTokens` (ACP's
+/// own `usage` keeps its `cachedWriteTokens`). A value that is not a
+/// non-negative integer is left out and reported.
 fn counters(
     v: &Value,
     at: &str,
+    quota: bool,
     bad: &mut Vec<(String, &'static str, String)>,
 ) -> IndexMap<String, u64> {
     let mut out = IndexMap::new();
@@ -365,12 +364,12 @@ fn counters(
             ));
             continue;
         };
-        *out.entry(counter_name(k)).or_insert(0) += n;
+        *out.entry(counter_name(k, quota)).or_insert(0) += n;
     }
     out
 }
 
-fn counter_name(key: &str) -> String {
+fn counter_name(key: &str, quota: bool) -> String {
     let camel = if key.contains('_') {
         let mut s = String::with_capacity(key.len());
         let mut up = false;
@@ -389,7 +388,7 @@ fn counter_name(key: &str) -> String {
         key.to_owned()
     };
     match camel.as_str() {
-        "cachedWriteTokens" => "cacheWriteInputTokens".to_owned(),
+        "cachedWriteTokens" if quota => "cacheWriteInputTokens".to_owned(),
         _ => camel,
     }
 }

