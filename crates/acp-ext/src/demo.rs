@@ -242,20 +242,32 @@ pub async fn run(
         std::thread::spawn(move || {
             let mut lines = Vec::new();
             let mut exercised = Exercised::default();
+            // The traffic as `tap --record` writes it, for the closing
+            // frame of what a client folds from it.
+            let mut record = String::new();
             for e in rx {
                 if let Some(m) = &e.message {
                     exercised.observe(m);
+                    let dir = match e.direction {
+                        Direction::ClientToAgent => "c2a",
+                        _ => "a2c",
+                    };
+                    record.push_str(
+                        &serde_json::json!({"dir": dir, "t": e.elapsed.as_secs_f64(), "msg": m})
+                            .to_string(),
+                    );
+                    record.push('\n');
                 }
                 lines.push(render(&e, style));
             }
-            (lines, exercised)
+            (lines, exercised, record)
         })
     };
     let observer: probe::Observer = Box::new(move |e: &WireEvent| {
         let _ = tx.send(e.clone());
     });
     let report = probe::run_observed(agent, options, Some(observer)).await?;
-    let (lines, exercised) = printer
+    let (lines, exercised, record) = printer
         .join()
         .map_err(|_| anyhow::anyhow!("printer thread panicked"))?;
     for l in lines {
@@ -278,6 +290,20 @@ pub async fn run(
         };
         writeln!(out, "  {:<16} {mark}", f.key())?;
     }
+    // What the library is for: the state a client folds from this run,
+    // as `acp-ext watch --once` draws it.
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{}",
+        style.bold("What a client folds from it (acp-ext watch --once)")
+    )?;
+    let app = crate::watch::App::from_reader(
+        "demo",
+        record.as_bytes(),
+        crate::check::input::Format::Tap,
+    )?;
+    write!(out, "{}", crate::watch::frame_text(&app, 100, 40))?;
     Ok(report)
 }
 

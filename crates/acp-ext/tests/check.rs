@@ -190,6 +190,8 @@ const TESTED: &[&str] = &[
     "not-a-message",
     "shape",
     "unknown-method",
+    "unknown-session-update",
+    "legacy-method",
     "unknown-meta-key",
     "not-advertised",
     "flag-not-advertised",
@@ -358,6 +360,43 @@ fn unknown_method() {
     assert_eq!(of(&findings, &rules::UNKNOWN_METHOD)[0].path, "/method");
     // Other vendors' methods are not the contract's business.
     assert_clean(&[(A2C, note("_auth/status_update", json!({"authStatus": {}})))]);
+}
+
+#[test]
+fn unknown_session_update() {
+    let findings = run(&[(
+        A2C,
+        session_update("s", json!({"sessionUpdate": "widget_update"})),
+    )]);
+    assert_eq!(rule_ids(&findings), ["unknown-session-update"]);
+    assert_eq!(
+        of(&findings, &rules::UNKNOWN_SESSION_UPDATE)[0].path,
+        "/params/update/sessionUpdate"
+    );
+    // ACP v2's updates and AIR's are read.
+    for tag in [
+        "agent_message",
+        "state_update",
+        "subagent_spawned",
+        "async_task_spawned",
+    ] {
+        assert_clean(&[(A2C, session_update("s", json!({"sessionUpdate": tag})))]);
+    }
+}
+
+#[test]
+fn legacy_method() {
+    let findings = run(&[(
+        A2C,
+        note(
+            "_acp_ext:session_usage_update",
+            json!({"usage": {"inputTokens": 1, "outputTokens": 1, "cacheReadInputTokens": 0}}),
+        ),
+    )]);
+    assert_eq!(rule_ids(&findings), ["legacy-method"]);
+    // An `_acp_ext:*` method the legacy API never had is unknown.
+    let findings = run(&[(A2C, note("_acp_ext:nonsense", json!({})))]);
+    assert_eq!(rule_ids(&findings), ["unknown-method"]);
 }
 
 #[test]
@@ -2076,6 +2115,23 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
         (
             "unknown-method",
             Type(note("_lody/session/typo", json!({}))),
+        ),
+        (
+            "unknown-session-update",
+            Advice(vec![(
+                A2C,
+                session_update("s", json!({"sessionUpdate": "widget_update"})),
+            )]),
+        ),
+        (
+            "legacy-method",
+            Advice(vec![(
+                A2C,
+                note(
+                    "_acp_ext:session_rate_limits",
+                    json!({"planName": null, "fiveHour": 10}),
+                ),
+            )]),
         ),
         (
             "unknown-meta-key",

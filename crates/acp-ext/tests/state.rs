@@ -404,3 +404,32 @@ fn the_states_totals_equal_what_usage_fold_emits() {
         );
     }
 }
+
+/// What `acp-ext check --json` found at error or warning level in `file`.
+fn check_errors(file: &Path) -> Vec<Value> {
+    let out = Command::new(EXE)
+        .args(["check", "--json"])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|f| matches!(f["severity"].as_str(), Some("error" | "warning")))
+        .collect()
+}
+
+#[test]
+fn check_and_the_state_agree_on_every_corpus_file() {
+    for file in corpus_files() {
+        let findings = check_errors(&file);
+        let (_, docs, _) = state_json(&[], &[file.as_path()]);
+        let invalid = docs[0]["invalid"].as_array().unwrap();
+        assert_eq!(
+            findings.is_empty(),
+            invalid.is_empty(),
+            "{}: check found {findings:#?}, the state recorded {invalid:#?}",
+            file.display()
+        );
+    }
+}

@@ -66,12 +66,25 @@ fn wide_and_narrow_frames_show_every_pane() {
         "not-json",
         "Timeline",
         "(not-json)",
-        "q  quit",
+        "q quit",
+        // Tasks are listed, not only counted.
+        "⧗ task",
+        // Timeline entries name the update kind.
+        "session/update ",
     ] {
         assert!(wide.contains(want), "wide frame lacks {want:?}:\n{wide}");
     }
     assert_eq!(wide.lines().count(), 44);
     assert!(wide.lines().all(|l| l.chars().count() <= 120));
+    // Gauges show how full they are in plain text too.
+    assert!(wide.contains('█') && wide.contains('░'), "{wide}");
+    // Header and footer fit at width 100.
+    let hundred = frame_text(&app, 100, 40);
+    let first = hundred.lines().next().unwrap();
+    let last = hundred.lines().last().unwrap();
+    assert!(first.contains("findings"), "{first}");
+    assert!(last.contains("end live"), "{last}");
+    assert!(hundred.lines().all(|l| l.chars().count() <= 100));
     let narrow = frame_text(&app, 60, 30);
     for want in [
         "session 1/2",
@@ -397,4 +410,34 @@ fn a_record_that_does_not_exist_yet_is_waited_for() {
     pty.wait_for("Later");
     pty.send(b"q");
     assert!(pty.wait_exit().success());
+}
+
+#[test]
+fn a_plain_acp_session_shows_its_context_cost_and_turn_usage() {
+    // No Core usage at all: the standard `usage_update` and the prompt
+    // result's `usage`, as every plain ACP agent sends them.
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":182000,"size":200000,"cost":{"amount":0.5,"currency":"USD"}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn","usage":{"totalTokens":1300,"inputTokens":200,"outputTokens":100}}}"#,
+    ];
+    let text = lines.join("\n");
+    let app = acp_ext::watch::App::from_reader("plain", text.as_bytes(), Format::Auto).unwrap();
+    let frame = frame_text(&app, 100, 40);
+    for want in [
+        "1 prompt ·",
+        "context 182000 / 200000 91%",
+        "cost $0.5000",
+        "turn usage 1 turn · 1300 tokens",
+    ] {
+        assert!(frame.contains(want), "frame lacks {want:?}:\n{frame}");
+    }
+    // 91 % fills most of its bar.
+    let row = frame
+        .lines()
+        .find(|l| l.contains("context 182000"))
+        .unwrap();
+    let full = row.matches('█').count();
+    let empty = row.matches('░').count();
+    assert!(full > 4 * empty, "{row}");
 }

@@ -55,6 +55,21 @@ impl Checker {
             "elicitation/create" if dir != Direction::ClientToAgent => {
                 self.answer_notes(params, out)
             }
+            _ if method.starts_with("_acp_ext:") => {
+                if acp_extension_core::state::is_legacy_method(method) {
+                    out.push(Finding::of(
+                        &rules::LEGACY_METHOD,
+                        "/method",
+                        format!("`{method}` is the legacy 0.0.5 API, which the contract forbids adapters to emit"),
+                    ));
+                } else {
+                    out.push(Finding::of(
+                        &rules::UNKNOWN_METHOD,
+                        "/method",
+                        format!("`{method}` is not a method of the contract"),
+                    ));
+                }
+            }
             _ => {
                 if let Some((_, path)) = split_method(method)
                     && method_kind(method).is_some()
@@ -74,6 +89,15 @@ impl Checker {
         let Some(update) = params.get("update") else {
             return;
         };
+        if let Some(tag) = str_at(update, "sessionUpdate")
+            && !acp_extension_core::state::is_known_session_update(tag)
+        {
+            out.push(Finding::of(
+                &rules::UNKNOWN_SESSION_UPDATE,
+                "/params/update/sessionUpdate",
+                format!("`{tag}` is not a session update of ACP (v1 or v2) or of a dialect the consumer state reads"),
+            ));
+        }
         match str_at(update, "sessionUpdate") {
             Some("tool_call" | "tool_call_update") => {
                 if let (Some(sid), Some(id)) = (sid, str_at(update, "toolCallId")) {

@@ -59,11 +59,23 @@ pub const SHAPE: RuleInfo = RuleInfo::new(
     Error,
     "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule).",
 );
-/// A `_ua/…` / `_lody/…` method that the contract does not define.
+/// A `_ua/…` / `_lody/…` (or `_acp_ext:*`) method that the contract does not define.
 pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(
     "unknown-method",
     Error,
-    "A method in the contract's namespace (`_lody/…`, `_ua/…`) that the contract does not define: a typo, or a method of a newer contract version that this connection did not negotiate (`acp-ext validate` rejects it too).",
+    "A method in the contract's namespace (`_lody/…`, `_ua/…`) that the contract does not define: a typo, or a method of a newer contract version that this connection did not negotiate (`acp-ext validate` rejects it too); or an `_acp_ext:*` method that is not one of the legacy API's.",
+);
+/// A `session/update` with a `sessionUpdate` tag of no dialect the state reads.
+pub const UNKNOWN_SESSION_UPDATE: RuleInfo = RuleInfo::new(
+    "unknown-session-update",
+    Warning,
+    "A `session/update` whose `sessionUpdate` is neither an ACP v1 or v2 update nor one of the dialects the consumer state reads (AIR's subagents and async tasks); a client drops it.",
+);
+/// The legacy `_acp_ext:*` API from an adapter.
+pub const LEGACY_METHOD: RuleInfo = RuleInfo::new(
+    "legacy-method",
+    Warning,
+    "An `_acp_ext:*` message (the legacy 0.0.5 API): the contract forbids adapters to emit it; consumers read it only for compatibility. An unknown `_acp_ext:*` method is `unknown-method`.",
 );
 /// Unknown keys under `_meta.<ns>` or in a capability advertisement.
 pub const UNKNOWN_META_KEY: RuleInfo = RuleInfo::new(
@@ -225,6 +237,8 @@ pub const ALL: &[RuleInfo] = &[
     NOT_A_MESSAGE,
     SHAPE,
     UNKNOWN_METHOD,
+    UNKNOWN_SESSION_UPDATE,
+    LEGACY_METHOD,
     UNKNOWN_META_KEY,
     NOT_ADVERTISED,
     FLAG_NOT_ADVERTISED,

@@ -640,32 +640,54 @@ async fn drive(
             let mut last_turn: Option<String> = None;
             for (i, text) in options.prompts.iter().enumerate() {
                 let started = Instant::now();
-                let prompt = request(
-                    &cx,
-                    "session/prompt",
-                    json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
-                    timeout,
-                );
-                // Exercise steering in every turn when the agent takes
-                // steers by request: one steer shortly after the prompt.
-                // The checker judges its timing (`steer-answered-after-turn`,
-                // `steer-not-applied`); a turn already over answers `failed`,
-                // which is fine.
-                let steer = async {
-                    if !steer_by_request {
-                        return None;
-                    }
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    let method = ns.method("session/steer");
-                    let params = json!({
-                        "sessionId": session_id,
-                        "steerId": format!("probe-steer-{}", i + 1),
-                        "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
-                    });
-                    let r = request(&cx, &method, params, timeout).await;
-                    Some(QueryResult { method, ok: r.is_ok(), error: r.err().map(|e| e.to_string()) })
+                // The turn's time is taken when its answer arrives.
+                let prompt = async {
+                    let r = request(
+                        &cx,
+                        "session/prompt",
+                        json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+                        timeout,
+                    )
+                    .await;
+                    (r, started.elapsed())
                 };
-                let (r, steered) = tokio::join!(prompt, steer);
+                tokio::pin!(prompt);
+                // Exercise steering when the agent takes steers by request:
+                // one steer 100 ms into a turn that is still running (a turn
+                // that ends sooner is not steered, and its time is its own).
+                // The checker judges its timing (`steer-answered-after-turn`,
+                // `steer-not-applied`).
+                let mut steered = None;
+                let (r, took) = if steer_by_request {
+                    tokio::select! {
+                        done = &mut prompt => done,
+                        () = tokio::time::sleep(Duration::from_millis(100)) => {
+                            let method = ns.method("session/steer");
+                            let params = json!({
+                                "sessionId": session_id,
+                                "steerId": format!("probe-steer-{}", i + 1),
+                                "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
+                            });
+                            let steer = request(&cx, &method, params, timeout);
+                            let (done, s) = tokio::join!(&mut prompt, steer);
+                            let outcome = s
+                                .as_ref()
+                                .ok()
+                                .and_then(|v| v.get("outcome"))
+                                .and_then(Value::as_str)
+                                .map(str::to_owned);
+                            steered = Some(QueryResult {
+                                method,
+                                ok: s.is_ok(),
+                                error: s.err().map(|e| e.to_string()),
+                                outcome,
+                            });
+                            done
+                        }
+                    }
+                } else {
+                    prompt.await
+                };
                 if let Some(turn) = r
                     .as_ref()
                     .ok()
@@ -680,7 +702,7 @@ async fn drive(
                     prompt: text.clone(),
                     stop_reason: r.as_ref().ok().and_then(|v| v.get("stopReason")).and_then(Value::as_str).map(str::to_owned),
                     error: r.as_ref().err().map(ToString::to_string),
-                    millis: started.elapsed().as_millis() as u64,
+                    millis: took.as_millis() as u64,
                     ..PromptResult::default()
                 };
                 rec(&|o| {
@@ -720,6 +742,7 @@ async fn drive(
                     method: "session/fork".into(),
                     ok: r.is_ok(),
                     error: r.err().map(|e| e.to_string()),
+                    outcome: None,
                 };
                 rec(&|o| o.queries.push(q.clone()));
             }
@@ -730,6 +753,7 @@ async fn drive(
                     method: method.clone(),
                     ok: r.is_ok(),
                     error: r.err().map(|e| e.to_string()),
+                    outcome: None,
                 };
                 rec(&|o| o.queries.push(q.clone()));
             }

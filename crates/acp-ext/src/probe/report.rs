@@ -103,6 +103,9 @@ pub struct QueryResult {
     pub ok: bool,
     /// The error, if any.
     pub error: Option<String>,
+    /// A steer's answered `outcome` (`injected`, `failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
 }
 
 /// A finding with its severity, as reported.
@@ -438,13 +441,32 @@ impl Report {
                     )?;
                 }
             }
+            // One line per method and outcome, with how many times.
+            let mut lines: Vec<(String, String, usize)> = Vec::new();
             for q in &self.queries {
-                let how = if q.ok {
-                    style.ok("ok")
-                } else {
-                    style.bad(q.error.as_deref().unwrap_or("failed"))
+                let how = match (&q.outcome, q.ok) {
+                    (Some(o), true) if o == "failed" => {
+                        style.warn("failed (answered after its turn ended, or refused)")
+                    }
+                    (Some(o), true) => style.ok(o),
+                    (None, true) => style.ok("ok"),
+                    (_, false) => style.bad(q.error.as_deref().unwrap_or("failed")),
                 };
-                writeln!(out, "  {} → {how}", q.method)?;
+                match lines
+                    .iter_mut()
+                    .find(|(m, h, _)| *m == q.method && *h == how)
+                {
+                    Some(line) => line.2 += 1,
+                    None => lines.push((q.method.clone(), how, 1)),
+                }
+            }
+            for (method, how, n) in lines {
+                let times = if n > 1 {
+                    format!(" ×{n}")
+                } else {
+                    String::new()
+                };
+                writeln!(out, "  {method} → {how}{times}")?;
             }
         }
         writeln!(out)?;

@@ -193,8 +193,15 @@ impl App {
             .get("id")
             .filter(|id| !id.is_null())
             .map(Value::to_string);
+        let kind = message
+            .pointer("/params/update/sessionUpdate")
+            .and_then(Value::as_str);
         let label = match (message.get("method").and_then(Value::as_str), id) {
             (Some(m), id) => {
+                let m = match kind {
+                    Some(k) => format!("{m} {k}"),
+                    None => m.to_owned(),
+                };
                 if let Some(id) = id {
                     self.requests.insert((direction.as_str(), id), m.to_owned());
                     while self.requests.len() > 4096 {
@@ -241,6 +248,7 @@ impl App {
             });
         }
         if self.live() {
+            self.state.set_line(Some(line));
             self.state.message(direction, &message);
             self.folded = self.entries.len();
         }
@@ -269,6 +277,7 @@ impl App {
             return;
         }
         if let Ok(v) = serde_json::from_str::<Value>(&e.json) {
+            self.state.set_line(Some(e.line));
             self.state.message(e.direction, &v);
         }
     }

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, LineGauge, List, ListItem, ListState, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Cell, List, ListItem, ListState, Paragraph, Row, Table};
 
 use super::{App, Pane};
 use crate::check::Severity;
@@ -205,11 +205,17 @@ fn render_session(frame: &mut Frame, app: &App, area: Rect) {
         .values()
         .map(|r| r.rate_limit.windows.len())
         .sum();
-    let usage_height = if models == 0 && s.usage.context.is_none() {
+    let turns = u16::from(s.usage.turn_totals.turns > 0);
+    let context = u16::from(s.usage.context.is_some());
+    let usage_height = if models == 0 && context == 0 && turns == 0 {
         0
     } else {
-        let total_row = u16::from(models > 1);
-        (models as u16 + total_row + 3 + u16::from(s.usage.context.is_some())).min(10)
+        let table = if models == 0 {
+            0
+        } else {
+            models as u16 + u16::from(models > 1) + 1
+        };
+        (table + turns + context + 2).min(10)
     };
     let limits_height = if windows == 0 {
         0
@@ -265,7 +271,11 @@ fn render_summary(frame: &mut Frame, app: &App, s: &SessionState, area: Rect) {
         .activity
         .background_task_count
         .map_or(String::new(), |n| format!(" · {n} background"));
-    let mut turns = format!("{} prompts", s.turns.prompts);
+    let mut turns = format!(
+        "{} prompt{}",
+        s.turns.prompts,
+        if s.turns.prompts == 1 { "" } else { "s" }
+    );
     if s.turns.running {
         turns.push_str(" · running");
     }
@@ -297,10 +307,23 @@ fn run_lines(
     let state = run.state_name().to_owned();
     let indent = "  ".repeat(depth);
     let marker = if expanded { "▾" } else { "▸" };
+    let id = crate::state::short_id(id);
+    let id = id.as_str();
     let mut spans = vec![
         Span::raw(format!("{indent}{marker} {id} ")),
         Span::styled(state.clone(), state_style(&state)),
     ];
+    if let Some(std) = &run.standard {
+        if std.generations > 1 {
+            spans.push(Span::raw(format!(" ×{}", std.generations)));
+        }
+        if let Some(r) = &std.stop_reason {
+            spans.push(Span::styled(
+                format!(" ({r})"),
+                Style::new().fg(Color::Gray),
+            ));
+        }
+    }
     if let Some(n) = run.name() {
         spans.push(Span::raw(format!("  {n}")));
     }
@@ -317,9 +340,8 @@ fn run_lines(
         (None, l) => l.map(str::to_owned),
     };
     if let Some(l) = last {
-        let room = width
-            .saturating_sub(indent.len() + id.len() + state.len() + 8)
-            .max(10);
+        let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+        let room = width.saturating_sub(used + 2).max(10);
         spans.push(Span::styled(
             format!("  {}", shorten(&l, room)),
             Style::new().fg(Color::Gray),
@@ -356,21 +378,96 @@ fn run_lines(
     lines
 }
 
+/// The session's other work, one row each: tasks, compaction and retry,
+/// the plan, the latest notices.
+fn work_lines(s: &SessionState, width: usize) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::Gray);
+    let mut lines = Vec::new();
+    for (id, t) in &s.tasks {
+        let what = t
+            .task
+            .description
+            .as_deref()
+            .or(t.title.as_deref())
+            .unwrap_or("");
+        let status = serde_name(&t.task.status);
+        lines.push(Line::from(vec![
+            Span::raw(format!("⧗ task {} ", shorten(id, 24))),
+            Span::styled(status.clone(), state_style(&status)),
+            Span::styled(
+                format!(
+                    " {}  {}",
+                    serde_name(&t.task.kind),
+                    shorten(what, width.saturating_sub(40).max(10))
+                ),
+                dim,
+            ),
+        ]));
+    }
+    for (id, a) in &s.activities {
+        let status = a.status.clone().unwrap_or_else(|| "?".to_owned());
+        let summary = a.summary.as_deref().map_or(String::new(), |t| {
+            format!("  {}", shorten(t, width.saturating_sub(50).max(10)))
+        });
+        lines.push(Line::from(vec![
+            Span::raw(format!("↻ {} {} ", serde_name(&a.kind), shorten(id, 16))),
+            Span::styled(status.clone(), state_style(&status)),
+            Span::styled(summary, dim),
+        ]));
+    }
+    if let Some(plan) = &s.plan {
+        let what = match plan.get("entries").and_then(|e| e.as_array()) {
+            Some(e) => {
+                let done = e
+                    .iter()
+                    .filter(|x| x.get("status").and_then(|s| s.as_str()) == Some("completed"))
+                    .count();
+                format!("{done}/{} entries done", e.len())
+            }
+            None => plan
+                .get("type")
+                .and_then(|t| t.as_str())
+                .unwrap_or("plan")
+                .to_owned(),
+        };
+        lines.push(Line::styled(format!("☰ plan  {what}"), dim));
+    }
+    for n in s.notices.iter().rev().take(3).rev() {
+        let level = serde_name(&n.level);
+        let style = match level.as_str() {
+            "error" => Style::new().fg(Color::Red),
+            "warning" => Style::new().fg(Color::Yellow),
+            _ => dim,
+        };
+        lines.push(Line::styled(
+            format!(
+                "! {level}: {}",
+                shorten(&n.message, width.saturating_sub(14).max(10))
+            ),
+            style,
+        ));
+    }
+    lines
+}
+
 fn render_runs(frame: &mut Frame, app: &App, area: Rect) {
     let runs = tree(app);
     let width = area.width.saturating_sub(4) as usize;
-    let items: Vec<ListItem> = runs
+    let mut items: Vec<ListItem> = runs
         .iter()
         .map(|(depth, id, run)| {
             ListItem::new(run_lines(*depth, id, run, app.expanded.contains(id), width))
         })
         .collect();
     let tasks = session(app).map_or(0, |s| s.tasks.len());
+    if let Some(s) = session(app) {
+        items.extend(work_lines(s, width).into_iter().map(ListItem::new));
+    }
     let title = format!("Runs ({}) · tasks {tasks}", runs.len());
     if items.is_empty() {
         frame.render_widget(
             Paragraph::new(Span::styled(
-                "no subagent runs",
+                "no subagent runs, tasks or activity",
                 Style::new().fg(Color::Gray),
             ))
             .block(pane_block(app, Pane::Runs, title)),
@@ -386,13 +483,47 @@ fn render_runs(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_stateful_widget(list, area, &mut state);
 }
 
+/// A gauge as text, so that 91 % and 39 % differ on any terminal (and in a
+/// plain-text frame): `█` for the used part, `░` for the rest.
+fn bar(ratio: f64, width: usize) -> String {
+    let filled = ((ratio.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
+    format!("{}{}", "█".repeat(filled), "░".repeat(width - filled))
+}
+
 fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
-    let [table_area, gauge_area] = Layout::vertical([
-        Constraint::Min(2),
+    let turns = u16::from(s.usage.turn_totals.turns > 0);
+    let [table_area, turns_area, gauge_area] = Layout::vertical([
+        Constraint::Min(0),
+        Constraint::Length(turns),
         Constraint::Length(u16::from(s.usage.context.is_some())),
     ])
     .areas(area.inner(ratatui::layout::Margin::new(1, 1)));
     frame.render_widget(Block::bordered().title("Usage"), area);
+    if turns > 0 {
+        let t = &s.usage.turn_totals;
+        let total = t
+            .usage
+            .get("totalTokens")
+            .or_else(|| t.quota.get("totalTokens"))
+            .map_or(String::new(), |n| format!(" · {n} tokens"));
+        let quota = if t.quota.is_empty() {
+            String::new()
+        } else {
+            let n = t.quota_models.len().max(1);
+            format!(" · quota {n} model{}", if n == 1 { "" } else { "s" })
+        };
+        frame.render_widget(
+            Paragraph::new(Line::styled(
+                format!(
+                    "turn usage {} turn{}{total}{quota}",
+                    t.turns,
+                    if t.turns == 1 { "" } else { "s" }
+                ),
+                Style::new().fg(Color::Gray),
+            )),
+            turns_area,
+        );
+    }
     let header = Row::new([
         "model",
         "input",
@@ -454,11 +585,26 @@ fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
         } else {
             (c.used as f64 / c.size as f64).clamp(0.0, 1.0)
         };
-        let gauge = LineGauge::default()
-            .filled_style(Style::new().fg(Color::Cyan))
-            .label(format!("context {} / {}", c.used, c.size))
-            .ratio(ratio);
-        frame.render_widget(gauge, gauge_area);
+        let cost = c.cost.as_ref().map_or(String::new(), |c| {
+            let amount = c.get("amount").and_then(|a| a.as_f64()).unwrap_or(0.0);
+            format!(" · cost ${amount:.4}")
+        });
+        let label = format!(
+            "context {} / {} {:.0}%{cost} ",
+            c.used,
+            c.size,
+            ratio * 100.0
+        );
+        let room = (gauge_area.width as usize)
+            .saturating_sub(label.chars().count())
+            .min(30);
+        frame.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::raw(label),
+                Span::styled(bar(ratio, room), Style::new().fg(Color::Cyan)),
+            ])),
+            gauge_area,
+        );
     }
 }
 
@@ -509,22 +655,56 @@ fn render_limits(frame: &mut Frame, state: &ConnectionState, area: Rect) {
                 .map_or(String::new(), |t| format!(" · {}", countdown(t.get())));
             let stale = if entry.stale { " (stale)" } else { "" };
             let label = format!(
-                "{id} {} {used:.0}%{reset}{stale}",
+                "{id} {} {used:.0}%{reset}{stale} ",
                 window_name(w.window_duration_seconds.map(|d| d.get()))
             );
-            let gauge = LineGauge::default()
-                .filled_style(Style::new().fg(colour))
-                .label(label)
-                .ratio((used / 100.0).clamp(0.0, 1.0));
-            frame.render_widget(gauge, Rect::new(inner.x, y, inner.width, 1));
+            let room = (inner.width as usize)
+                .saturating_sub(label.chars().count())
+                .min(30);
+            frame.render_widget(
+                Paragraph::new(Line::from(vec![
+                    Span::raw(label),
+                    Span::styled(bar(used / 100.0, room), Style::new().fg(colour)),
+                ])),
+                Rect::new(inner.x, y, inner.width, 1),
+            );
             y += 1;
         }
     }
 }
 
+/// The state's records on messages the checker found nothing in (the two
+/// agree on what is wrong; these are the state's words for the rest), as
+/// `(entry index, rule, message)`.
+fn state_records(app: &App) -> Vec<(usize, String, String)> {
+    let flagged: std::collections::HashSet<usize> =
+        app.findings.iter().map(|f| f.message).collect();
+    app.state
+        .invalid()
+        .filter_map(|r| {
+            let i = app.entries.iter().position(|e| Some(e.line) == r.line)?;
+            (!flagged.contains(&i)).then(|| (i, r.rule.clone(), r.message.clone()))
+        })
+        .collect()
+}
+
 fn render_findings(frame: &mut Frame, app: &App, area: Rect) {
     let visible = app.visible_findings();
     let width = area.width.saturating_sub(4) as usize;
+    let records = if app.min_severity <= Severity::Warning {
+        state_records(app)
+    } else {
+        Vec::new()
+    };
+    let record_items = records.iter().map(|(i, rule, message)| {
+        ListItem::new(Line::from(vec![
+            Span::styled("S ", Style::new().fg(Color::Yellow)),
+            Span::raw(shorten(
+                &format!("#{} {rule}  {message}", i + 1),
+                width.saturating_sub(2),
+            )),
+        ]))
+    });
     let items: Vec<ListItem> = visible
         .iter()
         .map(|f| {
@@ -544,13 +724,14 @@ fn render_findings(frame: &mut Frame, app: &App, area: Rect) {
                 Span::raw(shorten(&text, width.saturating_sub(2))),
             ]))
         })
+        .chain(record_items)
         .collect();
     let filter = match app.min_severity {
         Severity::Info => "all",
         Severity::Warning => "warnings+",
         _ => "errors",
     };
-    let title = format!("Findings ({}, {filter})", visible.len());
+    let title = format!("Findings ({}, {filter})", items.len());
     if items.is_empty() {
         frame.render_widget(
             Paragraph::new(Span::styled("no findings", Style::new().fg(Color::Gray)))
@@ -618,7 +799,7 @@ fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
         ("q", "quit"),
         ("tab", "pane"),
         ("↑↓", "move"),
-        ("enter", "expand/jump"),
+        ("⏎", "open"),
         ("←→", "step"),
         ("n", "next finding"),
         ("f", "filter"),
@@ -628,10 +809,10 @@ fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
     let mut spans = Vec::new();
     for (k, what) in keys {
         spans.push(Span::styled(
-            format!(" {k} "),
+            k.to_owned(),
             Style::new().fg(Color::Black).bg(Color::Gray),
         ));
-        spans.push(Span::raw(format!(" {what} ")));
+        spans.push(Span::raw(format!(" {what}  ")));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

@@ -40,9 +40,40 @@ const STANDARD_UPDATES: &[&str] = &[
     "session_message_chunk",
 ];
 
-/// Whether `tag` is a session update of ACP v1.
+/// Whether `tag` is a session update of ACP v1, or one of v2's (whole
+/// messages, `state_update`, `terminal_update`).
 pub(super) fn is_standard_update(tag: &str) -> bool {
-    STANDARD_UPDATES.contains(&tag)
+    STANDARD_UPDATES.contains(&tag) || V2_UPDATES.contains(&tag)
+}
+
+/// Session updates of ACP v2 that v1 lacks.
+const V2_UPDATES: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "agent_thought",
+    "state_update",
+    "terminal_update",
+];
+
+/// The session updates outside ACP that the state reads: AIR's subagent
+/// draft and its async tasks (v2 with a leading `_`).
+const AIR_UPDATES: &[&str] = &[
+    "subagent_spawned",
+    "subagent_state_update",
+    "_subagent_update",
+    "async_task_spawned",
+    "async_task_progress",
+    "async_task_state_update",
+    "_async_task_spawned",
+    "_async_task_progress",
+    "_async_task_state_update",
+];
+
+/// Whether the state reads a `session/update` with this `sessionUpdate`
+/// tag: ACP v1's and v2's updates and AIR's. `acp-ext check` warns on any
+/// other (`unknown-session-update`), as the state records it.
+pub fn is_known_session_update(tag: &str) -> bool {
+    is_standard_update(tag) || AIR_UPDATES.contains(&tag)
 }
 
 /// A standard `notice`'s level and text (its `title`, with its
@@ -739,17 +770,20 @@ impl ConnectionState {
     // session/update
 
     fn session_update(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
-        let Some(sid) = str_at(params, "sessionId").map(str::to_owned) else {
-            self.record_invalid(
-                out,
-                Some(method),
-                None,
-                "/params/sessionId",
-                "required",
-                "`session/update` without a string `sessionId`".to_owned(),
-                false,
-            );
-            return;
+        let sid = match str_at(params, "sessionId") {
+            Some(sid) => sid.to_owned(),
+            None => {
+                // Fixtures keep updates without their session: such an
+                // update belongs to the current session (or the only
+                // one), else to the unnamed session `""`.
+                let only = (self.sessions.len() == 1)
+                    .then(|| self.sessions.keys().next().cloned())
+                    .flatten();
+                let sid = self.current_session.clone().or(only).unwrap_or_default();
+                let mut params = params.clone();
+                params["sessionId"] = Value::String(sid);
+                return self.session_update(method, &params, out);
+            }
         };
         let Some(update) = params.get("update") else {
             self.record_invalid(
@@ -774,7 +808,7 @@ impl ConnectionState {
         let before = out.len();
         self.turn_meta(&sid, tag, update, out);
         self.session_update_tag(method, &sid, tag, update, out);
-        if out.len() == before && STANDARD_UPDATES.contains(&tag) {
+        if out.len() == before && is_standard_update(tag) {
             out.push(Change::Transcript {
                 session_id: sid,
                 update: tag.to_owned(),
@@ -929,7 +963,7 @@ impl ConnectionState {
                     out.push(Change::Plan { session_id: sid });
                 }
             }
-            t if STANDARD_UPDATES.contains(&t) => {}
+            t if is_standard_update(t) => {}
             other => {
                 self.record_invalid(
                     out,
@@ -937,7 +971,7 @@ impl ConnectionState {
                     Some(&sid),
                     "/params/update/sessionUpdate",
                     "unknown-session-update",
-                    format!("`{other}` is not a session update of ACP v1; not folded"),
+                    format!("`{other}` is not a session update of ACP (v1 or v2) or of a dialect the state reads; not folded"),
                     false,
                 );
             }

@@ -36,6 +36,14 @@ pub(super) fn is_legacy(method: &str) -> bool {
     method == USAGE || method == RATE_LIMITS || method == PROPOSED_PLAN
 }
 
+/// Whether `method` is a legacy `_acp_ext:*` method the state reads
+/// (`session_usage_update`, `session_rate_limits`, `codex_proposed_plan`).
+/// Any other `_acp_ext:*` method is unknown, to the state and to
+/// `acp-ext check` alike.
+pub fn is_legacy_method(method: &str) -> bool {
+    is_legacy(method)
+}
+
 /// The params without `_meta.<ns>.usageScopeId` when every violation is
 /// about that key; `None` otherwise.
 pub(super) fn without_bad_scope(params: &Value, violations: &[Violation]) -> Option<Value> {
@@ -128,8 +136,21 @@ fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
     json!({"rateLimits": [limit]})
 }
 
+/// The rule for an `_acp_ext:*` message: the contract forbids adapters to
+/// emit them; a consumer reads them for a bounded time.
+pub(super) const LEGACY_METHOD: &str = "legacy-method";
+
 impl ConnectionState {
     pub(super) fn legacy(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+        self.record_invalid(
+            out,
+            Some(method),
+            params.get("sessionId").and_then(Value::as_str),
+            "/method",
+            LEGACY_METHOD,
+            format!("`{method}` is the legacy 0.0.5 API, which the contract forbids adapters to emit; read for compatibility"),
+            true,
+        );
         let Some(p) = params.as_object() else {
             self.record_invalid(
                 out,

@@ -89,6 +89,8 @@ mod usage;
 mod view;
 
 pub use crate::sequence::Direction;
+pub use fold::is_known_session_update;
+pub use legacy::is_legacy_method;
 pub use view::*;
 
 use std::collections::VecDeque;
