@@ -363,6 +363,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for p in prompts {
                 options = options.prompt(p);
             }
+            // The guard ends the agent's process group if this process is killed.
+            if let Ok(exe) = std::env::current_exe() {
+                options = options.agent_guard(exe);
+            }
             let run = acp_ext::probe::run_interruptible(command, options);
             let report = match runtime()?.block_on(run) {
                 Ok(report) => report,

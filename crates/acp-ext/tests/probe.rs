@@ -2,6 +2,7 @@
 //! embedded reference agent (with `--only` subsets) and, when installed, a
 //! real ACP agent binary from the npm registry.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -352,7 +353,80 @@ fn prompts_that_were_never_sent_are_errors_and_the_exit_status_follows() {
             .starts_with("prompt \"again\" was not sent: session/new needs authentication"),
         "{report:#}"
     );
-    assert_eq!(report["prompts"], serde_json::json!([]));
+    // Listed among the prompts too, each saying why it was not sent.
+    let prompts = report["prompts"].as_array().unwrap();
+    assert_eq!(prompts.len(), 2, "{report:#}");
+    assert_eq!(prompts[1]["prompt"], "again");
+    assert!(
+        prompts[1]["skipped"]
+            .as_str()
+            .unwrap()
+            .starts_with("session/new needs authentication"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn a_missing_agent_program_is_named() {
+    let out = Command::new(EXE)
+        .args(["probe", "--quiet", "--", "/nonexistent/acp-agent-xyz"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("/nonexistent/acp-agent-xyz does not exist"),
+        "{err}"
+    );
+    let out = Command::new(EXE)
+        .args(["probe", "--quiet", "--", "acp-agent-not-on-path-xyz"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("\"acp-agent-not-on-path-xyz\" is not found on PATH"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_killed_probe_leaves_no_agent_behind() {
+    let dir = std::env::temp_dir().join(format!("acp-ext-probe-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("agent.pid");
+    // The agent writes its pid, then serves a turn that takes a while.
+    let agent = format!("echo $$ > {}; exec {EXE} serve", pidfile.display());
+    let mut probe = Command::new(EXE)
+        .args([
+            "probe", "--quiet", "--prompt", "/slow 30", "--", "sh", "-c", &agent,
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        if let Ok(text) = std::fs::read_to_string(&pidfile)
+            && let Ok(pid) = text.trim().parse::<u32>()
+        {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    probe.kill().unwrap(); // SIGKILL: no handler of the probe runs.
+    probe.wait().unwrap();
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        // Gone, or a zombie about to be reaped.
+        std::fs::read_to_string(proc_dir.join("stat")).map_or(true, |stat| stat.contains(") Z "))
+    });
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(gone, "the agent {pid} outlived its SIGKILLed probe");
 }
 
 #[tokio::test]

@@ -52,6 +52,10 @@ pub struct ProbeOptions {
     pub quiet: bool,
     /// Which dialect the probe speaks as a client.
     pub client: ClientDialect,
+    /// A binary that runs the tap's guard ([`crate::tap::GUARD_ARG`])
+    /// between the probe and the agent, so that the agent's process group
+    /// ends even when the probe is killed; `acp-ext probe` passes itself.
+    pub agent_guard: Option<std::path::PathBuf>,
 }
 
 /// Which client the probe plays: what it advertises in `initialize`.
@@ -84,6 +88,7 @@ impl Default for ProbeOptions {
             timeout: Duration::from_secs(30),
             quiet: false,
             client: ClientDialect::Core,
+            agent_guard: None,
         }
     }
 }
@@ -129,6 +134,16 @@ impl ProbeOptions {
     #[must_use]
     pub fn client(mut self, client: ClientDialect) -> Self {
         self.client = client;
+        self
+    }
+
+    /// Runs the agent under the tap's guard, started as `exe __tap-guard
+    /// …` (a binary whose `main` calls [`crate::tap::guard_main`] for that
+    /// argument, as `acp-ext` does): the agent's process group ends even if
+    /// the probe is killed.
+    #[must_use]
+    pub fn agent_guard(mut self, exe: impl Into<std::path::PathBuf>) -> Self {
+        self.agent_guard = Some(exe.into());
         self
     }
 }
@@ -260,26 +275,62 @@ where
 {
     let argv: Vec<String> = command.into_iter().map(|s| s.to_string()).collect();
     anyhow::ensure!(!argv.is_empty(), "no agent command given");
+    // `NAME=value` words before the program set its environment (as the
+    // SDK reads them).
+    let assignments = argv.iter().take_while(|a| is_assignment(a)).count();
+    let (env, program) = argv.split_at(assignments);
+    let Some(first) = program.first() else {
+        anyhow::bail!("no agent program given, only environment assignments");
+    };
+    // A program that is not there is named, not lost in a closed pipe.
+    if let Some(missing) = missing_program(first) {
+        anyhow::bail!("cannot start the agent: {missing}");
+    }
     let started = Instant::now();
+    // With a guard, the agent's process group ends even if the probe is
+    // killed (SIGKILL included): the tap's guard, between probe and agent,
+    // which also reports a signal death of the agent.
+    let spawned: Vec<String> = match &options.agent_guard {
+        Some(exe) => env
+            .iter()
+            .cloned()
+            .chain([
+                format!("{}=1", crate::tap::guard::REPORT_ENV),
+                exe.to_string_lossy().into_owned(),
+                crate::tap::GUARD_ARG.to_owned(),
+                std::process::id().to_string(),
+                "--".to_owned(),
+            ])
+            .chain(program.iter().cloned())
+            .collect(),
+        None => argv.clone(),
+    };
 
     // Every line on the wire goes to the checker thread, in order.
     let (tx, rx) = mpsc::channel::<(Direction, Duration, String)>();
     let stderr_tail: Arc<Mutex<Vec<String>>> = Arc::default();
     let tail = stderr_tail.clone();
+    // How the agent ended, as its guard reports it.
+    let ended: Arc<Mutex<Option<String>>> = Arc::default();
+    let ended_by = ended.clone();
     let quiet = options.quiet;
-    let agent = AcpAgent::from_args(&argv)
+    let agent = AcpAgent::from_args(&spawned)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv.join(" ")))?
         .with_debug(move |line, direction| {
             let dir = match direction {
                 LineDirection::Stdin => Direction::ClientToAgent,
                 LineDirection::Stdout => Direction::AgentToClient,
                 LineDirection::Stderr => {
+                    if let Some(how) = line.strip_prefix(crate::tap::guard::REPORT_PREFIX) {
+                        *ended_by.lock().unwrap_or_else(|p| p.into_inner()) = Some(how.to_owned());
+                        return;
+                    }
                     if quiet {
                         let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                         if t.len() >= 50 {
                             t.remove(0);
                         }
-                        t.push(line.to_owned());
+                        t.push(strip_ansi(line));
                     } else {
                         eprintln!("{line}");
                     }
@@ -297,11 +348,16 @@ where
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
     let mut report = Report::build(outcome, findings, turns, &options);
     if let Err(e) = result {
+        let how = ended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .map_or(String::new(), |h| format!(" (the agent was ended by {h})"));
         report.push_finding(
             Severity::Error,
             "probe-connection",
             "",
-            format!("connection failed: {e}"),
+            format!("connection failed: {e}{how}"),
         );
     }
     let tail = stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
@@ -503,6 +559,64 @@ impl std::fmt::Display for RequestError {
     }
 }
 
+/// A line without its terminal escape sequences (colours, cursor moves).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            // CSI: parameters, then one final byte in @..~.
+            Some('[') => {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC: up to BEL or ESC \.
+            Some(']') => {
+                chars.next();
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            _ => {
+                chars.next();
+            }
+        }
+    }
+    out
+}
+
+/// `NAME=value`, a shell-style environment assignment.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut c = name.chars();
+        c.next()
+            .is_some_and(|f| f == '_' || f.is_ascii_alphabetic())
+            && c.all(|x| x == '_' || x.is_ascii_alphanumeric())
+    })
+}
+
+/// Why `program` cannot be started, when it is plainly not there: a path
+/// that does not exist, or a bare name found on no `PATH` entry.
+fn missing_program(program: &str) -> Option<String> {
+    let path = std::path::Path::new(program);
+    if program.contains('/') {
+        return (!path.exists()).then(|| format!("{program} does not exist"));
+    }
+    let dirs = std::env::var_os("PATH")?;
+    let found = std::env::split_paths(&dirs).any(|d| d.join(program).is_file());
+    (!found).then(|| format!("{program:?} is not found on PATH"))
+}
+
 /// `d` in seconds, as people write it: `30`, `0.3`.
 fn seconds(d: Duration) -> String {
     let s = format!("{:.3}", d.as_secs_f64());
@@ -601,18 +715,32 @@ async fn drive(
                 Ok(v) => v.get("sessionId").and_then(Value::as_str).map(str::to_owned),
                 Err(e) => {
                     let auth = e.code() == Some(-32000);
-                    let msg = if auth {
-                        let ids: Vec<String> = init
-                            .get("authMethods")
-                            .and_then(Value::as_array)
-                            .map(|a| a.iter().filter_map(|m| m.get("id").and_then(Value::as_str)).map(str::to_owned).collect())
-                            .unwrap_or_default();
-                        format!(
-                            "session/new needs authentication ({e}); auth methods offered: {}",
-                            if ids.is_empty() { "none".to_owned() } else { ids.join(", ") }
-                        )
+                    // The agent's login methods, by id and name: a failed
+                    // `session/new` often means one is needed first.
+                    let methods: Vec<String> = init
+                        .get("authMethods")
+                        .and_then(Value::as_array)
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|m| {
+                                    let id = m.get("id").and_then(Value::as_str)?;
+                                    Some(match m.get("name").and_then(Value::as_str) {
+                                        Some(n) if n != id => format!("{id} ({n})"),
+                                        _ => id.to_owned(),
+                                    })
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let offered = if methods.is_empty() {
+                        "none".to_owned()
                     } else {
-                        format!("session/new failed: {e}")
+                        methods.join(", ")
+                    };
+                    let msg = if auth {
+                        format!("session/new needs authentication ({e}); auth methods offered: {offered}")
+                    } else {
+                        format!("session/new failed: {e}; auth methods offered: {offered}")
                     };
                     rec(&|o| {
                         if auth {
@@ -978,5 +1106,17 @@ mod tests {
             .unwrap_err();
         assert_eq!(i32::from(e.code), -32002);
         assert!(fs_answer("session/request_permission", &json!({}), &root).is_none());
+    }
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::strip_ansi;
+
+    #[test]
+    fn terminal_escapes_leave_the_stderr_tail() {
+        assert_eq!(strip_ansi("\u{1b}[1;31merror\u{1b}[0m: x"), "error: x");
+        assert_eq!(strip_ansi("\u{1b}]0;title\u{7}plain"), "plain");
+        assert_eq!(strip_ansi("no escapes"), "no escapes");
     }
 }

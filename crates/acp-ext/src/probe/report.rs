@@ -62,6 +62,9 @@ pub struct PromptResult {
     pub stop_reason: Option<String>,
     /// The error, when it did not.
     pub error: Option<String>,
+    /// Why it was not sent at all (the probe stopped before it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     /// How long the turn took.
     pub millis: u64,
     /// The agent's answer: the text of its `agent_message_chunk`s during
@@ -254,13 +257,20 @@ impl Report {
         let why = outcome
             .stopped
             .unwrap_or_else(|| "the connection ended first".to_owned());
-        for p in options.prompts.iter().skip(report.prompts.len()) {
+        let sent = report.prompts.len();
+        for p in options.prompts.iter().skip(sent) {
             report.push_finding(
                 Severity::Error,
                 "prompt-skipped",
                 "",
                 format!("prompt {p:?} was not sent: {why}"),
             );
+            // Listed among the prompts too, as not sent.
+            report.prompts.push(PromptResult {
+                prompt: p.clone(),
+                skipped: Some(why.clone()),
+                ..PromptResult::default()
+            });
         }
         for p in &report.prompts.clone() {
             if let Some(e) = &p.error {

@@ -11,8 +11,9 @@
 //! pipes (so the end of the agent's output is seen when the agent closes
 //! it), and waits. Then:
 //!
-//! - the agent exits: the guard exits with the agent's code (128 + signal
-//!   number for a signal death), which the tap reports;
+//! - the agent exits: the guard exits with the agent's code, or ends by
+//!   the signal that ended the agent (a shell reports 128 + its number
+//!   either way), which the tap (or the probe) reports;
 //! - the tap dies: the kernel signals the guard, which sends SIGKILL to
 //!   the whole group, the agent and every child it left in the group
 //!   (`npx` and `sh -c` wrappers, an npm script's native binary) with it;
@@ -33,6 +34,29 @@ use signal_hook::iterator::Signals;
 
 /// The first argument that makes a binary run the guard.
 pub const GUARD_ARG: &str = "__tap-guard";
+
+/// Set in the guard's environment, it reports a signal death of the agent
+/// on stderr as one line starting with [`REPORT_PREFIX`].
+pub(crate) const REPORT_ENV: &str = "ACP_EXT_GUARD_REPORT";
+
+/// The start of the guard's report line.
+pub(crate) const REPORT_PREFIX: &str = "acp-ext guard: the agent was ended by ";
+
+/// `signal 9 (SIGKILL)`.
+fn signal_text(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        15 => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    format!("signal {sig} ({name})")
+}
 
 /// The signal the kernel sends the guard when the tap dies.
 const PARENT_DIED: i32 = SIGUSR1;
@@ -109,8 +133,11 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
                 format!("cannot run {}: {e}", program.to_string_lossy()),
             )
         })?;
-    // Only the agent holds the pipes now: its end of output is the end.
-    super::process::close_stdin();
+    // Only the agent holds its output now: its end of output is the end.
+    // The guard keeps the read end of the agent's input until the agent is
+    // reaped, so that a write after the agent died waits for the guard's
+    // exit (which tells how the agent ended) rather than failing first
+    // with a broken pipe.
     super::process::close_stdout();
     let status = loop {
         match child.wait() {
@@ -118,5 +145,19 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
             other => break other?,
         }
     };
+    // An agent a signal ended: the guard ends by the same signal, so that
+    // whoever waits for it sees how the agent died (`signal: 9 (SIGKILL)`,
+    // not `exit status: 137`); a shell's code for both is the same.
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = status.signal() {
+            // The probe reads this line: a write to the dead agent can fail
+            // before the probe learns how the guard ended.
+            if std::env::var_os(REPORT_ENV).is_some() {
+                let _ = writeln!(io::stderr(), "{REPORT_PREFIX}{}", signal_text(sig));
+            }
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+        }
+    }
     Ok(super::process::exit_code(status))
 }

@@ -49,7 +49,7 @@ mod forward;
 #[doc(hidden)]
 pub mod fuzzing;
 #[cfg(unix)]
-mod guard;
+pub(crate) mod guard;
 mod monitor;
 mod process;
 mod record;
