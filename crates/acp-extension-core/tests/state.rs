@@ -2368,3 +2368,42 @@ fn claudes_compaction_summary_is_content_blocks() {
     assert_eq!(e.summary.as_deref(), Some("We fixed the build."));
     assert_eq!(e.status.as_deref(), Some("completed"));
 }
+
+#[test]
+fn millisecond_times_are_read_as_seconds_and_recorded() {
+    let (state, changes) = fold(&[(
+        A2C,
+        goal(
+            "s",
+            Some(
+                json!({"objective": "ship", "status": "active", "createdAtEpochSeconds": 1790000000999u64}),
+            ),
+        ),
+    )]);
+    let g = state.session("s").unwrap().current_goal().unwrap().clone();
+    assert_eq!(
+        g.created_at_epoch_seconds.map(|t| t.get()),
+        Some(1790000000.0)
+    );
+    let record = changes
+        .iter()
+        .find_map(|c| match c {
+            Change::Invalid(i) if i.rule == "epoch-milliseconds" => Some(i.clone()),
+            _ => None,
+        })
+        .expect("recorded");
+    assert!(record.folded);
+    assert_eq!(
+        record.pointer,
+        "/params/update/_meta/lody/goal/createdAtEpochSeconds"
+    );
+    // A placeholder zero is recorded and kept.
+    let (state, _) = fold(&[(
+        A2C,
+        goal(
+            "s",
+            Some(json!({"objective": "ship", "status": "active", "createdAtEpochSeconds": 0})),
+        ),
+    )]);
+    assert_eq!(invalid_rules(&state), ["epoch-zero"]);
+}

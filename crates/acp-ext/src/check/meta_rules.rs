@@ -13,8 +13,10 @@ impl Checker {
         ext: bool,
         out: &mut Vec<Finding>,
     ) {
+        // The epoch rules come from the library (the state records the
+        // same): a payload's first, a `_meta` section's after its fields.
         if ext {
-            epochs(value, at, out);
+            epoch_rules(value, at, true, out);
         }
         let sid = str_at(value, "sessionId").map(str::to_owned);
         let mut sections = Vec::new();
@@ -42,7 +44,9 @@ impl Checker {
                 continue;
             }
             self.meta_fields(&section, sid.as_deref(), out);
-            epochs_in(section.map, &section.at, out);
+        }
+        if !ext {
+            epoch_rules(value, at, false, out);
         }
     }
 
@@ -260,48 +264,16 @@ pub(super) fn find_sections<'a>(
     }
 }
 
-pub(super) fn epochs(v: &Value, at: &str, out: &mut Vec<Finding>) {
-    match v {
-        Value::Object(obj) => epochs_in(obj, at, out),
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                epochs(x, &format!("{at}/{i}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-pub(super) fn epochs_in(obj: &Map<String, Value>, at: &str, out: &mut Vec<Finding>) {
-    {
-        {
-            for (k, x) in obj {
-                let here = child(at, k);
-                if k.ends_with("EpochSeconds")
-                    && let Some(n) = x.as_f64()
-                {
-                    if n > 1e11 {
-                        out.push(Finding::of(
-                            &rules::EPOCH_MILLISECONDS,
-                            &here,
-                            format!("`{k}` is {x}, which looks like milliseconds; the contract sends Unix epoch seconds"),
-                        ));
-                    } else if n.fract() != 0.0 {
-                        out.push(Finding::of(
-                            &rules::EPOCH_FRACTIONAL,
-                            &here,
-                            format!("`{k}` is {x}, a fractional number of seconds"),
-                        ));
-                    } else if n == 0.0 {
-                        out.push(Finding::of(
-                            &rules::EPOCH_ZERO,
-                            &here,
-                            format!("`{k}` is 0 (1970-01-01), a placeholder rather than a time"),
-                        ));
-                    }
-                }
-                epochs(x, &here, out);
-            }
-        }
+/// The library's epoch rules ([`acp_extension_core::wire::epoch_findings`])
+/// as findings.
+fn epoch_rules(value: &Value, at: &str, ext: bool, out: &mut Vec<Finding>) {
+    use acp_extension_core::wire::{EpochRule, epoch_findings};
+    for f in epoch_findings(value, at, ext) {
+        let rule = match f.rule {
+            EpochRule::Milliseconds => &rules::EPOCH_MILLISECONDS,
+            EpochRule::Fractional => &rules::EPOCH_FRACTIONAL,
+            _ => &rules::EPOCH_ZERO,
+        };
+        out.push(Finding::of(rule, f.pointer, f.message));
     }
 }

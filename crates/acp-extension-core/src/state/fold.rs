@@ -120,6 +120,8 @@ impl ConnectionState {
         out: &mut Vec<Change>,
     ) {
         let sid = str_at(params, "sessionId").map(str::to_owned);
+        let converted = self.epoch_records(method, sid.as_deref(), params, "/params", out);
+        let params = converted.as_ref().unwrap_or(params);
         match method {
             "initialize" => self.read_advertisement(params, Side::Client, out),
             "session/load" | "session/resume" => {
@@ -226,6 +228,20 @@ impl ConnectionState {
         out: &mut Vec<Change>,
     ) {
         let before = out.len();
+        let converted = match outcome {
+            Ok(result) => self.epoch_records(
+                &call.method,
+                call.session.as_deref(),
+                result,
+                "/result",
+                out,
+            ),
+            Err(_) => None,
+        };
+        let outcome = match (&converted, outcome) {
+            (Some(c), Ok(_)) => Ok(c),
+            (_, o) => o,
+        };
         self.answer(&call, id, outcome, out);
         if out.len() == before {
             out.push(Change::Seen {
@@ -467,6 +483,46 @@ impl ConnectionState {
             }
         }
         out.push(Change::Negotiated { side });
+    }
+
+    /// The epoch rules `acp-ext check` applies ([`crate::wire::epoch_findings`]),
+    /// recorded. A time in milliseconds is read as seconds: the value to
+    /// fold instead is returned (`None`: fold it as sent).
+    fn epoch_records(
+        &mut self,
+        method: &str,
+        sid: Option<&str>,
+        value: &Value,
+        at: &str,
+        out: &mut Vec<Change>,
+    ) -> Option<Value> {
+        let ext = split_method(method).is_some() && method_kind(method).is_some();
+        let mut converted: Option<Value> = None;
+        for f in crate::wire::epoch_findings(value, at, ext) {
+            let mut message = f.message;
+            if f.rule == crate::wire::EpochRule::Milliseconds
+                && let Some(inner) = f.pointer.strip_prefix(at)
+            {
+                let v = converted.get_or_insert_with(|| value.clone());
+                if let Some(slot) = v.pointer_mut(inner)
+                    && let Some(ms) = slot.as_f64()
+                {
+                    let secs = (ms / 1000.0).floor();
+                    *slot = json!(secs as u64);
+                    message.push_str(&format!("; read as {secs} seconds"));
+                }
+            }
+            self.record_invalid(
+                out,
+                Some(method),
+                sid,
+                &f.pointer,
+                f.rule.id(),
+                message,
+                true,
+            );
+        }
+        converted
     }
 
     /// Whether the agent's advertisement was seen and lacks `feature`.

@@ -11,29 +11,40 @@
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
 //! friends, or serialized whole (`acp-ext state --json` prints it).
 //!
-//! Nothing is dropped silently: a malformed extension payload, a sequence
-//! rule break ([`crate::sequence`], the same code `acp-ext check` runs) or
-//! an unknown session update becomes a [`Change::Invalid`] naming the
-//! method, the JSON pointer and the rule, and is kept in
-//! [`ConnectionState::invalid`].
+//! Nothing is dropped silently: every input value is folded (it made a
+//! change; transcript content and calls the state does not fold are
+//! [`Change::Transcript`] and [`Change::Seen`]) or recorded. A malformed
+//! extension payload, a sequence rule break ([`crate::sequence`], the same
+//! code `acp-ext check` runs), an unknown session update or a value that is
+//! no message becomes a [`Change::Invalid`] naming the method, the JSON
+//! pointer, the rule and the value's index (and line, with
+//! [`ConnectionState::set_line`]), and is kept in
+//! [`ConnectionState::invalid`]; [`ConnectionState::accounting`] counts
+//! them.
 //!
 //! # Dialects
 //!
-//! | Fact | Extension | Standard ACP | Legacy |
+//! | Fact | Extension | Standard ACP (and the official adapters) | Vendor, AIR, legacy |
 //! |---|---|---|---|
-//! | subagent runs | `subagents/event` | `subagent_update` (a run is a child session) and the child session's updates | |
-//! | usage | `session/usage_update` | `usage_update` (context `used`/`size`/`cost`) | `_acp_ext:session_usage_update` |
-//! | rate limits | `rate_limits/update`, `rate_limits/get` | | `_acp_ext:session_rate_limits` |
-//! | compaction, retry | `_meta.<ns>.activity` on tool calls | `compaction_update`, `compaction_summary_chunk` | |
+//! | subagent runs | `subagents/event` (also bare, without an envelope) | `subagent_update` (a run is a child session; `idle` is not terminal), the child session's updates, `session_message` | AIR's `subagent_spawned`, `subagent_state_update`, `_subagent_update` |
+//! | usage | `session/usage_update` | `usage_update` (context `used`/`size`/`cost`); the prompt result's `usage` and `_meta.quota`, v2's idle `state_update` | `_acp_ext:session_usage_update` |
+//! | rate limits | `rate_limits/update`, `rate_limits/get` | `usage_update._meta["_claude/rateLimit"]` | `_acp_ext:session_rate_limits` |
+//! | compaction, retry | `_meta.<ns>.activity` on tool calls | `compaction_update` (summary as text or content blocks), `compaction_summary_chunk` | |
 //! | notices | `_meta.<ns>.notice` on `session_info_update` | `notice` | |
-//! | capabilities | `agentCapabilities._meta.<ns>` | v2 `capabilities._meta.<ns>` | |
-//! | activity | `session/activity_update` | v2 `state_update` (`background` counted when present) | |
+//! | plans | | `plan`, `plan_update`, `plan_removed` | `_acp_ext:codex_proposed_plan` |
+//! | goals | `_meta.<ns>.goal` | | `_meta.goal`, `_meta.codex.goal`, `_meta.jetbrains.air.goal` (ms) |
+//! | steering | `session/steer`, `_meta.<ns>.steer` | `_session/steering` and its outcomes | `_meta.claudeCode.steer`, `_meta.codex.steer` |
+//! | tasks | `_meta.<ns>.task` on tool calls | | `_claude/taskLifecycle`, `_kimi/taskLifecycle`, AIR's `async_task_*` |
+//! | titles, activity | `_meta.<ns>.titleSource`, `session/activity_update` | `session_info_update`, v2 `state_update` | `_meta.codex.titleSource`, `_meta.codex.threadStatus`, `_meta.codex.phase` |
+//! | capabilities | `agentCapabilities._meta.<ns>` | v2 `capabilities._meta.<ns>`, `agentInfo` / `info` | `_meta.steering` and vendor keys ([`PeerFeatures::vendor`]) |
 //!
-//! Both namespaces (`_lody`, `_ua`) are read everywhere. Child permission
-//! requests routed to the root session by `_meta.<ns>.subagentRunId` /
-//! `subagentToolCallId` are recorded with their run. Engine-opened turns
-//! (`turnId: "auto:<n>"` with `turnOrigin`, closed by `turnEnded`) are kept
-//! in [`TurnState::engine_turn`].
+//! Both namespaces (`_lody`, `_ua`) are read everywhere; a vendor's keys
+//! only from that vendor (unless `agentInfo` names another). Child
+//! permission requests routed to the root session by
+//! `_meta.<ns>.subagentRunId` / `subagentToolCallId`, or asked on a
+//! standard child's own session, are recorded with their run.
+//! Engine-opened turns (`turnId: "auto:<n>"` with `turnOrigin`, closed by
+//! `turnEnded`) are kept in [`TurnState::engine_turn`].
 //!
 //! # Rules
 //!
@@ -44,25 +55,29 @@
 //!   replace it; a failed `rate_limits/get` marks the rows `stale` and keeps
 //!   their data. (consumer facts §1.4)
 //! * **Usage**: each scope (`_meta.<ns>.usageScopeId`, else the session)
-//!   is cumulative on its own; totals are the per-model sum over scopes
-//!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown);
-//!   `delta` is kept apart and never added. A falling total or a reused
-//!   scope is reported and marks the scope `incomplete`. (contract
-//!   §usage; consumer facts §1.3)
-//! * **Subagent runs**: a snapshot replaces the run's metadata; progress is
-//!   sparse and absolute (`null` clears); text chunks append (a message
-//!   that follows a tool call or a plan, or has another `messageId`,
-//!   starts on a new line), tool call updates merge by id, a plan replaces; `outputIncomplete` is sticky;
-//!   `completed`, `failed`, `cancelled` are final, `unknown` is not;
-//!   ownership (`parentToolCallId`) is fixed at the first binding; a
-//!   `parentRunId` that would close a cycle or names a run of another root
-//!   session is reported and left unresolved;
+//!   is cumulative on its own; `totals` are the per-model sum over scopes
+//!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown) and
+//!   `total` their sum over models, never a sum of `usage`; `delta` is kept
+//!   apart and never added; a counter that falls keeps its higher value
+//!   ([`crate::usage::keep_max`]); a falling total, a reused scope or an
+//!   update without `modelUsage` marks the scope `incomplete`; the turn
+//!   usage of prompt results is its own figure. (contract §usage;
+//!   consumer facts §1.3)
+//! * **Subagent runs**: see the `runs` rules on [`RunState`] and
+//!   [`StandardRun`]: a snapshot replaces the run's metadata; progress is
+//!   sparse and absolute (`null` clears); text chunks append; tool call
+//!   updates merge by id, a plan replaces; `outputIncomplete` is sticky;
+//!   `completed`, `failed`, `cancelled` are final, `unknown` is not, and a
+//!   standard `idle` is not terminal; ownership (`parentToolCallId`) is
+//!   fixed at the first binding; a `parentRunId` that would close a cycle or
+//!   names a run of another root session is reported and left unresolved;
 //!   [`ConnectionState::disconnected`] and `session/load|resume` mark live
 //!   runs `unknown` with `outputIncomplete`. (contract §12; consumer facts
 //!   §1.2)
 //! * **Goals** are read on `session_info_update` only: absent keeps, `null`
-//!   clears, an object replaces; an invalid goal is reported and keeps
-//!   the old one. (consumer facts §1.6)
+//!   clears (and is told apart from never reported), an object replaces;
+//!   an invalid goal is reported and keeps the old one. (consumer facts
+//!   §1.6)
 //! * **Titles**: see [`SessionState::title`].
 //!
 //! ```
