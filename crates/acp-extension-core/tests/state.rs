@@ -2407,3 +2407,27 @@ fn millisecond_times_are_read_as_seconds_and_recorded() {
     )]);
     assert_eq!(invalid_rules(&state), ["epoch-zero"]);
 }
+
+#[test]
+fn kimis_compatibility_key_stands_for_subagents() {
+    let (state, _) = fold(&[(
+        A2C,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {
+            "_meta": {"lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentLifecycle": true, "subagentManagement": true}}}}}}),
+    )]);
+    let sub = &state.negotiation().agent.features["subagents"];
+    assert_eq!(sub["lifecycle"], true);
+    assert_eq!(sub["list"], true);
+    // The contract's own key wins.
+    let (state, _) = fold(&[(
+        A2C,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {
+            "_meta": {"lody": {"subagents": {"version": 1}},
+                "lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentLifecycle": true}}}}}}),
+    )]);
+    assert!(
+        state.negotiation().agent.features["subagents"]
+            .get("lifecycle")
+            .is_none()
+    );
+}

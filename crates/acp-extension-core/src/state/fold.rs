@@ -457,6 +457,27 @@ impl ConnectionState {
                 peer.invalid.push(f.feature.key().to_owned());
             }
         }
+        // kimi's compatibility key stands for `subagents` when the
+        // contract's own key is absent.
+        if !peer.features.contains_key(Feature::Subagents.key())
+            && !peer.invalid.iter().any(|k| k == Feature::Subagents.key())
+            && let Some(features) = caps
+                .get("_meta")
+                .and_then(|m| m.get("lody.ai/kimi"))
+                .and_then(|k| k.get("features"))
+        {
+            let on = |k: &str| features.get(k).and_then(Value::as_bool) == Some(true);
+            if on("subagentLifecycle") || on("subagentManagement") {
+                let mut sub = json!({"version": 1, "lifecycle": on("subagentLifecycle")});
+                if on("subagentManagement") {
+                    for k in ["list", "cancel", "output"] {
+                        sub[k] = json!(true);
+                    }
+                }
+                peer.features
+                    .insert(Feature::Subagents.key().to_owned(), sub);
+            }
+        }
         let key = caps_key;
         let at = if side == Side::Agent {
             "/result"
