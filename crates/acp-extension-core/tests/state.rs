@@ -2422,8 +2422,8 @@ fn kimis_compatibility_key_stands_for_subagents() {
     let (state, _) = fold(&[(
         A2C,
         json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {
-            "_meta": {"lody": {"subagents": {"version": 1}},
-                "lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentLifecycle": true}}}}}}),
+            "_meta": {"lody": {"subagents": {"version": 1, "lifecycle": true}},
+                "lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentManagement": true}}}}}}),
     )]);
     assert!(
         state.negotiation().agent.features["subagents"]
