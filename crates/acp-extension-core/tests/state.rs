@@ -2425,9 +2425,8 @@ fn kimis_compatibility_key_stands_for_subagents() {
             "_meta": {"lody": {"subagents": {"version": 1, "lifecycle": true}},
                 "lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentManagement": true}}}}}}),
     )]);
-    assert!(
-        state.negotiation().agent.features["subagents"]
-            .get("lifecycle")
-            .is_none()
-    );
+    // The contract's says `lifecycle` only; kimi's management would add `list`.
+    let sub = &state.negotiation().agent.features["subagents"];
+    assert_eq!(sub["lifecycle"], true);
+    assert!(sub.get("list").is_none(), "{sub}");
 }
