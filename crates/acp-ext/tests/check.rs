@@ -2457,3 +2457,13 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
         assert!(validates(&message), "{message}");
     }
 }
+
+#[test]
+fn a_client_capability_fragment_is_not_read_as_session_metadata() {
+    let text =
+        r#"{"_meta": {"lody": {"subagentEvents": {"version": 1}, "elicitation": {"version": 1}}}}"#;
+    let found = check_text(text, Format::Loose);
+    let rules: Vec<&str> = found.iter().map(|(_, f)| f.rule).collect();
+    assert_eq!(rules, ["not-a-message"], "{found:?}");
+    assert!(found[0].1.message.contains("capability"), "{found:?}");
+}

@@ -2430,3 +2430,34 @@ fn kimis_compatibility_key_stands_for_subagents() {
     assert_eq!(sub["lifecycle"], true);
     assert!(sub.get("list").is_none(), "{sub}");
 }
+
+#[test]
+fn a_v2_initialize_response_is_read_without_its_request() {
+    let (state, _) = fold(&[(
+        A2C,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 2,
+            "info": {"name": "@agentclientprotocol/claude-agent-acp", "version": "0.101.0"},
+            "capabilities": {"session": {}, "_meta": {"ua": {"usage": {"version": 1}}}},
+            "authMethods": []}}),
+    )]);
+    let agent = &state.negotiation().agent;
+    assert!(agent.seen);
+    assert!(agent.features.contains_key("usage"), "{agent:?}");
+    assert_eq!(
+        agent.info.as_ref().unwrap()["name"],
+        "@agentclientprotocol/claude-agent-acp"
+    );
+}
+
+#[test]
+fn a_capability_fragment_is_not_session_metadata() {
+    assert!(
+        resembles(&json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}}}))
+            .is_some_and(|s| s.contains("capability"))
+    );
+    // Session metadata stays what it is.
+    assert_eq!(
+        resembles(&json!({"_meta": {"lody": {"turnId": "t1"}}})),
+        None
+    );
+}

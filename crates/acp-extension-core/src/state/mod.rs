@@ -1009,9 +1009,46 @@ pub fn resembles(value: &Value) -> Option<&'static str> {
             .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
     {
         Some("a bare capability map")
+    } else if capability_fragment(o) {
+        Some(
+            "a capability advertisement's `_meta` (a fragment of `clientCapabilities` or `agentCapabilities`)",
+        )
     } else {
         None
     }
+}
+
+/// `{"_meta": {"<ns>": {…}}}` whose sections hold only capability keys:
+/// a piece of an advertisement, not session metadata.
+fn capability_fragment(o: &serde_json::Map<String, Value>) -> bool {
+    let Some(meta) = o.get("_meta").and_then(Value::as_object) else {
+        return false;
+    };
+    let sections: Vec<&serde_json::Map<String, Value>> = crate::namespace::Namespace::ALL
+        .iter()
+        .filter_map(|ns| meta.get(ns.key()).and_then(Value::as_object))
+        .collect();
+    let standard = [
+        "_meta",
+        "fs",
+        "terminal",
+        "elicitation",
+        "auth",
+        "session",
+        "plan",
+        "subagents",
+        "loadSession",
+        "promptCapabilities",
+        "mcpCapabilities",
+        "sessionCapabilities",
+    ];
+    !sections.is_empty()
+        && sections.iter().all(|s| {
+            !s.is_empty()
+                && s.keys()
+                    .all(|k| crate::capabilities::Feature::from_key(k).is_some())
+        })
+        && o.keys().all(|k| standard.contains(&k.as_str()))
 }
 
 /// The JSON Schema (draft 2020-12) of the document `acp-ext state --json`
