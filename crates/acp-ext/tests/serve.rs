@@ -492,6 +492,14 @@ async fn plain_text_streams_commentary_then_final_answer_with_usage() {
             .map(|c| meta(c, "lody")["messagePhase"].as_str().unwrap())
             .collect();
         assert_eq!(phases, ["commentary", "final_answer"]);
+        // Two messages, told apart by their ids, and apart in joined text.
+        assert_ne!(chunks[0]["messageId"], chunks[1]["messageId"]);
+        assert!(
+            chunks[0]["content"]["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("\n\n")
+        );
         for c in &chunks {
             assert_eq!(
                 meta(c, "lody")["turnId"],
@@ -2208,4 +2216,64 @@ async fn compacting_an_empty_context_compacts_nothing() {
         );
     })
     .await;
+}
+
+/// EOF while the agent waits on the client (a permission request, a
+/// question): nobody answered, so the turn ends `cancelled`, every time,
+/// with no made-up outcome in its text.
+#[tokio::test]
+async fn eof_while_a_request_is_pending_cancels_the_turn() {
+    for (prompt, method) in [
+        ("/tool", "session/request_permission"),
+        ("/ask", "elicitation/create"),
+    ] {
+        for _ in 0..5 {
+            let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+            let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+            let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
+            let agent = tokio::spawn(serve::run(ServeOptions::new(), transport));
+            let mut raw = Raw {
+                tx: Some(c2a_tx),
+                rx: a2c_rx,
+                seen: Vec::new(),
+            };
+            raw.request(
+                1,
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}),
+            )
+            .await;
+            let sid = raw
+                .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+                .await["result"]["sessionId"]
+                .clone();
+            raw.send(
+                json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": prompt}]}}),
+            );
+            raw.until(|v| v["method"] == method).await;
+            raw.tx = None;
+            let mut rest = Vec::new();
+            while let Ok(Some(line)) = tokio::time::timeout(TIMEOUT, raw.rx.next()).await {
+                rest.push(serde_json::from_str::<Value>(&line).unwrap());
+            }
+            let _ = tokio::time::timeout(TIMEOUT, agent).await;
+            let response = rest
+                .iter()
+                .find(|v| v["id"] == 3)
+                .unwrap_or_else(|| panic!("{prompt}: the prompt is answered: {rest:#?}"));
+            assert_eq!(response["result"]["stopReason"], "cancelled", "{prompt}");
+            let said: String = raw
+                .seen
+                .iter()
+                .chain(&rest)
+                .filter(|v| v["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+                .filter_map(|v| v["params"]["update"]["content"]["text"].as_str())
+                .collect();
+            assert!(
+                !said.contains("denied") && !said.contains("failed"),
+                "{prompt}: {said:?}"
+            );
+        }
+    }
 }

@@ -103,7 +103,9 @@ impl Turn {
                 Some("decline") => "You declined the question.".to_owned(),
                 _ => "You dismissed the question.".to_owned(),
             },
-            Err(e) => format!("The question failed: {}", e.message),
+            // The request failed (the connection closed, or an error
+            // answer): nobody answered, so the turn ends cancelled.
+            Err(_) => return Err(Stop::Cancelled),
         };
         self.final_answer(&answer);
         Ok(())

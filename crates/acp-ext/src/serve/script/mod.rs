@@ -262,6 +262,8 @@ pub(crate) struct Turn {
     steer_rx: mpsc::UnboundedReceiver<Steer>,
     request_cancel: Option<RequestCancellation>,
     answer: String,
+    /// Messages said in this turn (each its own `messageId`).
+    messages: std::sync::Mutex<u64>,
     finished: bool,
 }
 
@@ -328,6 +330,7 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
         steer_rx,
         request_cancel: None,
         answer: String::new(),
+        messages: std::sync::Mutex::new(0),
         finished: false,
     })
 }
@@ -488,13 +491,30 @@ impl Turn {
         } else {
             MessagePhase::FinalAnswer
         };
+        // Each message of the turn has its own `messageId`; commentary ends
+        // with a blank line, for clients that join every chunk they receive
+        // (the final answer stays clean for those that show it alone).
+        let n = {
+            let mut count = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+            *count += 1;
+            *count
+        };
+        let text = match phase {
+            MessagePhase::Commentary => format!("{text}\n\n"),
+            _ => text.to_owned(),
+        };
         self.send(SessionUpdate::AgentMessageChunk(
-            ContentChunk::new(ContentBlock::from(text.to_owned())).meta(
-                self.mb()
-                    .with::<fields::MessagePhase>(phase)
-                    .with::<fields::TurnId>(self.turn_id.clone())
-                    .build(),
-            ),
+            ContentChunk::new(ContentBlock::from(text))
+                .message_id(agent_client_protocol::v1::schema::MessageId::new(format!(
+                    "{}:{n}",
+                    self.turn_id
+                )))
+                .meta(
+                    self.mb()
+                        .with::<fields::MessagePhase>(phase)
+                        .with::<fields::TurnId>(self.turn_id.clone())
+                        .build(),
+                ),
         ));
     }
 

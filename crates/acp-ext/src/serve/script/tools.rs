@@ -60,7 +60,16 @@ impl Turn {
                 }
                 _ => false,
             },
-            Some(Err(_)) => false,
+            // The request failed (the client closed the connection, or
+            // answered an error): nobody decided, so nothing ran and the
+            // turn ends cancelled rather than with a made-up denial.
+            Some(Err(e)) => {
+                self.send(failed(&format!(
+                    "The permission request failed: {}",
+                    e.message
+                )));
+                return Err(Stop::Cancelled);
+            }
         };
         if allowed {
             self.send(SessionUpdate::ToolCallUpdate(
