@@ -16,7 +16,7 @@
 //! validator (absent and `null` kept apart, unknown keys preserved), its
 //! [`validate::Check`] implementation reports every violation with a JSON
 //! pointer, and its JSON Schema comes from the same declaration
-//! ([`schema`]). Standard ACP types come from the official
+//! (`schema`, with the `schema` feature). Standard ACP types come from the official
 //! [`agent_client_protocol`] crate.
 //!
 //! ```
@@ -85,7 +85,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `schema` | yes | JSON Schema (draft 2020-12) of every payload kind: [`validate::Kind::schema`], [`validate::all_schemas`], [`schema`] (pulls in `schemars`) |
+//! | `schema` | yes | JSON Schema (draft 2020-12) of every payload kind: `validate::Kind::schema`, `validate::all_schemas`, the `schema` module (pulls in `schemars`) |
 //! | `unstable_session_fork` | no | [`meta::HasMeta`] for the SDK's `ForkSessionRequest` / `ForkSessionResponse`, where `_meta.<ns>.forkAtTurn` rides (enables the SDK's `unstable_session_fork`) |
 //!
 //! The crate enables no feature of [`agent_client_protocol`]: no transport
@@ -124,7 +124,7 @@
 //!    the areas it refers to: [`namespace`], [`capabilities`],
 //!    [`negotiation`], [`meta`], [`methods`], [`session`], [`usage`],
 //!    [`rate_limits`], [`elicitation`], [`mcp_apps`], [`subagent_events`],
-//!    [`subagent_emitter`], [`plan_mode`]; and [`schema`], the generator the
+//!    [`subagent_emitter`], [`plan_mode`]; and `schema` (with the feature), the generator the
 //!    schemas share;
 //! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
 //!    dispatching to every area;
