@@ -2461,3 +2461,37 @@ fn a_capability_fragment_is_not_session_metadata() {
         None
     );
 }
+
+#[test]
+fn extension_requests_that_change_nothing_are_seen() {
+    let mut state = ConnectionState::new();
+    for (id, method, params) in [
+        (
+            1,
+            "_lody/session/goal",
+            json!({"sessionId": "s", "action": "pause"}),
+        ),
+        (2, "_ua/rate_limits/get", json!({})),
+        (
+            3,
+            "_session/goal",
+            json!({"sessionId": "s", "action": "set", "objective": "x"}),
+        ),
+        (
+            4,
+            "_session/async_task/stop",
+            json!({"sessionId": "s", "asyncTaskId": "t"}),
+        ),
+    ] {
+        let changes = state.message(
+            C2A,
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        assert!(
+            matches!(&changes[..], [Change::Seen { method: Some(m) }] if m == method),
+            "{method}: {changes:?}"
+        );
+    }
+    let a = state.accounting();
+    assert_eq!((a.values, a.folded, a.recorded), (4, 4, 0));
+}

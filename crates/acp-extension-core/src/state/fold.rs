@@ -736,7 +736,11 @@ impl ConnectionState {
                     self.seq.steer_sent(&sid, &steer_id, true);
                     self.steer(&sid, &steer_id, "request", SteerOutcome::Pending, out);
                 }
-                Ok(_) => {}
+                // Goal control, queries: read; the state changes through
+                // the agent's updates and the answers.
+                Ok(_) => out.push(Change::Seen {
+                    method: Some(method.to_owned()),
+                }),
                 Err(e) => {
                     let sid = sid.map(str::to_owned);
                     self.violations(out, method, sid.as_deref(), "/params", &e.violations, false)
@@ -746,7 +750,9 @@ impl ConnectionState {
         }
         match ExtensionNotification::parse(method, params) {
             Ok(Some((_, n))) => self.extension_notification(method, n, params, out),
-            Ok(None) => {}
+            Ok(None) => out.push(Change::Seen {
+                method: Some(method.to_owned()),
+            }),
             Err(e) => {
                 let sid = sid.map(str::to_owned);
                 if let Some(sid) = sid.as_deref()
