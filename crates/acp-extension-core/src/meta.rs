@@ -49,8 +49,58 @@ use crate::wire::Map;
 pub trait MetaField {
     /// The key under `_meta.<ns>`, such as `titleSource`.
     const KEY: &'static str;
+    /// The feature that must be negotiated before a peer writes it (`None`:
+    /// the contract gates it on no capability).
+    const FEATURE: Option<crate::capabilities::Feature>;
     /// The value type.
     type Value: Serialize + DeserializeOwned + Check;
+}
+
+/// The feature a `_meta.<ns>` key of the contract needs negotiated
+/// ([`MetaField::FEATURE`] by key); `None` for an ungated or unknown key.
+pub fn feature_of_key(key: &str) -> Option<crate::capabilities::Feature> {
+    feature_of_key_const(key)
+}
+
+/// [`feature_of_key`] at compile time (string comparison in a `const fn`).
+const fn feature_of_key_const(key: &str) -> Option<crate::capabilities::Feature> {
+    use crate::capabilities::Feature as F;
+    const fn eq(a: &str, b: &str) -> bool {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        if a.len() != b.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < a.len() {
+            if a[i] != b[i] {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let table: [(&str, F); 12] = [
+        ("forkAtTurn", F::ForkAtTurn),
+        ("elicitation", F::Elicitation),
+        ("task", F::Tasks),
+        ("activity", F::Compaction),
+        ("titleSource", F::SessionTitle),
+        ("goal", F::Goal),
+        ("goalControl", F::Goal),
+        ("steer", F::Steering),
+        ("worktreeProject", F::WorktreeProject),
+        ("sessionConfig", F::SessionConfig),
+        ("usageScopeId", F::Usage),
+        ("mcpApp", F::McpApps),
+    ];
+    let mut i = 0;
+    while i < table.len() {
+        if eq(table[i].0, key) {
+            return Some(table[i].1);
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Marker types naming each `_meta.<ns>` field of the contract.
@@ -64,6 +114,7 @@ pub mod fields {
             pub struct $name;
             impl MetaField for $name {
                 const KEY: &'static str = $key;
+                const FEATURE: Option<crate::capabilities::Feature> = feature_of_key_const($key);
                 type Value = $ty;
             }
         };

@@ -383,6 +383,10 @@ pub struct Negotiated {
     /// The namespace the client writes in ([`write_namespace`] of the
     /// agent's capabilities): extension requests and prompt `_meta`.
     pub client_writes: Namespace,
+    /// Whether the client advertised the extensions at all (a `_meta.ua`
+    /// or `_meta.lody` in its capabilities, even an empty one). A client
+    /// that did not is a plain ACP client.
+    pub client_speaks_extensions: bool,
 }
 
 /// Negotiates from both capabilities objects (`agentCapabilities` of the
@@ -418,6 +422,10 @@ pub fn negotiate(agent_capabilities: &Value, client_capabilities: &Value) -> Neg
         active,
         agent_writes: write_namespace(client_capabilities),
         client_writes: write_namespace(agent_capabilities),
+        client_speaks_extensions: client_capabilities
+            .get("_meta")
+            .and_then(Value::as_object)
+            .is_some_and(|m| Namespace::ALL.iter().any(|ns| m.contains_key(ns.key()))),
     }
 }
 

@@ -7,11 +7,18 @@
 //! connection. The handle writes every contract notification and every
 //! `_meta.<ns>` field in the one namespace [`Negotiated::agent_writes`]
 //! gives (see [`crate::negotiation::write_namespace`]), so a connection
-//! never mixes `lody` and `ua`. It refuses a notification whose feature is
-//! not active ([`SendError::NotNegotiated`]) instead of sending what the
-//! client did not ask for, hands out a subagent emitter only when both
-//! peers advertised `subagentEvents`, and builds usage accumulators whose
-//! `usageScopeId` follows the namespace.
+//! never mixes `lody` and `ua`. It refuses a notification or `_meta` field
+//! whose feature is not active ([`SendError::NotNegotiated`]) instead of
+//! sending what the client did not ask for, checks the `_meta` of the
+//! standard updates it sends ([`SendError::WrongNamespace`],
+//! [`SendError::UntaggedTitle`]), sends no extension notification to a
+//! client that advertised none ([`SendError::PlainClient`], unless
+//! [`AgentExtensions::write_to_plain_clients`]), hands out a subagent
+//! emitter only when both peers advertised `subagentEvents`, and builds
+//! usage accumulators whose `usageScopeId` follows the namespace. The paths
+//! that bypass these checks say so: [`AgentExtensions::unchecked_session_update`],
+//! [`AgentExtensions::unchecked_set_meta`],
+//! [`AgentExtensions::unchecked_connection`].
 //!
 //! ```no_run
 //! use acp_extension_core::capabilities::{AdvertiseExtensions, AgentExtensionCapabilities, VersionOneCapability};
@@ -111,6 +118,25 @@ pub enum SendError {
     /// too and the client did not).
     #[error("`{0}` is not active on this connection; it was not sent")]
     NotNegotiated(Feature),
+    /// A `_meta` section of another namespace than the connection's: the
+    /// client reads one namespace only.
+    #[error("`_meta.{found}` on a connection that writes `_meta.{expected}`; it was not sent")]
+    WrongNamespace {
+        /// The namespace the message carried.
+        found: Namespace,
+        /// The connection's.
+        expected: Namespace,
+    },
+    /// The client advertised no extension at all: by default no extension
+    /// notification is sent to it (see
+    /// [`AgentExtensions::write_to_plain_clients`]).
+    #[error("the client advertised no extension; extension notifications are not sent to it")]
+    PlainClient,
+    /// A `session_info_update` title without `_meta.<ns>.titleSource` to a
+    /// client that negotiated `sessionTitle` (version 1 requires tagged
+    /// titles; use [`AgentExtensions::title`]).
+    #[error("an untagged title where `sessionTitle` is negotiated; it was not sent")]
+    UntaggedTitle,
     /// The SDK could not send it (the connection is closed).
     #[error(transparent)]
     Connection(#[from] Error),
@@ -124,6 +150,8 @@ pub enum SendError {
 pub struct AgentExtensions {
     cx: ConnectionTo<Client>,
     negotiated: Arc<Negotiated>,
+    /// Whether to write extensions to a client that advertised none.
+    plain_clients: bool,
 }
 
 impl std::fmt::Debug for AgentExtensions {
@@ -144,7 +172,27 @@ impl AgentExtensions {
         Self {
             cx,
             negotiated: Arc::new(negotiated),
+            plain_clients: false,
         }
+    }
+
+    /// Whether to send the extension notifications an agent sends on its
+    /// own (usage, activity, rate limits, steer applied) to a client that
+    /// advertised no extension at all ([`AgentExtensions::client_is_plain`]).
+    /// Off by default, as `acp-ext serve` does: such a client has no use
+    /// for them, and some print a "Method not found" dump for each; they
+    /// are refused with [`SendError::PlainClient`]. `_meta` fields on
+    /// standard messages are not affected.
+    #[must_use]
+    pub fn write_to_plain_clients(mut self, yes: bool) -> Self {
+        self.plain_clients = yes;
+        self
+    }
+
+    /// Whether the client advertised no extension at all (no `_meta.ua`
+    /// or `_meta.lody` in its capabilities): a plain ACP client.
+    pub fn client_is_plain(&self) -> bool {
+        !self.negotiated.client_speaks_extensions
     }
 
     /// Negotiates from the initialize exchange (the client's request and
@@ -174,8 +222,11 @@ impl AgentExtensions {
         self.negotiated.is_active(feature)
     }
 
-    /// The SDK connection, for standard ACP messages.
-    pub fn connection(&self) -> &ConnectionTo<Client> {
+    /// The SDK connection itself. **Bypasses negotiation**: what goes out
+    /// through it is not checked (namespace, features, tagged titles). For
+    /// standard messages with contract `_meta`, use
+    /// [`AgentExtensions::session_update`] and [`AgentExtensions::with_meta`].
+    pub fn unchecked_connection(&self) -> &ConnectionTo<Client> {
         &self.cx
     }
 
@@ -187,12 +238,69 @@ impl AgentExtensions {
         }
     }
 
+    /// The checks of a standard message's contract `_meta`: every
+    /// `_meta.<ns>` section in this connection's namespace, each key's
+    /// feature active, and (for a `session_info_update`) a title tagged
+    /// with `titleSource` when `sessionTitle` is negotiated.
+    fn check_meta(&self, value: &Value) -> Result<(), SendError> {
+        fn walk(ext: &AgentExtensions, v: &Value) -> Result<(), SendError> {
+            match v {
+                Value::Object(o) => {
+                    if let Some(Value::Object(meta)) = o.get("_meta") {
+                        for ns in Namespace::ALL {
+                            let Some(Value::Object(section)) = meta.get(ns.key()) else {
+                                continue;
+                            };
+                            if ns != ext.namespace() {
+                                return Err(SendError::WrongNamespace {
+                                    found: ns,
+                                    expected: ext.namespace(),
+                                });
+                            }
+                            for key in section.keys() {
+                                if let Some(f) = crate::meta::feature_of_key(key) {
+                                    ext.require(f)?;
+                                }
+                            }
+                        }
+                    }
+                    for (k, x) in o {
+                        if k != "_meta" {
+                            walk(ext, x)?;
+                        }
+                    }
+                    Ok(())
+                }
+                Value::Array(a) => a.iter().try_for_each(|x| walk(ext, x)),
+                _ => Ok(()),
+            }
+        }
+        walk(self, value)?;
+        let untagged = value.get("sessionUpdate").and_then(Value::as_str)
+            == Some("session_info_update")
+            && value.get("title").is_some_and(Value::is_string)
+            && value
+                .get("_meta")
+                .and_then(Value::as_object)
+                .and_then(|m| namespace::read_key(m, "titleSource"))
+                .is_none();
+        if untagged && self.is_active(Feature::SessionTitle) {
+            return Err(SendError::UntaggedTitle);
+        }
+        Ok(())
+    }
+
     fn notify<T: ExtensionNotificationMethod + Send + 'static>(
         &self,
         feature: Feature,
         message: T,
     ) -> Result<(), SendError> {
         self.require(feature)?;
+        // Agent-only notifications stay off a plain client's wire (as
+        // `acp-ext serve` does); `_meta` on standard traffic is not held back.
+        if self.client_is_plain() && !self.plain_clients {
+            return Err(SendError::PlainClient);
+        }
         self.cx
             .send_notification(NamespacedNotification::new(self.namespace(), message))?;
         Ok(())
@@ -244,8 +352,24 @@ impl AgentExtensions {
         self.notify(Feature::SessionActivity, update)
     }
 
-    /// A standard `session/update` for `session_id`.
+    /// A standard `session/update` for `session_id`, checked: its contract
+    /// `_meta` is in this connection's namespace with every field's
+    /// feature active, and a `session_info_update` title is tagged when
+    /// `sessionTitle` is negotiated ([`SendError::WrongNamespace`],
+    /// [`SendError::NotNegotiated`], [`SendError::UntaggedTitle`]).
     pub fn session_update(
+        &self,
+        session_id: &SessionId,
+        update: SessionUpdate,
+    ) -> Result<(), SendError> {
+        let value = serde_json::to_value(&update).unwrap_or(Value::Null);
+        self.check_meta(&value)?;
+        self.unchecked_session_update(session_id, update)
+    }
+
+    /// A standard `session/update` sent as it is. **Bypasses negotiation**:
+    /// nothing about its `_meta` is checked.
+    pub fn unchecked_session_update(
         &self,
         session_id: &SessionId,
         update: SessionUpdate,
@@ -265,9 +389,8 @@ impl AgentExtensions {
         title: impl Into<String>,
         source: TitleSource,
     ) -> Result<(), SendError> {
-        self.require(Feature::SessionTitle)?;
         let update = SessionInfoUpdate::new().title(title.into());
-        let update = self.with_meta::<fields::TitleSource, _>(update, source);
+        let update = self.with_meta::<fields::TitleSource, _>(update, source)?;
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
@@ -278,30 +401,52 @@ impl AgentExtensions {
         session_id: &SessionId,
         goal: Option<GoalSnapshot>,
     ) -> Result<(), SendError> {
-        self.require(Feature::Goal)?;
-        let update = self.with_meta::<fields::Goal, _>(SessionInfoUpdate::new(), goal);
+        let update = self.with_meta::<fields::Goal, _>(SessionInfoUpdate::new(), goal)?;
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
     /// A notice on `session_info_update` as `_meta.<ns>.notice` (where the
     /// Lody client reads it; no capability gates notices).
     pub fn notice(&self, session_id: &SessionId, notice: NoticeMeta) -> Result<(), SendError> {
-        let update = self.with_meta::<fields::Notice, _>(SessionInfoUpdate::new(), notice);
+        let update = self.with_meta::<fields::Notice, _>(SessionInfoUpdate::new(), notice)?;
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
     /// Writes contract field `F` (task, activity, turn id, message phase, …)
-    /// into `target`'s `_meta` under this handle's namespace; `false` when
-    /// `target` has no `_meta` slot this crate knows.
-    pub fn set_meta<F: MetaField>(&self, target: &mut impl HasMeta, value: F::Value) -> bool {
-        target.set_ext::<F>(self.namespace(), value)
+    /// into `target`'s `_meta` under this handle's namespace, when the
+    /// field's feature ([`MetaField::FEATURE`]) is active
+    /// ([`SendError::NotNegotiated`] otherwise, `target` untouched). `Ok(false)`
+    /// when `target` has no `_meta` slot this crate knows.
+    pub fn set_meta<F: MetaField>(
+        &self,
+        target: &mut impl HasMeta,
+        value: F::Value,
+    ) -> Result<bool, SendError> {
+        if let Some(f) = F::FEATURE {
+            self.require(f)?;
+        }
+        Ok(target.set_ext::<F>(self.namespace(), value))
     }
 
     /// Builder form of [`AgentExtensions::set_meta`].
-    #[must_use]
-    pub fn with_meta<F: MetaField, T: HasMeta>(&self, mut target: T, value: F::Value) -> T {
-        target.set_ext::<F>(self.namespace(), value);
-        target
+    pub fn with_meta<F: MetaField, T: HasMeta>(
+        &self,
+        mut target: T,
+        value: F::Value,
+    ) -> Result<T, SendError> {
+        self.set_meta::<F>(&mut target, value)?;
+        Ok(target)
+    }
+
+    /// [`AgentExtensions::set_meta`] without the feature check. **Bypasses
+    /// negotiation**: the field goes out whether or not the client asked
+    /// for it (the namespace is still this connection's).
+    pub fn unchecked_set_meta<F: MetaField>(
+        &self,
+        target: &mut impl HasMeta,
+        value: F::Value,
+    ) -> bool {
+        target.set_ext::<F>(self.namespace(), value)
     }
 
     /// A subagent emitter for root session `session_id`, sending

@@ -8,13 +8,13 @@ use acp_extension_core::capabilities::{
     AdvertiseExtensions, AgentExtensionCapabilities, ClientExtensionCapabilities, Feature,
     VersionOneCapability,
 };
-use acp_extension_core::meta::fields;
-use acp_extension_core::namespace::NamespaceSet;
+use acp_extension_core::meta::{MetaExt, fields};
+use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::producer::{AgentExtensions, SendError};
 use acp_extension_core::rate_limits::RateLimitsSnapshot;
 use acp_extension_core::session::{
     ActivityKind, ActivityMeta, NoticeLevel, NoticeMeta, SessionActivityState,
-    SessionActivityUpdate, TitleSource,
+    SessionActivityUpdate, TaskKind, TaskMeta, TaskStatus, TitleSource,
 };
 use acp_extension_core::subagent_events::{
     OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
@@ -24,7 +24,7 @@ use acp_extension_core::validate::{Kind, validate_value};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, ClientCapabilities, InitializeRequest, InitializeResponse, SessionId,
-    SessionUpdate, ToolCall,
+    SessionInfoUpdate, SessionUpdate, ToolCall,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Lines, UntypedMessage};
@@ -87,7 +87,35 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
     );
     record(
         "tool call",
-        ext.session_update(&sid, SessionUpdate::ToolCall(call)),
+        call.and_then(|call| ext.session_update(&sid, SessionUpdate::ToolCall(call))),
+    );
+    // Task metadata without `tasks`: refused, the tool call untouched.
+    record(
+        "task meta",
+        ext.with_meta::<fields::Task, _>(
+            ToolCall::new("call-2", "Background"),
+            TaskMeta::new("t1", TaskKind::Background, TaskStatus::InProgress),
+        )
+        .map(drop),
+    );
+    // `_meta` of the other namespace on a standard update: refused.
+    let other = match ext.namespace() {
+        Namespace::Lody => Namespace::Ua,
+        _ => Namespace::Lody,
+    };
+    let stray =
+        ToolCall::new("call-3", "Stray").with_ext::<fields::TurnId>(other, "t-1".to_owned());
+    record(
+        "wrong namespace",
+        ext.session_update(&sid, SessionUpdate::ToolCall(stray)),
+    );
+    // An untagged title where `sessionTitle` is negotiated: refused.
+    record(
+        "untagged title",
+        ext.session_update(
+            &sid,
+            SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title("Untagged")),
+        ),
     );
     // Not advertised: refused, not sent.
     record(
@@ -121,6 +149,13 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
 async fn connect(
     client_ext: ClientExtensionCapabilities,
     client_ns: NamespaceSet,
+) -> (Vec<Value>, Vec<(&'static str, Result<(), String>)>) {
+    connect_with(ClientCapabilities::new().extensions(&client_ext, client_ns)).await
+}
+
+/// Like [`connect`], with the client's capabilities as given.
+async fn connect_with(
+    caps: ClientCapabilities,
 ) -> (Vec<Value>, Vec<(&'static str, Result<(), String>)>) {
     let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
     let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
@@ -163,7 +198,6 @@ async fn connect(
             agent_client_protocol::on_receive_request!(),
         );
     let agent = tokio::spawn(agent.connect_to(agent_transport));
-    let caps = ClientCapabilities::new().extensions(&client_ext, client_ns);
     let waiting = outcomes.clone();
     Client
         .v1()
@@ -175,9 +209,9 @@ async fn connect(
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
                 .block_task()
                 .await?;
-            // The agent sends from a task; wait until all nine outcomes exist.
+            // The agent sends from a task; wait until all twelve outcomes exist.
             for _ in 0..200 {
-                if outcomes_len(&waiting) >= 9 {
+                if outcomes_len(&waiting) >= 12 {
                     break;
                 }
                 tokio::task::yield_now().await;
@@ -266,9 +300,19 @@ async fn a_lody_client_gets_lody_for_every_feature() {
         .collect();
     assert_eq!(
         refused,
-        ["rate limits", "goal", "steer applied"],
+        [
+            "task meta",
+            "wrong namespace",
+            "untagged title",
+            "rate limits",
+            "goal",
+            "steer applied"
+        ],
         "{outcomes:?}"
     );
+    assert!(!lines.iter().any(|l| l.to_string().contains("Untagged")));
+    assert!(!lines.iter().any(|l| l.to_string().contains("call-2")));
+    assert!(!lines.iter().any(|l| l.to_string().contains("call-3")));
     let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
     assert!(
         methods.contains(&"_lody/session/usage_update"),
@@ -317,5 +361,34 @@ fn a_refusal_names_the_feature() {
     assert_eq!(
         e.to_string(),
         "`rateLimits` is not active on this connection; it was not sent"
+    );
+}
+
+#[tokio::test]
+async fn a_plain_client_gets_no_extension_notification() {
+    // No `_meta.ua` or `_meta.lody` at all: a plain ACP client.
+    let (lines, outcomes) = connect_with(ClientCapabilities::new()).await;
+    let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
+    assert!(
+        !methods
+            .iter()
+            .any(|m| m.starts_with("_lody/") || m.starts_with("_ua/")),
+        "{methods:?}"
+    );
+    let usage = outcomes.iter().find(|(w, _)| *w == "usage").unwrap();
+    assert!(
+        usage
+            .1
+            .as_ref()
+            .unwrap_err()
+            .contains("advertised no extension"),
+        "{outcomes:?}"
+    );
+    // `_meta` on standard traffic is the same as for any client.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["params"]["update"]["title"] == "Fix the parser"),
+        "{lines:#?}"
     );
 }
