@@ -212,6 +212,30 @@ impl ConnectionState {
             .map(|_| root.clone())
     }
 
+    /// The run of child session `child`, announced on session `sid` (its
+    /// immediate parent: the root, or a run of the root), created on first
+    /// sight in `dialect` under the root; returns the root session.
+    fn child_run(&mut self, sid: &str, child: &str, dialect: Dialect) -> String {
+        let (root, parent_run) = match self.standard_run_root(sid) {
+            Some(root) => (root, Some(sid.to_owned())),
+            None => (sid.to_owned(), None),
+        };
+        let limits = self.limits;
+        let s = self.session_mut(&root);
+        if !s.subagent_runs.contains_key(child) {
+            let mut run = RunState::new(dialect);
+            run.standard = Some(StandardRun::default());
+            run.parent_run_id = Some(parent_run);
+            s.subagent_runs.insert(child.to_owned(), run);
+            cap_map(&mut s.subagent_runs, limits.runs_per_session);
+            self.standard_children
+                .insert(child.to_owned(), root.clone());
+            let cap = limits.sessions.saturating_mul(limits.runs_per_session);
+            cap_map(&mut self.standard_children, cap);
+        }
+        root
+    }
+
     /// A standard `subagent_update` on session `sid` (its immediate
     /// parent): a patch of the child's run. Omitted keeps, `null` clears;
     /// `idle` is not terminal, so a child that runs again is the same run
@@ -247,12 +271,6 @@ impl ConnectionState {
             );
             return;
         }
-        // Announced on its immediate parent: the parent is the root, or a
-        // run of the root.
-        let (root, parent_run) = match self.standard_run_root(sid) {
-            Some(root) => (root, Some(sid.to_owned())),
-            None => (sid.to_owned(), None),
-        };
         let meta_key = |key: &str| {
             meta_of(update).and_then(|m| {
                 namespace::read_key(m, key)
@@ -265,42 +283,33 @@ impl ConnectionState {
             .map(str::to_owned);
         let flagged_incomplete = meta_key("outputIncomplete") == Some(&Value::Bool(true));
         let progress = meta_key("progress").and_then(Value::as_object).cloned();
-        let limits = self.limits;
-        let s = self.session_mut(&root);
-        let run = match s.subagent_runs.get_mut(child) {
-            Some(run) if run.dialect == Dialect::Standard => run,
-            Some(_) => {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update/sessionId",
-                    "dialect-conflict",
-                    format!("`{child}` is already a run of the extension dialect; the standard update is not folded into it"),
-                    false,
-                );
-                return;
-            }
-            None => {
-                let mut run = RunState::new(Dialect::Standard);
-                run.standard = Some(StandardRun::default());
-                run.parent_run_id = Some(parent_run);
-                s.subagent_runs.insert(child.to_owned(), run);
-                cap_map(&mut s.subagent_runs, limits.runs_per_session);
-                self.standard_children
-                    .insert(child.to_owned(), root.clone());
-                let cap = limits.sessions.saturating_mul(limits.runs_per_session);
-                cap_map(&mut self.standard_children, cap);
-                let Some(run) = self
-                    .sessions
-                    .get_mut(&root)
-                    .and_then(|s| s.subagent_runs.get_mut(child))
-                else {
-                    // A cap of zero runs keeps nothing.
-                    return;
-                };
-                run
-            }
+        let root = self
+            .standard_run_root(sid)
+            .unwrap_or_else(|| sid.to_owned());
+        let other_dialect = self
+            .session(&root)
+            .and_then(|s| s.subagent_runs.get(child))
+            .is_some_and(|r| r.dialect != Dialect::Standard);
+        if other_dialect {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(sid),
+                "/params/update/sessionId",
+                "dialect-conflict",
+                format!("`{child}` is already a run of another dialect; the standard update is not folded into it"),
+                false,
+            );
+            return;
+        }
+        let root = self.child_run(sid, child, Dialect::Standard);
+        let Some(run) = self
+            .sessions
+            .get_mut(&root)
+            .and_then(|s| s.subagent_runs.get_mut(child))
+        else {
+            // A cap of zero runs keeps nothing.
+            return;
         };
         if run.parent_tool_call_id.is_none() {
             run.parent_tool_call_id = parent_tool;
@@ -400,21 +409,7 @@ impl ConnectionState {
             );
             return;
         };
-        let (root, parent_run) = match self.standard_run_root(sid) {
-            Some(root) => (root, Some(sid.to_owned())),
-            None => (sid.to_owned(), None),
-        };
-        let limits = self.limits;
-        let s = self.session_mut(&root);
-        if !s.subagent_runs.contains_key(child) {
-            let mut run = RunState::new(Dialect::Air);
-            run.standard = Some(StandardRun::default());
-            run.parent_run_id = Some(parent_run);
-            s.subagent_runs.insert(child.to_owned(), run);
-            cap_map(&mut s.subagent_runs, limits.runs_per_session);
-            self.standard_children
-                .insert(child.to_owned(), root.clone());
-        }
+        let root = self.child_run(sid, child, Dialect::Air);
         let Some(run) = self
             .sessions
             .get_mut(&root)
