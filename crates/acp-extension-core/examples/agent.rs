@@ -31,7 +31,7 @@ use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch};
 use acp_extension_core::subagent_events::{
     OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
 };
-use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
+use acp_extension_core::usage::ModelUsage;
 use acp_extension_core::wire::EpochSeconds;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -50,7 +50,6 @@ struct Session {
     prompts: u64,
     /// Steers waiting for the running turn, `None` between turns.
     steers: Option<Vec<SteerRequest>>,
-    usage: Option<SessionUsageAccumulator>,
 }
 
 #[derive(Default)]
@@ -168,7 +167,7 @@ async fn run_turn(
     }
 
     // One subagent run per prompt, when the client takes subagent events.
-    if let Some(mut runs) = ext.subagent_emitter(&sid) {
+    if let Some(runs) = ext.subagent_emitter(&sid) {
         let support =
             SubagentSupport::new(vec![SubagentStream::Text], false, OutputRead::None, false);
         let native = format!("explorer-{n}");
@@ -204,26 +203,14 @@ async fn run_turn(
     }
     apply_steers(&state, &ext, &sid, true);
 
-    // Usage of this turn, accounted cumulatively per scope.
-    let update = {
-        let mut sessions = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
-        let session = sessions.entry(sid.0.to_string()).or_default();
-        if session.usage.is_none() {
-            session.usage = ext.usage_accumulator();
-        }
-        let mut rows = IndexMap::new();
-        rows.insert(
-            "example-model".to_owned(),
-            ModelUsage::new(100 * n, 20u64, 0u64),
-        );
-        session
-            .usage
-            .as_mut()
-            .and_then(|acc| acc.update(&sid.0, &format!("turn-{n}"), &rows))
-    };
-    if let Some(update) = update {
-        let _ = ext.usage_update(update);
-    }
+    // Usage of this turn, in the session's own ledger (the handle keeps one
+    // per session: cumulative per scope, never shared between sessions).
+    let mut rows = IndexMap::new();
+    rows.insert(
+        "example-model".to_owned(),
+        ModelUsage::new(100 * n, 20u64, 0u64),
+    );
+    let _ = ext.usage(&sid, &format!("turn-{n}"), &rows);
     Ok(PromptResponse::new(StopReason::EndTurn))
 }
 

@@ -76,8 +76,9 @@
 //! one SDK handler for [`AnyExtensionRequest`] and pass what arrives to
 //! [`handle_request`] (spawned, when a method waits on the peer).
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -106,8 +107,9 @@ use crate::session::{
     SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentsListRequest,
     SubagentsListResponse, TitleSource,
 };
-use crate::subagent_emitter::{AcpNotificationSink, SubagentEmitter};
-use crate::usage::{ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
+use crate::subagent_emitter::{AcpNotificationSink, OutputIds, SnapshotPatch, SubagentEmitter};
+use crate::subagent_events::{SubagentOutput, SubagentProgress, SubagentSnapshot};
+use crate::usage::{ModelUsage, ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
 
 /// Why [`AgentExtensions`] did not send a message.
 #[derive(Debug, thiserror::Error)]
@@ -137,9 +139,27 @@ pub enum SendError {
     /// titles; use [`AgentExtensions::title`]).
     #[error("an untagged title where `sessionTitle` is negotiated; it was not sent")]
     UntaggedTitle,
+    /// A subagent event for a run the session's emitter did not start (or
+    /// that already ended): there is nothing to send it for.
+    #[error("no live subagent run for native id {0:?}; nothing was sent")]
+    UnknownRun(String),
+    /// A usage scope id over 256 characters.
+    #[error(transparent)]
+    ScopeId(#[from] ScopeIdTooLong),
     /// The SDK could not send it (the connection is closed).
     #[error(transparent)]
     Connection(#[from] Error),
+}
+
+/// In an SDK handler, `?` turns a refusal into an internal error naming it
+/// (the connection's own errors pass through).
+impl From<SendError> for Error {
+    fn from(e: SendError) -> Self {
+        match e {
+            SendError::Connection(e) => e,
+            other => Error::internal_error().data(json!({"reason": other.to_string()})),
+        }
+    }
 }
 
 /// One connection's extension writer, for an agent on the official SDK.
@@ -152,6 +172,15 @@ pub struct AgentExtensions {
     negotiated: Arc<Negotiated>,
     /// Whether to write extensions to a client that advertised none.
     plain_clients: bool,
+    /// Each session's subagent runs and usage ledger, shared by clones.
+    sessions: Arc<Mutex<HashMap<String, SessionParts>>>,
+}
+
+/// What the handle keeps per session.
+#[derive(Default)]
+struct SessionParts {
+    runs: Option<SessionRuns>,
+    ledger: Option<SessionUsageAccumulator>,
 }
 
 impl std::fmt::Debug for AgentExtensions {
@@ -173,6 +202,7 @@ impl AgentExtensions {
             cx,
             negotiated: Arc::new(negotiated),
             plain_clients: false,
+            sessions: Arc::default(),
         }
     }
 
@@ -449,38 +479,179 @@ impl AgentExtensions {
         target.set_ext::<F>(self.namespace(), value)
     }
 
-    /// A subagent emitter for root session `session_id`, sending
-    /// `subagents/event` in this handle's namespace; `None` unless both
-    /// peers advertised `subagentEvents`.
-    pub fn subagent_emitter(
+    fn parts<T>(&self, session_id: &SessionId, f: impl FnOnce(&mut SessionParts) -> T) -> T {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+        f(sessions.entry(session_id.0.to_string()).or_default())
+    }
+
+    /// The subagent runs of root session `session_id`, sending
+    /// `subagents/event` in this handle's namespace: the same runs on every
+    /// call and every clone of the handle (one emitter per session); `None`
+    /// unless both peers advertised `subagentEvents`.
+    pub fn subagent_emitter(&self, session_id: &SessionId) -> Option<SessionRuns> {
+        if !self.is_active(Feature::SubagentEvents) {
+            return None;
+        }
+        Some(self.parts(session_id, |p| {
+            p.runs
+                .get_or_insert_with(|| SessionRuns {
+                    emitter: Arc::new(futures::lock::Mutex::new(SubagentEmitter::new(
+                        &*session_id.0,
+                        AcpNotificationSink::new(self.cx.clone(), self.namespace()),
+                    ))),
+                })
+                .clone()
+        }))
+    }
+
+    /// Accounts a native usage snapshot of operation `operation_id` (a
+    /// turn id, an SDK result id) in session `session_id`'s own ledger (one
+    /// per session, a fresh scope each, never shared) and sends the
+    /// resulting `session/usage_update` (feature `usage`). `Ok(false)` when
+    /// the snapshot added nothing, so nothing was sent.
+    pub fn usage(
         &self,
         session_id: &SessionId,
-    ) -> Option<SubagentEmitter<AcpNotificationSink>> {
-        self.is_active(Feature::SubagentEvents).then(|| {
-            SubagentEmitter::new(
-                &*session_id.0,
-                AcpNotificationSink::new(self.cx.clone(), self.namespace()),
-            )
-        })
+        operation_id: &str,
+        rows: &indexmap::IndexMap<String, ModelUsage>,
+    ) -> Result<bool, SendError> {
+        self.require(Feature::Usage)?;
+        let ns = self.namespace();
+        let update = self.parts(session_id, |p| {
+            p.ledger
+                .get_or_insert_with(|| SessionUsageAccumulator::new().with_namespace(ns))
+                .update(&session_id.0, operation_id, rows)
+        });
+        match update {
+            Some(u) => self.usage_update(u).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
+    /// Starts session `session_id`'s ledger with scope id `scope_id`
+    /// (instead of a random one), replacing any earlier ledger of the
+    /// session (a new accounting lifetime).
+    pub fn start_usage_scope(
+        &self,
+        session_id: &SessionId,
+        scope_id: impl Into<String>,
+    ) -> Result<(), SendError> {
+        self.require(Feature::Usage)?;
+        let ledger =
+            SessionUsageAccumulator::with_scope_id(scope_id)?.with_namespace(self.namespace());
+        self.parts(session_id, |p| p.ledger = Some(ledger));
+        Ok(())
     }
 
     /// A usage accumulator (a fresh random scope) whose `usageScopeId`
-    /// is written in this handle's namespace; `None` without `usage`.
+    /// is written in this handle's namespace, for an agent that keeps its
+    /// own; `None` without `usage`. [`AgentExtensions::usage`] keeps one per
+    /// session for you.
     pub fn usage_accumulator(&self) -> Option<SessionUsageAccumulator> {
         self.is_active(Feature::Usage)
             .then(|| SessionUsageAccumulator::new().with_namespace(self.namespace()))
     }
+}
 
-    /// Like [`AgentExtensions::usage_accumulator`], with a given scope id.
-    pub fn usage_accumulator_with_scope(
+/// One root session's subagent runs, as [`AgentExtensions::subagent_emitter`]
+/// hands them out: every call (and every clone) shares the same runs, so
+/// events for a run go to the run id its `start` issued. An event for a
+/// native id without a live run is [`SendError::UnknownRun`], never
+/// dropped silently; `start` of a run that is already live sends nothing.
+#[derive(Clone)]
+pub struct SessionRuns {
+    emitter: Arc<futures::lock::Mutex<SubagentEmitter<AcpNotificationSink>>>,
+}
+
+impl std::fmt::Debug for SessionRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionRuns").finish_non_exhaustive()
+    }
+}
+
+impl SessionRuns {
+    async fn live_or_unknown(
         &self,
-        scope_id: impl Into<String>,
-    ) -> Result<Option<SessionUsageAccumulator>, ScopeIdTooLong> {
-        if !self.is_active(Feature::Usage) {
-            return Ok(None);
+        native_id: &str,
+    ) -> Result<futures::lock::MutexGuard<'_, SubagentEmitter<AcpNotificationSink>>, SendError>
+    {
+        let emitter = self.emitter.lock().await;
+        if emitter.live(native_id) {
+            Ok(emitter)
+        } else {
+            Err(SendError::UnknownRun(native_id.to_owned()))
         }
-        SessionUsageAccumulator::with_scope_id(scope_id)
-            .map(|a| Some(a.with_namespace(self.namespace())))
+    }
+
+    /// Starts a run of `native_id` with `snapshot` and sends it (nothing
+    /// when that native id has a live run).
+    pub async fn start(
+        &self,
+        native_id: impl Into<String>,
+        snapshot: SubagentSnapshot,
+    ) -> Result<(), SendError> {
+        Ok(self.emitter.lock().await.start(native_id, snapshot).await?)
+    }
+
+    /// Patches the live run of `native_id` and sends its full snapshot.
+    pub async fn snapshot(&self, native_id: &str, patch: SnapshotPatch) -> Result<(), SendError> {
+        Ok(self
+            .live_or_unknown(native_id)
+            .await?
+            .snapshot(native_id, patch)
+            .await?)
+    }
+
+    /// Sends progress for the live run of `native_id`.
+    pub async fn progress(
+        &self,
+        native_id: &str,
+        progress: SubagentProgress,
+    ) -> Result<(), SendError> {
+        Ok(self
+            .live_or_unknown(native_id)
+            .await?
+            .progress(native_id, progress)
+            .await?)
+    }
+
+    /// Sends one output update for the live run of `native_id`.
+    pub async fn output(
+        &self,
+        native_id: &str,
+        update: SubagentOutput,
+        ids: OutputIds,
+    ) -> Result<(), SendError> {
+        Ok(self
+            .live_or_unknown(native_id)
+            .await?
+            .output(native_id, update, ids)
+            .await?)
+    }
+
+    /// Like [`SessionRuns::output`] for an untyped update (an invalid one
+    /// marks the run's output incomplete instead, as the emitter does).
+    pub async fn output_value(
+        &self,
+        native_id: &str,
+        update: Value,
+        ids: OutputIds,
+    ) -> Result<(), SendError> {
+        Ok(self
+            .live_or_unknown(native_id)
+            .await?
+            .output_value(native_id, update, ids)
+            .await?)
+    }
+
+    /// Marks every live run lost (`unknown`, `disconnected`).
+    pub async fn disconnect(&self) -> Result<(), SendError> {
+        Ok(self.emitter.lock().await.disconnect().await?)
+    }
+
+    /// Whether `native_id` has a live run.
+    pub async fn live(&self, native_id: &str) -> bool {
+        self.emitter.lock().await.live(native_id)
     }
 }
 

@@ -66,7 +66,9 @@
 //! use serde_json::json;
 //!
 //! # futures::executor::block_on(async {
-//! // In an agent, the sink is `AcpNotificationSink::new(cx, Namespace::Lody)`.
+//! // In an agent, take the session's runs from the connection's handle,
+//! // which writes the namespace the client negotiated:
+//! // `ext.subagent_emitter(&session_id)` (see `producer::AgentExtensions`).
 //! let mut emitter = SubagentEmitter::new("root-session", Vec::<EmittedEvent>::new());
 //!
 //! // The native runtime spawned a child thread "thread-42".
@@ -325,16 +327,22 @@ where
 /// are the event's JSON.
 ///
 /// Sending only queues the message on the connection, so it does not wait
-/// for the peer. Build it inside a handler or `connect_with` from the
-/// connection context you are given:
+/// for the peer. An agent takes a session's runs from its connection's
+/// [`AgentExtensions`](crate::producer::AgentExtensions), which builds this
+/// sink in the namespace the client negotiated and hands out one run map
+/// per session:
 ///
 /// ```no_run
-/// use acp_extension_core::Namespace;
-/// use acp_extension_core::subagent_emitter::{AcpNotificationSink, SubagentEmitter};
-/// use agent_client_protocol::{Client, v1::ConnectionTo};
+/// use acp_extension_core::producer::{AgentExtensions, SendError};
+/// use acp_extension_core::subagent_events::{OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport};
+/// use agent_client_protocol::v1::schema::SessionId;
 ///
-/// fn emitter_for(cx: ConnectionTo<Client>, root_session: &str) -> SubagentEmitter<AcpNotificationSink> {
-///     SubagentEmitter::new(root_session, AcpNotificationSink::new(cx, Namespace::Lody))
+/// async fn explore(ext: &AgentExtensions, session: &SessionId) -> Result<(), SendError> {
+///     let Some(runs) = ext.subagent_emitter(session) else {
+///         return Ok(()); // the client did not negotiate `subagentEvents`
+///     };
+///     let support = SubagentSupport::new(vec![SubagentStream::Text], false, OutputRead::None, false);
+///     runs.start("explorer-1", SubagentSnapshot::new(SubagentState::Running, support)).await
 /// }
 /// ```
 pub struct AcpNotificationSink<C: Role = Client> {

@@ -16,6 +16,7 @@ use acp_extension_core::session::{
     ActivityKind, ActivityMeta, NoticeLevel, NoticeMeta, SessionActivityState,
     SessionActivityUpdate, TaskKind, TaskMeta, TaskStatus, TitleSource,
 };
+use acp_extension_core::subagent_emitter::SnapshotPatch;
 use acp_extension_core::subagent_events::{
     OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
 };
@@ -125,7 +126,7 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
     record("goal", ext.goal(&sid, None));
     record("steer applied", ext.steer_applied(&sid, "st-1"));
     match ext.subagent_emitter(&sid) {
-        Some(mut runs) => {
+        Some(runs) => {
             let support =
                 SubagentSupport::new(vec![SubagentStream::Text], false, OutputRead::None, false);
             let r = runs
@@ -133,15 +134,43 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
                     "child",
                     SubagentSnapshot::new(SubagentState::Running, support),
                 )
-                .await
-                .map_err(SendError::from);
+                .await;
             record("subagent", r);
+            // Another call hands out the same runs: the run goes on.
+            let again = ext.subagent_emitter(&sid).expect("still active");
+            record(
+                "subagent again",
+                again
+                    .snapshot(
+                        "child",
+                        SnapshotPatch::new().state(SubagentState::Completed),
+                    )
+                    .await,
+            );
+            // A run nobody started is an error, not a silent drop.
+            record(
+                "unknown run",
+                again
+                    .snapshot(
+                        "stranger",
+                        SnapshotPatch::new().state(SubagentState::Completed),
+                    )
+                    .await,
+            );
         }
-        None => record(
-            "subagent",
-            Err(SendError::NotNegotiated(Feature::SubagentEvents)),
-        ),
+        None => {
+            for what in ["subagent", "subagent again", "unknown run"] {
+                record(what, Err(SendError::NotNegotiated(Feature::SubagentEvents)));
+            }
+        }
     }
+    // One ledger per session: another session's usage starts from zero.
+    let mut rows = IndexMap::new();
+    rows.insert("m".to_owned(), ModelUsage::new(7u64, 1u64, 0u64));
+    record(
+        "usage of s2",
+        ext.usage(&SessionId::new("s2"), "turn-1", &rows).map(drop),
+    );
 }
 
 /// Runs the agent against a client advertising `client_ext` under
@@ -209,9 +238,9 @@ async fn connect_with(
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
                 .block_task()
                 .await?;
-            // The agent sends from a task; wait until all twelve outcomes exist.
+            // The agent sends from a task; wait until all fifteen outcomes exist.
             for _ in 0..200 {
-                if outcomes_len(&waiting) >= 12 {
+                if outcomes_len(&waiting) >= 15 {
                     break;
                 }
                 tokio::task::yield_now().await;
@@ -306,9 +335,33 @@ async fn a_lody_client_gets_lody_for_every_feature() {
             "untagged title",
             "rate limits",
             "goal",
-            "steer applied"
+            "steer applied",
+            "unknown run"
         ],
         "{outcomes:?}"
+    );
+    // The second call's snapshot went to the run the first call started.
+    let events: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["method"] == "_lody/subagents/event")
+        .collect();
+    assert_eq!(events.len(), 2, "{events:#?}");
+    assert_eq!(events[0]["params"]["runId"], events[1]["params"]["runId"]);
+    assert_eq!(events[1]["params"]["snapshot"]["state"], "completed");
+    // Session s2's usage is its own: 7 input tokens, not s1's plus 7.
+    let s2 = lines
+        .iter()
+        .find(|l| l["params"]["sessionId"] == "s2")
+        .expect("s2's usage");
+    assert_eq!(s2["params"]["modelUsage"]["m"]["inputTokens"], 7);
+    assert_ne!(
+        s2["params"]["_meta"]["lody"]["usageScopeId"],
+        lines
+            .iter()
+            .find(
+                |l| l["method"] == "_lody/session/usage_update" && l["params"]["sessionId"] == "s1"
+            )
+            .unwrap()["params"]["_meta"]["lody"]["usageScopeId"]
     );
     assert!(!lines.iter().any(|l| l.to_string().contains("Untagged")));
     assert!(!lines.iter().any(|l| l.to_string().contains("call-2")));
