@@ -528,6 +528,17 @@ impl AgentExtensions {
         }
     }
 
+    /// Lets session `session_id`'s runs and ledger go (after
+    /// `session/close`, or when the session is otherwise over), so that a
+    /// long-lived connection keeps nothing of ended sessions. A later call
+    /// for the same id starts afresh (a new accounting lifetime).
+    pub fn forget_session(&self, session_id: &SessionId) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&*session_id.0);
+    }
+
     /// Starts session `session_id`'s ledger with scope id `scope_id`
     /// (instead of a random one), replacing any earlier ledger of the
     /// session (a new accounting lifetime).
