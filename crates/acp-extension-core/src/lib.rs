@@ -120,12 +120,16 @@
 //! 1. [`violation`] (violations, rules, the [`Check`] collector) and [`wire`]
 //!    (the wrapper types behind the contract's rules, the declaration macros,
 //!    and the verdict-only pass they generate);
-//! 2. one module per contract area, each building on the ground floor and on
-//!    the areas it refers to: [`namespace`], [`capabilities`],
-//!    [`negotiation`], [`meta`], [`methods`], [`session`], [`usage`],
-//!    [`rate_limits`], [`elicitation`], [`mcp_apps`], [`subagent_events`],
-//!    [`subagent_emitter`], [`plan_mode`]; and `schema` (with the feature), the generator the
-//!    schemas share;
+//! 2. one module per contract area, on the ground floor: [`namespace`],
+//!    [`capabilities`], [`session`], [`usage`], [`rate_limits`],
+//!    [`elicitation`], [`mcp_apps`], [`subagent_events`],
+//!    [`subagent_emitter`], [`plan_mode`]; and `schema` (with the feature),
+//!    the generator the schemas share. Three areas are indexes over the
+//!    others and import them: [`negotiation`] (over `capabilities` and
+//!    `namespace`), [`meta`] (the `_meta.<ns>` fields: `session`,
+//!    `elicitation`, `mcp_apps`, `usage`, and `capabilities` for the
+//!    feature each field needs) and [`methods`] (every extension method's
+//!    payload types, from every area);
 //! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
 //!    dispatching to every area;
 //! 4. [`sequence`]: the rules that need memory of earlier messages (run

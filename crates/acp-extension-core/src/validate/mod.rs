@@ -387,7 +387,8 @@ pub fn is_valid_slice(kind: Kind, bytes: &[u8]) -> bool {
 }
 
 /// The sift's verdict alone (`None`: it gave up, or the kind has none),
-/// for the verdict tests.
+/// for the verdict tests (feature `test-support`, internal).
+#[cfg(feature = "test-support")]
 #[doc(hidden)]
 pub fn sift_verdict(kind: Kind, bytes: &[u8]) -> Option<bool> {
     match kind.shape() {
@@ -397,7 +398,8 @@ pub fn sift_verdict(kind: Kind, bytes: &[u8]) -> Option<bool> {
 }
 
 /// The typed parse's verdict alone (the JSON tree's for kinds without a
-/// type), for the verdict tests.
+/// type), for the verdict tests (feature `test-support`, internal).
+#[cfg(feature = "test-support")]
 #[doc(hidden)]
 pub fn typed_verdict(kind: Kind, bytes: &[u8]) -> bool {
     match kind.shape() {
