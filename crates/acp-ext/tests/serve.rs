@@ -1786,6 +1786,33 @@ struct Raw {
     seen: Vec<Value>,
 }
 
+/// `serve` on an in-memory transport, initialized by a capable client,
+/// with one session open: the agent's task, the raw client and the id.
+async fn raw_session(
+    options: ServeOptions,
+) -> (tokio::task::JoinHandle<anyhow::Result<()>>, Raw, Value) {
+    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+    let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
+    let agent = tokio::spawn(serve::run(options, transport));
+    let mut raw = Raw {
+        tx: Some(c2a_tx),
+        rx: a2c_rx,
+        seen: Vec::new(),
+    };
+    raw.request(
+        1,
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}),
+    )
+    .await;
+    let sid = raw
+        .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
+        .await["result"]["sessionId"]
+        .clone();
+    (agent, raw, sid)
+}
+
 impl Raw {
     fn send(&self, v: Value) {
         self.tx
@@ -1867,28 +1894,8 @@ async fn closing_the_session_mid_turn_ends_its_runs_and_tool_calls() {
 #[tokio::test]
 async fn eof_mid_turn_cancels_everything_and_marks_runs_disconnected() {
     let monitor = TaskMonitor::new();
-    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
-    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
-    let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
-    let agent = tokio::spawn(serve::run(
-        ServeOptions::new().task_monitor(monitor.clone()),
-        transport,
-    ));
-    let mut raw = Raw {
-        tx: Some(c2a_tx),
-        rx: a2c_rx,
-        seen: Vec::new(),
-    };
-    raw.request(
-        1,
-        "initialize",
-        json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}),
-    )
-    .await;
-    let sid = raw
-        .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
-        .await["result"]["sessionId"]
-        .clone();
+    let (agent, mut raw, sid) =
+        raw_session(ServeOptions::new().task_monitor(monitor.clone())).await;
     raw.request(
         3,
         "session/prompt",
@@ -2228,25 +2235,7 @@ async fn eof_while_a_request_is_pending_cancels_the_turn() {
         ("/ask", "elicitation/create"),
     ] {
         for _ in 0..5 {
-            let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
-            let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
-            let transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
-            let agent = tokio::spawn(serve::run(ServeOptions::new(), transport));
-            let mut raw = Raw {
-                tx: Some(c2a_tx),
-                rx: a2c_rx,
-                seen: Vec::new(),
-            };
-            raw.request(
-                1,
-                "initialize",
-                json!({"protocolVersion": 1, "clientCapabilities": full_client_caps()}),
-            )
-            .await;
-            let sid = raw
-                .request(2, "session/new", json!({"cwd": "/tmp", "mcpServers": []}))
-                .await["result"]["sessionId"]
-                .clone();
+            let (agent, mut raw, sid) = raw_session(ServeOptions::new()).await;
             raw.send(
                 json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
                 "params": {"sessionId": sid, "prompt": [{"type": "text", "text": prompt}]}}),

@@ -780,10 +780,7 @@ impl ConnectionState {
                 if split_method(method).map(|(_, p)| p) == Some("subagents/event")
                     && str_at(params, "type") == Some("output")
                     && let (Some(sid), Some(run_id)) = (sid, str_at(params, "runId"))
-                    && let Some(run) = self
-                        .sessions
-                        .get_mut(&sid)
-                        .and_then(|s| s.subagent_runs.get_mut(run_id))
+                    && let Some(run) = self.run_mut(&sid, run_id)
                     && run.is_live()
                     && !run.output_incomplete
                 {

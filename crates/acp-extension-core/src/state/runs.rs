@@ -212,6 +212,13 @@ impl ConnectionState {
             .map(|_| root.clone())
     }
 
+    /// Run `run_id` of session `sid`, to change.
+    pub(super) fn run_mut(&mut self, sid: &str, run_id: &str) -> Option<&mut RunState> {
+        self.sessions
+            .get_mut(sid)
+            .and_then(|s| s.subagent_runs.get_mut(run_id))
+    }
+
     /// The run of child session `child`, announced on session `sid` (its
     /// immediate parent: the root, or a run of the root), created on first
     /// sight in `dialect` under the root; returns the root session.
@@ -303,11 +310,7 @@ impl ConnectionState {
             return;
         }
         let root = self.child_run(sid, child, Dialect::Standard);
-        let Some(run) = self
-            .sessions
-            .get_mut(&root)
-            .and_then(|s| s.subagent_runs.get_mut(child))
-        else {
+        let Some(run) = self.run_mut(&root, child) else {
             // A cap of zero runs keeps nothing.
             return;
         };
@@ -410,11 +413,7 @@ impl ConnectionState {
             return;
         };
         let root = self.child_run(sid, child, Dialect::Air);
-        let Some(run) = self
-            .sessions
-            .get_mut(&root)
-            .and_then(|s| s.subagent_runs.get_mut(child))
-        else {
+        let Some(run) = self.run_mut(&root, child) else {
             return;
         };
         let std = run.standard.get_or_insert_with(StandardRun::default);
@@ -458,11 +457,7 @@ impl ConnectionState {
             | "tool_call_update"
             | "plan" => {
                 let limits = self.limits;
-                if let Some(run) = self
-                    .sessions
-                    .get_mut(root)
-                    .and_then(|s| s.subagent_runs.get_mut(child))
-                {
+                if let Some(run) = self.run_mut(root, child) {
                     fold_output(run, update, &limits);
                     out.push(Change::SubagentRun {
                         session_id: root.to_owned(),
@@ -491,12 +486,7 @@ impl ConnectionState {
                 ) else {
                     return false;
                 };
-                if let Some(std) = self
-                    .sessions
-                    .get_mut(root)
-                    .and_then(|s| s.subagent_runs.get_mut(child))
-                    .and_then(|r| r.standard.as_mut())
-                {
+                if let Some(std) = self.run_mut(root, child).and_then(|r| r.standard.as_mut()) {
                     let cost = update
                         .get("cost")
                         .filter(|c| c.is_object())
@@ -565,11 +555,7 @@ impl ConnectionState {
             let Some(root) = self.standard_run_root(run_id) else {
                 continue;
             };
-            let Some(run) = self
-                .sessions
-                .get_mut(&root)
-                .and_then(|s| s.subagent_runs.get_mut(run_id))
-            else {
+            let Some(run) = self.run_mut(&root, run_id) else {
                 continue;
             };
             let std = run.standard.get_or_insert_with(StandardRun::default);
