@@ -135,11 +135,15 @@
 //! 4. [`sequence`]: the rules that need memory of earlier messages (run
 //!    lifecycle, usage scopes, steering), one implementation that `acp-ext
 //!    check` and the consumer state share;
-//! 5. the connection layers: [`producer`] for agents,
+//! 5. the connection layers: [`connection`], the one follower of a
+//!    connection (each message parsed and classified once, responses
+//!    paired with their requests, both advertisements, the sequence rules
+//!    run once) that hands each message to its observers; [`producer`] for agents,
 //!    [`producer::AgentExtensions`] writing every extension message of one
 //!    negotiated connection in its namespace, and
 //!    [`producer::ExtensionRequestHandler`] for the requests an agent
-//!    receives; [`state`] for clients, the folded state of one connection.
+//!    receives; [`state`] for clients, the folded state of one connection
+//!    (an observer of [`connection::Connection`]).
 //!
 
 #![deny(missing_docs)]
@@ -174,8 +178,10 @@ pub mod validate;
 // Sequence rules: what a message may do given the ones before it.
 pub mod sequence;
 
-// The connection layers: the agent's handle on one negotiated connection,
-// and the client's folded state of one.
+// The connection layers: one connection followed (classified, paired,
+// observed), the agent's handle on one negotiated connection, and the
+// client's folded state of one.
+pub mod connection;
 pub mod producer;
 pub mod state;
 

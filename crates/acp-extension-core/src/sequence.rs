@@ -43,17 +43,14 @@
 //! assert_eq!(verdict.findings[0].rule, SequenceRule::SubagentAfterTerminal);
 //! ```
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::hash::{Hash, Hasher};
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::methods::method_kind;
-use crate::namespace::{self, split_method};
+use crate::namespace;
 use crate::violation::child;
+use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 /// Capacities of the sequence memory. When one is reached the oldest entry
 /// is forgotten, so a rule that needs it may stay silent (never wrong).
@@ -113,249 +110,6 @@ impl Limits {
     }
 }
 
-/// A stable 64-bit hash of an id (SipHash with fixed keys).
-pub(crate) fn id_hash(s: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
-}
-
-/// An insertion-ordered set of hashes with a capacity.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct BoundedSet {
-    set: HashSet<u64>,
-    order: VecDeque<u64>,
-}
-
-impl BoundedSet {
-    pub(crate) fn contains(&self, h: u64) -> bool {
-        self.set.contains(&h)
-    }
-
-    pub(crate) fn insert(&mut self, h: u64, cap: usize) {
-        if cap == 0 || !self.set.insert(h) {
-            return;
-        }
-        self.order.push_back(h);
-        while self.order.len() > cap {
-            if let Some(old) = self.order.pop_front() {
-                self.set.remove(&old);
-            }
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.set.len()
-    }
-}
-
-/// An insertion-ordered map from hashes with a capacity.
-#[derive(Debug, Clone)]
-pub(crate) struct BoundedMap<V> {
-    map: HashMap<u64, V>,
-    order: VecDeque<u64>,
-}
-
-impl<V> Default for BoundedMap<V> {
-    fn default() -> Self {
-        Self {
-            map: HashMap::new(),
-            order: VecDeque::new(),
-        }
-    }
-}
-
-impl<V> BoundedMap<V> {
-    pub(crate) fn get_mut(&mut self, h: u64) -> Option<&mut V> {
-        self.map.get_mut(&h)
-    }
-
-    pub(crate) fn contains(&self, h: u64) -> bool {
-        self.map.contains_key(&h)
-    }
-
-    pub(crate) fn insert(&mut self, h: u64, v: V, cap: usize) {
-        if cap == 0 {
-            return;
-        }
-        if self.map.insert(h, v).is_none() {
-            self.order.push_back(h);
-        }
-        while self.order.len() > cap {
-            if let Some(old) = self.order.pop_front() {
-                self.map.remove(&old);
-            }
-        }
-    }
-
-    pub(crate) fn remove(&mut self, h: u64) -> Option<V> {
-        let v = self.map.remove(&h)?;
-        if let Some(i) = self.order.iter().position(|&x| x == h) {
-            self.order.remove(i);
-        }
-        Some(v)
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub(crate) fn values(&self) -> impl Iterator<Item = &V> {
-        self.map.values()
-    }
-}
-
-/// Which way a message travelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// From the client (editor) to the agent.
-    ClientToAgent,
-    /// From the agent to the client.
-    AgentToClient,
-    /// Not recorded (loose fixtures): inferred from the message where possible.
-    Unknown,
-}
-
-impl Direction {
-    /// The other way; `Unknown` stays unknown.
-    pub fn opposite(self) -> Self {
-        match self {
-            Direction::ClientToAgent => Direction::AgentToClient,
-            Direction::AgentToClient => Direction::ClientToAgent,
-            Direction::Unknown => Direction::Unknown,
-        }
-    }
-
-    /// `c2a`, `a2c` or `unknown` (the spelling of `tap --record`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::ClientToAgent => "c2a",
-            Direction::AgentToClient => "a2c",
-            Direction::Unknown => "unknown",
-        }
-    }
-
-    /// Parses `c2a` / `a2c` (the `dir` of `tap --record` lines).
-    pub fn from_tap(s: &str) -> Option<Self> {
-        match s {
-            "c2a" => Some(Direction::ClientToAgent),
-            "a2c" => Some(Direction::AgentToClient),
-            _ => None,
-        }
-    }
-
-    /// The direction a request or notification with this method travels
-    /// in ACP and in the contract; `Unknown` for methods of other vendors.
-    ///
-    /// ```
-    /// use acp_extension_core::sequence::Direction;
-    /// assert_eq!(Direction::of_method("session/update"), Direction::AgentToClient);
-    /// assert_eq!(Direction::of_method("_ua/session/steer"), Direction::ClientToAgent);
-    /// assert_eq!(Direction::of_method("_vendor/x"), Direction::Unknown);
-    /// ```
-    pub fn of_method(method: &str) -> Self {
-        if let Some((_, path)) = split_method(method) {
-            return match method_kind(method) {
-                None => Direction::Unknown,
-                Some(_) => match path {
-                    "subagents/event"
-                    | "session/usage_update"
-                    | "rate_limits/update"
-                    | "session/steer_applied"
-                    | "session/activity_update" => Direction::AgentToClient,
-                    _ => Direction::ClientToAgent,
-                },
-            };
-        }
-        if method.starts_with('_') {
-            return Direction::Unknown;
-        }
-        match method {
-            "session/update"
-            | "session/request_permission"
-            | "elicitation/create"
-            | "elicitation/complete" => Direction::AgentToClient,
-            m if m.starts_with("fs/") || m.starts_with("terminal/") => Direction::AgentToClient,
-            _ => Direction::ClientToAgent,
-        }
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Requests awaiting their response, keyed by the direction they travelled
-/// and their JSON-RPC id, with a capacity (the oldest is forgotten).
-#[derive(Debug)]
-pub struct PendingRequests<T> {
-    map: BoundedMap<T>,
-}
-
-impl<T> Default for PendingRequests<T> {
-    fn default() -> Self {
-        Self {
-            map: BoundedMap::default(),
-        }
-    }
-}
-
-fn pending_key(direction: Direction, id: &Value) -> u64 {
-    id_hash(&format!("{}:{id}", direction.as_str()))
-}
-
-impl<T> PendingRequests<T> {
-    /// Remembers the request `id` sent in `direction`, keeping at most
-    /// `cap` requests.
-    pub fn insert(&mut self, direction: Direction, id: &Value, value: T, cap: usize) {
-        self.map.insert(pending_key(direction, id), value, cap);
-    }
-
-    /// Takes the request that a response travelling in `direction` with
-    /// this `id` answers (a response travels the other way; a request of
-    /// unknown direction matches either).
-    pub fn take(&mut self, direction: Direction, id: &Value) -> Option<T> {
-        if id.is_null() {
-            return None;
-        }
-        let tries: &[Direction] = match direction {
-            Direction::AgentToClient => &[Direction::ClientToAgent, Direction::Unknown],
-            Direction::ClientToAgent => &[Direction::AgentToClient, Direction::Unknown],
-            Direction::Unknown => &[
-                Direction::ClientToAgent,
-                Direction::AgentToClient,
-                Direction::Unknown,
-            ],
-        };
-        tries
-            .iter()
-            .find_map(|d| self.map.remove(pending_key(*d, id)))
-    }
-
-    /// How many requests await a response.
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    /// Whether none does.
-    pub fn is_empty(&self) -> bool {
-        self.map.len() == 0
-    }
-
-    /// Every awaiting request, in no particular order.
-    pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.map.values()
-    }
-
-    /// Forgets every request.
-    pub fn clear(&mut self) {
-        self.map = BoundedMap::default();
-    }
-}
-
 /// One sequence rule. Its [`id`](SequenceRule::id) is the rule id `acp-ext
 /// check` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -412,6 +166,17 @@ impl SequenceRule {
             SequenceRule::SteerNotApplied => "steer-not-applied",
         }
     }
+}
+
+/// Whether `rule` is one of the usage rules (a consumer folds the update
+/// anyway and words the record itself).
+pub fn is_usage_rule(rule: SequenceRule) -> bool {
+    matches!(
+        rule,
+        SequenceRule::UsageTotalDecreased
+            | SequenceRule::UsageDeltaMismatch
+            | SequenceRule::UsageScopeReentered
+    )
 }
 
 impl fmt::Display for SequenceRule {
@@ -474,7 +239,7 @@ pub(crate) struct Totals {
 }
 
 /// Which usage scope a session is in, and the scopes that ended in it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct UsageState {
     /// The current scope's key (unscoped updates have a per-session key).
     current: Option<u64>,
@@ -483,7 +248,7 @@ struct UsageState {
 }
 
 /// The totals of one usage scope as last reported.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct ScopeState {
     /// Per-model cumulative totals.
     models: HashMap<String, Totals>,
@@ -547,7 +312,7 @@ struct SteerVerdict {
 }
 
 /// Prompt turns and steers of one session.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct SteeringState {
     /// Every steer id sent in the session, on either transport.
     sent: BoundedSet,
@@ -629,7 +394,7 @@ impl SteeringState {
 }
 
 /// Everything remembered about one session.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct SessionMemory {
     /// Whether the session's start was seen (`session/new` response,
     /// `session/load|resume|fork`): usage baselines are then known.
@@ -642,7 +407,7 @@ struct SessionMemory {
 }
 
 /// The sessions of one connection, least recently used dropped first.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Sessions {
     map: HashMap<String, SessionMemory>,
     tick: u64,
@@ -712,7 +477,7 @@ impl TrackedState {
 ///
 /// Feed it the events in connection order. Every method is cheap (hash
 /// lookups) and never panics, whatever the JSON.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct SequenceTracker {
     limits: Limits,
     sessions: Sessions,
@@ -1179,27 +944,6 @@ fn delta_findings(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bounded_set_forgets_the_oldest() {
-        let mut s = BoundedSet::default();
-        for i in 0..10 {
-            s.insert(i, 3);
-        }
-        assert_eq!(s.len(), 3);
-        assert!(s.contains(9) && s.contains(7) && !s.contains(6));
-    }
-
-    #[test]
-    fn bounded_map_forgets_the_oldest_and_removes() {
-        let mut m = BoundedMap::default();
-        for i in 0..5 {
-            m.insert(i, i, 2);
-        }
-        assert_eq!(m.len(), 2);
-        assert_eq!(m.remove(4), Some(4));
-        assert!(m.contains(3) && !m.contains(2));
-    }
 
     #[test]
     fn sessions_drop_the_least_recently_used() {

@@ -17,6 +17,7 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
+pub(crate) mod bounded;
 #[doc(hidden)]
 pub mod sift;
 

@@ -18,7 +18,6 @@ impl Checker {
         if ext {
             epoch_rules(value, at, true, out);
         }
-        let sid = str_at(value, "sessionId").map(str::to_owned);
         let mut sections = Vec::new();
         find_sections(value, at, None, &mut sections);
         for section in sections {
@@ -43,19 +42,14 @@ impl Checker {
             if ext {
                 continue;
             }
-            self.meta_fields(&section, sid.as_deref(), out);
+            self.meta_fields(&section, out);
         }
         if !ext {
             epoch_rules(value, at, false, out);
         }
     }
 
-    pub(super) fn meta_fields(
-        &mut self,
-        section: &Section<'_>,
-        sid: Option<&str>,
-        out: &mut Vec<Finding>,
-    ) {
+    pub(super) fn meta_fields(&mut self, section: &Section<'_>, out: &mut Vec<Finding>) {
         for (key, value) in section.map {
             let at = child(&section.at, key);
             let what = format!("`_meta.{}.{key}`", section.ns.key());
@@ -118,14 +112,6 @@ impl Checker {
                 }
                 "task" => {
                     self.task(value, &what, &at, out);
-                    if let (Some(sid), Some(id)) = (sid, str_at(value, "taskId")) {
-                        self.note_native(sid, id, &child(&at, "taskId"), out);
-                    }
-                }
-                "turnId" => {
-                    if let (Some(sid), Some(id)) = (sid, value.as_str()) {
-                        self.note_native(sid, id, &at, out);
-                    }
                 }
                 _ => {}
             }

@@ -10,48 +10,22 @@ impl Checker {
         params: &Value,
         out: &mut Vec<Finding>,
     ) {
-        let sid = str_at(params, "sessionId").map(str::to_owned);
         match method {
             "initialize" => {
                 self.agent = None;
-                self.seq.reset();
                 let (key, caps) = capabilities_of(params, Side::Client);
-                let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Client);
-                advertisement_findings(&adv, &format!("/params/{key}"), out);
+                if let Some(adv) = &self.client {
+                    advertisement_findings(adv, &format!("/params/{key}"), out);
+                }
                 self.client_form_elicitation = caps
                     .and_then(|c| c.get("elicitation"))
                     .and_then(|e| e.get("form"))
                     .is_some_and(Value::is_object);
-                self.client = Some(adv);
                 self.client_reads = Some(namespace_rules::Reader::of(caps));
                 self.agent_reads = None;
                 self.written = Default::default();
             }
-            "session/load" | "session/resume" => {
-                if let Some(sid) = sid {
-                    self.seq.session_started(&sid);
-                }
-            }
-            "session/close" | "session/delete" => {
-                if let Some(sid) = sid {
-                    self.seq.session_closed(&sid);
-                }
-            }
-            "session/prompt" => {
-                if dir != Direction::AgentToClient
-                    && let Some(sid) = sid.as_deref()
-                {
-                    self.seq.prompt_sent(sid);
-                }
-                if let (Some(sid), Some(meta)) =
-                    (sid, params.get("_meta").and_then(Value::as_object))
-                    && let Some((_, steer)) = namespace::read_key(meta, "steer")
-                    && let Some(id) = str_at(steer, "id")
-                {
-                    self.seq.steer_sent(&sid, id, false);
-                }
-            }
-            "session/update" => self.session_update(sid.as_deref(), params, out),
+            "session/update" => self.session_update(params, out),
             "elicitation/create" if dir != Direction::ClientToAgent => {
                 self.answer_notes(params, out)
             }
@@ -74,18 +48,13 @@ impl Checker {
                 if let Some((_, path)) = split_method(method)
                     && method_kind(method).is_some()
                 {
-                    self.extension(method, path, sid.as_deref(), params, out);
+                    self.extension(method, path, params, out);
                 }
             }
         }
     }
 
-    pub(super) fn session_update(
-        &mut self,
-        sid: Option<&str>,
-        params: &Value,
-        out: &mut Vec<Finding>,
-    ) {
+    pub(super) fn session_update(&mut self, params: &Value, out: &mut Vec<Finding>) {
         let Some(update) = params.get("update") else {
             return;
         };
@@ -99,11 +68,6 @@ impl Checker {
             ));
         }
         match str_at(update, "sessionUpdate") {
-            Some("tool_call" | "tool_call_update") => {
-                if let (Some(sid), Some(id)) = (sid, str_at(update, "toolCallId")) {
-                    self.note_native(sid, id, "/params/update/toolCallId", out);
-                }
-            }
             Some("session_info_update")
                 if update.get("title").is_some_and(Value::is_string)
                     && matches!(
@@ -132,7 +96,6 @@ impl Checker {
         &mut self,
         method: &str,
         path: &str,
-        sid: Option<&str>,
         params: &Value,
         out: &mut Vec<Finding>,
     ) {
@@ -141,11 +104,9 @@ impl Checker {
         match path {
             "subagents/event" => {
                 self.need(Feature::SubagentEvents, "subagent events", at, out);
-                self.subagent_event(params, out);
             }
             "session/usage_update" => {
                 self.need(Feature::Usage, &what, at, out);
-                out.extend(self.seq.usage_update(params).into_iter().map(Finding::from));
             }
             "rate_limits/update" => {
                 self.need(Feature::RateLimits, &what, at, out);
@@ -176,20 +137,9 @@ impl Checker {
                         ),
                     ));
                 }
-                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
-                    self.seq.steer_sent(sid, id, true);
-                }
             }
             "session/steer_applied" => {
                 self.need(Feature::Steering, &what, at, out);
-                if let (Some(sid), Some(id)) = (sid, str_at(params, "steerId")) {
-                    let client_seen = self.client_traffic;
-                    out.extend(
-                        self.seq
-                            .steer_applied(sid, id, client_seen)
-                            .map(Finding::from),
-                    );
-                }
             }
             "session/goal" => {
                 if let Some(FeatureOptions::Goal(c)) = self.need(Feature::Goal, &what, at, out)
@@ -232,9 +182,6 @@ impl Checker {
                         ));
                     }
                 }
-                if let (Some(sid), Some(task)) = (sid, str_at(params, "taskId")) {
-                    self.note_native(sid, task, "/params/taskId", out);
-                }
             }
             "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => {
                 self.need(Feature::McpApps, &what, at, out);
@@ -249,64 +196,18 @@ impl Checker {
     pub(super) fn on_result(
         &mut self,
         method: Option<&str>,
-        sid: Option<&str>,
         result: &Value,
         out: &mut Vec<Finding>,
     ) {
         match method {
             Some("initialize") => {
                 let (key, caps) = capabilities_of(result, Side::Agent);
-                let adv = Advertisement::read(caps.unwrap_or(&NULL), Side::Agent);
-                advertisement_findings(&adv, &format!("/result/{key}"), out);
-                self.agent = Some(adv);
+                if let Some(adv) = &self.agent {
+                    advertisement_findings(adv, &format!("/result/{key}"), out);
+                }
                 self.agent_reads = Some(namespace_rules::Reader::of(caps));
             }
-            Some("session/new" | "session/fork") => {
-                if let Some(sid) = str_at(result, "sessionId") {
-                    self.seq.session_started(sid);
-                }
-            }
-            // Task ids are native ids of the requested session.
-            Some(m) if split_method(m).map(|(_, p)| p) == Some("subagents/list") => {
-                let tasks = result.get("tasks").and_then(Value::as_array);
-                if let (Some(sid), Some(tasks)) = (sid, tasks) {
-                    for (i, task) in tasks.iter().enumerate() {
-                        if let Some(id) = str_at(task, "taskId") {
-                            self.note_native(sid, id, &format!("/result/tasks/{i}/taskId"), out);
-                        }
-                    }
-                }
-            }
-            Some(_) => {}
-            None => {}
+            Some(_) | None => {}
         }
-    }
-
-    /// Steering timing, on the answer to a request of session `sid`: a
-    /// prompt's response ends its turn; a steer's answer is judged against
-    /// the turn it was sent in.
-    pub(super) fn on_answer(
-        &mut self,
-        method: &str,
-        sid: &str,
-        steer_id: Option<&str>,
-        result: Option<&Value>,
-        out: &mut Vec<Finding>,
-    ) {
-        if method == "session/prompt" {
-            out.extend(self.seq.prompt_answered(sid).into_iter().map(Finding::from));
-            return;
-        }
-        if split_method(method).map(|(_, p)| p) != Some("session/steer") {
-            return;
-        }
-        let Some(id) = steer_id else { return };
-        let injected = result.and_then(|r| str_at(r, "outcome")) == Some("injected");
-        out.extend(
-            self.seq
-                .steer_answered(sid, id, injected)
-                .into_iter()
-                .map(Finding::from),
-        );
     }
 }

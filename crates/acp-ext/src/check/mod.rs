@@ -48,10 +48,9 @@ mod negotiation_rules;
 pub mod report;
 pub mod rules;
 pub mod run;
-mod subagent_rules;
 
 // The rule families' helpers, for each other (through `use super::*`).
-use negotiation_rules::{advertisement_findings, capabilities_of, looks_like_initialize_result};
+use negotiation_rules::{advertisement_findings, capabilities_of};
 
 use acp_extension_core::capabilities::{
     Feature, FeatureOptions, FeatureSide, Side, SteeringTransport,
@@ -60,12 +59,12 @@ use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
 use acp_extension_core::namespace::{self, Namespace, NamespaceSet, split_method};
 use acp_extension_core::negotiation::{self, Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
-use acp_extension_core::wire::json_type;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use acp_extension_core::sequence::{Direction, Limits, TrackedState};
-use acp_extension_core::sequence::{PendingRequests, SequenceFinding, SequenceTracker};
+use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
+pub use acp_extension_core::connection::{Direction, Limits};
+use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
 
 /// How bad a finding is.
@@ -132,17 +131,6 @@ impl Finding {
 
 const NULL: Value = Value::Null;
 
-/// A request awaiting its response.
-#[derive(Debug)]
-struct Pending {
-    direction: Direction,
-    method: String,
-    /// The request's `sessionId`, to attribute its result.
-    session: Option<String>,
-    /// A `session/steer` request's `steerId`.
-    steer_id: Option<String>,
-}
-
 /// What the checker knows about one peer's support of a feature.
 enum Support<'a> {
     /// The initialize exchange of that peer was not seen.
@@ -153,18 +141,21 @@ enum Support<'a> {
     Present(&'a FeatureOptions),
 }
 
-/// Checks a stream of messages of one connection.
+/// Checks a stream of messages of one connection: an [`Observer`] of the
+/// library's [`Connection`], which classifies each message, pairs the
+/// responses and runs the sequence rules once for every observer (the
+/// consumer state beside it, in `watch`).
 #[derive(Debug, Default)]
 #[non_exhaustive]
 pub struct Checker {
-    limits: Limits,
+    /// The connection the checker follows on its own (through
+    /// [`Checker::message`]); unused when it observes another one.
+    own: Connection,
+    /// Findings made as an observer, until taken.
+    observed: Vec<Finding>,
     agent: Option<Advertisement>,
     client: Option<Advertisement>,
     client_form_elicitation: bool,
-    client_traffic: bool,
-    pending: PendingRequests<Pending>,
-    /// The sequence rules' memory (shared with the consumer state).
-    seq: SequenceTracker,
     /// The namespaces each receiver reads, once its initialize was seen.
     agent_reads: Option<namespace_rules::Reader>,
     client_reads: Option<namespace_rules::Reader>,
@@ -205,8 +196,7 @@ impl Checker {
     /// A checker with these state capacities.
     pub fn with_limits(limits: Limits) -> Self {
         Self {
-            limits,
-            seq: SequenceTracker::with_limits(limits),
+            own: Connection::with_limits(limits),
             ..Self::default()
         }
     }
@@ -221,11 +211,10 @@ impl Checker {
         self.client.as_ref()
     }
 
-    /// How much state the checker holds right now (bounded by [`Limits`]).
+    /// How much state the checker's own connection holds right now
+    /// (bounded by [`Limits`]).
     pub fn tracked_state(&self) -> TrackedState {
-        let mut t = self.seq.tracked();
-        t.pending_requests = self.pending.len();
-        t
+        self.own.tracked()
     }
 
     /// Checks one JSON-RPC message (or a batch) and updates the connection
@@ -245,132 +234,76 @@ impl Checker {
         message: &Value,
         request_method: Option<&str>,
     ) -> Vec<Finding> {
-        match message {
-            Value::Array(items) if !items.is_empty() => {
-                let mut out = Vec::new();
-                for (i, item) in items.iter().enumerate() {
-                    for mut f in self.one(direction, item, request_method) {
-                        f.path = format!("/{i}{}", f.path);
-                        out.push(f);
-                    }
-                }
-                out
-            }
-            _ => self.one(direction, message, request_method),
-        }
+        let mut own = std::mem::take(&mut self.own);
+        own.follow_with_method(direction, message, request_method, &mut [self]);
+        self.own = own;
+        self.take_findings()
     }
 
-    fn one(&mut self, direction: Direction, msg: &Value, hint: Option<&str>) -> Vec<Finding> {
+    /// The findings made since the last call, when the checker observes a
+    /// [`Connection`] it does not own (through [`Observer`]).
+    pub fn take_findings(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.observed)
+    }
+
+    fn one(&mut self, connection: &Connection, msg: &Message<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
-        let Some(obj) = msg.as_object() else {
-            out.push(Finding::of(
-                &rules::NOT_A_MESSAGE,
-                "",
-                format!(
-                    "expected a JSON-RPC message object, found {}",
-                    json_type(msg)
-                ),
-            ));
-            return out;
-        };
-        if let Some(m) = obj.get("method") {
-            let Some(method) = m.as_str() else {
-                out.push(Finding::of(
-                    &rules::NOT_A_MESSAGE,
-                    "/method",
-                    "`method` must be a string",
-                ));
+        let dir = msg.direction;
+        match msg.kind {
+            MessageKind::Invalid => {
+                let (pointer, why) = msg.problem.clone().unwrap_or(("", String::new()));
+                out.push(Finding::of(&rules::NOT_A_MESSAGE, pointer, why));
                 return out;
-            };
-            let dir = match direction {
-                Direction::Unknown => Direction::of_method(method),
-                d => d,
-            };
-            if dir == Direction::ClientToAgent {
-                self.client_traffic = true;
             }
-            self.shape(msg, &mut out);
-            let params = obj.get("params").unwrap_or(&NULL);
-            let split = split_method(method);
-            if let Some(id) = obj.get("id").filter(|id| !id.is_null()) {
-                let steer = split.is_some_and(|(_, p)| p == "session/steer");
-                self.pending.insert(
+            MessageKind::Request | MessageKind::Notification => {
+                let method = msg.call_method.unwrap_or("");
+                if method == "initialize" && dir != Direction::AgentToClient {
+                    self.client = connection.client_advertisement().cloned();
+                }
+                self.shape(msg.value, &mut out);
+                let params = msg.params;
+                let split = split_method(method);
+                if let Some((ns, _)) = split {
+                    self.namespace_use(dir, ns, "/method", &|| format!("`{method}`"), &mut out);
+                }
+                let ext = split.is_some() && method_kind(method).is_some();
+                self.on_call(dir, method, params, &mut out);
+                self.common(
                     dir,
-                    id,
-                    Pending {
-                        direction: dir,
-                        method: method.to_owned(),
-                        session: str_at(params, "sessionId").map(str::to_owned),
-                        steer_id: steer
-                            .then(|| str_at(params, "steerId").map(str::to_owned))
-                            .flatten(),
-                    },
-                    self.limits.pending_requests,
+                    params,
+                    if msg.bare_event { "" } else { "/params" },
+                    ext,
+                    &mut out,
                 );
             }
-            if let Some((ns, _)) = split {
-                self.namespace_use(dir, ns, "/method", &|| format!("`{method}`"), &mut out);
-            }
-            let ext = split.is_some() && method_kind(method).is_some();
-            self.on_call(dir, method, params, &mut out);
-            self.common(dir, params, "/params", ext, &mut out);
-        } else if obj.contains_key("result") || obj.contains_key("error") {
-            let pending = obj
-                .get("id")
-                .and_then(|id| self.take_pending(direction, id));
-            let result = obj.get("result");
-            let method: Option<String> = match pending {
-                Some(ref p) => Some(p.method.clone()),
-                None => hint.map(str::to_owned).or_else(|| {
-                    result
-                        .filter(|r| looks_like_initialize_result(r))
-                        .map(|_| "initialize".to_owned())
-                }),
-            };
-            let dir = match (direction, &pending, method.as_deref()) {
-                (Direction::Unknown, Some(p), _) => p.direction.opposite(),
-                (Direction::Unknown, None, Some(m)) => Direction::of_method(m).opposite(),
-                (d, _, _) => d,
-            };
-            if dir == Direction::ClientToAgent {
-                self.client_traffic = true;
-            }
-            self.shape(msg, &mut out);
-            let ext = method
-                .as_deref()
-                .is_some_and(|m| method_kind(m) == Some(MethodKind::Request));
-            if let (true, Some(m), Some(r)) = (ext, method.as_deref(), result)
-                && let Err(e) = ExtensionResponse::parse(m, r)
-            {
-                for v in e.violations {
-                    out.push(Finding::of(
-                        &rules::SHAPE,
-                        format!("/result{}", v.pointer),
-                        format!("{} ({})", v.message(), v.rule.id()),
-                    ));
+            MessageKind::Response => {
+                let request = msg.request.as_ref();
+                let method = request.map(|r| r.method.as_str());
+                let result = msg.result();
+                if method == Some("initialize") && result.is_some() {
+                    self.agent = connection.agent_advertisement().cloned();
+                }
+                self.shape(msg.value, &mut out);
+                let ext = method.is_some_and(|m| method_kind(m) == Some(MethodKind::Request));
+                if let (true, Some(m), Some(r)) = (ext, method, result)
+                    && let Err(e) = ExtensionResponse::parse(m, r)
+                {
+                    for v in e.violations {
+                        out.push(Finding::of(
+                            &rules::SHAPE,
+                            format!("/result{}", v.pointer),
+                            format!("{} ({})", v.message(), v.rule.id()),
+                        ));
+                    }
+                }
+                if let Some(r) = result {
+                    self.on_result(method, r, &mut out);
+                    self.common(dir, r, "/result", ext, &mut out);
                 }
             }
-            let sid = pending.as_ref().and_then(|p| p.session.as_deref());
-            if let Some(r) = result {
-                self.on_result(method.as_deref(), sid, r, &mut out);
-                self.common(dir, r, "/result", ext, &mut out);
-            }
-            if let (Some(m), Some(sid)) = (method.as_deref(), sid) {
-                let steer_id = pending.as_ref().and_then(|p| p.steer_id.as_deref());
-                self.on_answer(m, sid, steer_id, result, &mut out);
-            }
-        } else {
-            out.push(Finding::of(
-                &rules::NOT_A_MESSAGE,
-                "",
-                "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message",
-            ));
         }
+        out.extend(msg.sequence.iter().cloned().map(Finding::from));
         out
-    }
-
-    fn take_pending(&mut self, direction: Direction, id: &Value) -> Option<Pending> {
-        self.pending.take(direction, id)
     }
 
     /// The `shape` rule: everything `acp-ext validate` reports.
@@ -388,5 +321,25 @@ impl Checker {
             };
             out.push(Finding::of(rule, v.pointer, message));
         }
+    }
+}
+
+impl Observer for Checker {
+    fn message(&mut self, connection: &Connection, message: &Message<'_>) {
+        let findings = self.one(connection, message);
+        for mut f in findings {
+            if let Some(i) = message.batch_index {
+                f.path = format!("/{i}{}", f.path);
+            }
+            self.observed.push(f);
+        }
+    }
+
+    fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
+        let info = rules::ALL
+            .iter()
+            .find(|r| r.id == rule)
+            .unwrap_or(&rules::NOT_JSON);
+        self.observed.push(Finding::of(info, "", message));
     }
 }

@@ -90,9 +90,3 @@ pub(super) fn advertisement_findings(adv: &Advertisement, prefix: &str, out: &mu
         ));
     }
 }
-
-/// Whether a response result looks like an `initialize` response.
-pub(super) fn looks_like_initialize_result(result: &Value) -> bool {
-    result.get("agentCapabilities").is_some()
-        || (result.get("protocolVersion").is_some() && result.get("capabilities").is_some())
-}

@@ -33,6 +33,7 @@ use agent_client_protocol::{AcpAgent, Client, LineDirection, UntypedMessage};
 use serde_json::{Value, json};
 
 use crate::check::{Checker, Direction, Finding, Severity};
+use acp_extension_core::connection::{Connection, Message, MessageKind};
 
 pub use report::{ANSWER_CHARS, ExtensionRow, PromptResult, QueryResult, Report, ReportFinding};
 
@@ -370,23 +371,23 @@ fn check_lines(
     rx: mpsc::Receiver<(Direction, Duration, String)>,
     mut observer: Option<Observer>,
 ) -> (Vec<Finding>, Vec<report::TurnTraffic>) {
+    // One follower: the checker's rules and the turn tracking observe
+    // the same classified messages.
+    let mut connection = Connection::new();
     let mut checker = Checker::new();
     let mut all = Vec::new();
     let mut turns = Turns::default();
     for (direction, elapsed, raw) in rx {
         let message = serde_json::from_str::<Value>(&raw).ok();
-        if let Some(m) = &message {
-            turns.see(direction, m);
-        }
-        let findings = match &message {
-            Some(m) => checker.message(direction, m),
-            None => vec![Finding::new(
+        match &message {
+            Some(m) => connection.follow(direction, m, &mut [&mut turns, &mut checker]),
+            None => connection.unreadable(
                 "not-json",
-                Severity::Error,
-                "",
                 "a line on the ACP stdio stream is not a JSON value",
-            )],
-        };
+                &mut [&mut checker],
+            ),
+        }
+        let findings = checker.take_findings();
         if let Some(obs) = observer.as_mut() {
             obs(&WireEvent {
                 direction,
@@ -413,38 +414,32 @@ struct Turns {
     done: Vec<report::TurnTraffic>,
 }
 
-impl Turns {
-    fn see(&mut self, direction: Direction, m: &Value) {
-        let method = m.get("method").and_then(Value::as_str);
-        match direction {
-            Direction::ClientToAgent => {
-                if method == Some("session/prompt")
-                    && let Some(id) = m.get("id")
+impl acp_extension_core::connection::Observer for Turns {
+    fn message(&mut self, _: &Connection, m: &Message<'_>) {
+        match (m.direction, m.kind) {
+            (Direction::ClientToAgent, MessageKind::Request) => {
+                if m.call_method == Some("session/prompt")
+                    && let Some(id) = m.id
                 {
                     self.close();
-                    let session = m
-                        .pointer("/params/sessionId")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
+                    let session = m.session_id().map(str::to_owned);
                     self.open = Some((id.clone(), session, report::TurnTraffic::default()));
                 }
             }
-            Direction::AgentToClient => {
+            (Direction::AgentToClient, kind) => {
                 let Some((id, session, t)) = &mut self.open else {
                     return;
                 };
-                let of_another_session = session.as_deref().is_some_and(|s| {
-                    m.pointer("/params/sessionId").and_then(Value::as_str) != Some(s)
-                });
-                match method {
-                    None if m.get("id") == Some(&*id) => self.close(),
-                    None => {}
-                    Some(_) if m.get("id").is_some() => {}
-                    Some("session/update") if of_another_session => {
+                let of_another_session = session
+                    .as_deref()
+                    .is_some_and(|s| m.session_id() != Some(s));
+                match (kind, m.call_method) {
+                    (MessageKind::Response, _) if m.id == Some(&*id) => self.close(),
+                    (MessageKind::Notification, Some("session/update")) if of_another_session => {
                         t.child_updates += 1;
                     }
-                    Some("session/update") => {
-                        let update = m.pointer("/params/update");
+                    (MessageKind::Notification, Some("session/update")) => {
+                        let update = m.params.get("update");
                         let kind = update
                             .and_then(|u| u.get("sessionUpdate"))
                             .and_then(Value::as_str)
@@ -465,18 +460,20 @@ impl Turns {
                             }
                         }
                     }
-                    Some(other) if other.starts_with('_') => {
+                    (MessageKind::Notification, Some(other)) if other.starts_with('_') => {
                         *t.extension_notifications
                             .entry(other.to_owned())
                             .or_default() += 1;
                     }
-                    Some(_) => {}
+                    _ => {}
                 }
             }
-            Direction::Unknown => {}
+            _ => {}
         }
     }
+}
 
+impl Turns {
     fn close(&mut self) {
         if let Some((_, _, t)) = self.open.take() {
             self.done.push(t);

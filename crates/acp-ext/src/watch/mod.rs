@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
 use acp_extension_core::state::{ConnectionState, Direction};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -118,9 +119,15 @@ pub struct App {
     pub min_severity: Severity,
     /// Selected timeline entry, when the timeline pane moved it.
     pub timeline: Option<usize>,
+    /// The one connection every read message goes through once: the
+    /// checker and the live state observe it together.
+    connection: Connection,
     checker: Checker,
-    /// Methods of requests awaiting their response, by (direction, id).
-    requests: indexmap::IndexMap<(&'static str, String), String>,
+    /// The live state while [`App::state`] shows another moment (paused
+    /// or replaying); `None` when [`App::state`] is the live one.
+    live_state: Option<ConnectionState>,
+    /// The connection [`App::state`] follows while it is not the live one.
+    shown_connection: Connection,
     /// Something to draw.
     pub dirty: bool,
     /// Set by `q`.
@@ -146,8 +153,10 @@ impl App {
             finding: 0,
             min_severity: Severity::Info,
             timeline: None,
+            connection: Connection::new(),
             checker: Checker::new(),
-            requests: indexmap::IndexMap::new(),
+            live_state: None,
+            shown_connection: Connection::new(),
             dirty: true,
             quit: false,
         }
@@ -187,58 +196,26 @@ impl App {
                 return;
             }
         };
-        let findings = self.checker.message(direction, &message);
-        let index = self.entries.len();
-        let id = message
-            .get("id")
-            .filter(|id| !id.is_null())
-            .map(Value::to_string);
-        let kind = message
-            .pointer("/params/update/sessionUpdate")
-            .and_then(Value::as_str);
-        let label = match (message.get("method").and_then(Value::as_str), id) {
-            (Some(m), id) => {
-                let m = match kind {
-                    Some(k) => format!("{m} {k}"),
-                    None => m.to_owned(),
-                };
-                if let Some(id) = id {
-                    self.requests.insert((direction.as_str(), id), m.to_owned());
-                    while self.requests.len() > 4096 {
-                        self.requests.shift_remove_index(0);
-                    }
-                }
-                m.to_owned()
-            }
-            (None, id) => {
-                let asked = id.and_then(|id| {
-                    let other = direction.opposite().as_str();
-                    self.requests
-                        .shift_remove(&(other, id.clone()))
-                        .or_else(|| self.requests.shift_remove(&("unknown", id)))
-                });
-                let what = if message.get("error").is_some() {
-                    "error"
-                } else {
-                    "result"
-                };
-                match asked {
-                    Some(m) => format!("↳ {what} of {m}"),
-                    None => format!("↳ {what}"),
-                }
-            }
+        let mut label = Label::default();
+        let live = match self.live_state.as_mut() {
+            Some(state) => state,
+            None => &mut self.state,
         };
-        let session = message
-            .get("params")
-            .and_then(|p| p.get("sessionId"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        live.set_line(Some(line));
+        self.connection.follow(
+            direction,
+            &message,
+            &mut [&mut label, &mut self.checker, &mut *live],
+        );
+        live.take_changes();
+        let findings = self.checker.take_findings();
+        let index = self.entries.len();
         self.entries.push(Entry {
             line,
             direction,
             json: message.to_string(),
-            label,
-            session,
+            label: label.text,
+            session: label.session,
             findings: findings.len(),
         });
         for finding in findings {
@@ -248,8 +225,6 @@ impl App {
             });
         }
         if self.live() {
-            self.state.set_line(Some(line));
-            self.state.message(direction, &message);
             self.folded = self.entries.len();
         }
         self.dirty = true;
@@ -260,14 +235,26 @@ impl App {
         self.cursor.is_none() && !self.paused
     }
 
-    /// Folds what arrived while paused (when live again).
+    /// Shows the live state again (when live again after a pause or a
+    /// replay).
     pub fn catch_up(&mut self) {
         if !self.live() {
             return;
         }
-        while self.folded < self.entries.len() {
-            self.fold_entry(self.folded);
-            self.folded += 1;
+        if let Some(live) = self.live_state.take() {
+            self.state = live;
+        }
+        self.folded = self.entries.len();
+    }
+
+    /// Stops showing the live state (kept folding apart), showing `shown`,
+    /// which follows `connection` from then on.
+    fn detach(&mut self, shown: ConnectionState, connection: Connection) {
+        self.shown_connection = connection;
+        if self.live_state.is_none() {
+            self.live_state = Some(std::mem::replace(&mut self.state, shown));
+        } else {
+            self.state = shown;
         }
     }
 
@@ -278,25 +265,32 @@ impl App {
         }
         if let Ok(v) = serde_json::from_str::<Value>(&e.json) {
             self.state.set_line(Some(e.line));
-            self.state.message(e.direction, &v);
+            self.shown_connection
+                .follow(e.direction, &v, &mut [&mut self.state]);
+            self.state.take_changes();
         }
     }
 
     /// Shows the state as of message `i` (clamped), or live with `None`.
     pub fn seek(&mut self, target: Option<usize>) {
         let target = target.map(|i| i.min(self.entries.len().saturating_sub(1)));
-        let upto = target.map_or(self.entries.len(), |i| i + 1);
-        if upto < self.folded {
-            self.state = ConnectionState::new();
-            self.folded = 0;
-        }
-        while self.folded < upto {
-            self.fold_entry(self.folded);
-            self.folded += 1;
-        }
         self.cursor = target;
-        if target.is_none() {
-            self.paused = false;
+        match target {
+            None => {
+                self.paused = false;
+                self.catch_up();
+            }
+            Some(i) => {
+                // Replaying: a state of its own, folded from the timeline.
+                if self.live_state.is_none() || i + 1 < self.folded {
+                    self.detach(ConnectionState::new(), Connection::new());
+                    self.folded = 0;
+                }
+                while self.folded <= i {
+                    self.fold_entry(self.folded);
+                    self.folded += 1;
+                }
+            }
         }
         self.clamp();
         self.dirty = true;
@@ -340,6 +334,11 @@ impl App {
             KeyCode::Tab => self.focus = self.focus.next(),
             KeyCode::Char(' ') | KeyCode::Char('p') => {
                 self.paused = !self.paused;
+                if self.paused && self.live_state.is_none() {
+                    // The picture stays; the live state folds on apart.
+                    let (shown, connection) = (self.state.clone(), self.connection.clone());
+                    self.detach(shown, connection);
+                }
                 self.catch_up();
             }
             KeyCode::Char('f') => {
@@ -602,4 +601,54 @@ fn live(path: &Path, name: &str, options: &WatchOptions) -> anyhow::Result<()> {
         );
     }
     result
+}
+
+/// The timeline's words for one message, from the connection's reading of
+/// it (a response names the request it answers).
+#[derive(Default)]
+struct Label {
+    text: String,
+    session: Option<String>,
+}
+
+impl Observer for Label {
+    fn message(&mut self, _: &Connection, m: &Message<'_>) {
+        if m.batch_index.is_some_and(|i| i > 0) {
+            return;
+        }
+        self.session = m.session_id().map(str::to_owned);
+        self.text = match m.kind {
+            MessageKind::Request | MessageKind::Notification => {
+                let method = m.call_method.unwrap_or_default();
+                match m
+                    .params
+                    .pointer("/update/sessionUpdate")
+                    .and_then(Value::as_str)
+                {
+                    Some(k) => format!("{method} {k}"),
+                    None => method.to_owned(),
+                }
+            }
+            MessageKind::Response => {
+                let what = if matches!(m.outcome, Some(Err(_))) {
+                    "error"
+                } else {
+                    "result"
+                };
+                match m
+                    .request
+                    .as_ref()
+                    .filter(|r| r.pairing == acp_extension_core::connection::Pairing::Paired)
+                {
+                    Some(r) => format!("↳ {what} of {}", r.method),
+                    None => format!("↳ {what}"),
+                }
+            }
+            _ => "(not a message)".to_owned(),
+        };
+    }
+
+    fn unreadable(&mut self, _: &Connection, rule: &str, _: &str) {
+        self.text = format!("({rule})");
+    }
 }

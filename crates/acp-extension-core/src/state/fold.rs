@@ -5,8 +5,8 @@ use serde_json::{Map, Value, json};
 use super::legacy;
 use super::tasks;
 use super::*;
-use super::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
 use crate::capabilities::Feature;
+use crate::connection::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
 use crate::meta::{self, MetaError, fields};
 use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
 use crate::namespace::{self, split_method};
@@ -128,21 +128,18 @@ impl ConnectionState {
                 if let Some(sid) = sid {
                     self.runs_lost(&sid, out);
                     self.current_session = Some(sid.clone());
-                    self.seq.session_started(&sid);
                     self.session_mut(&sid).closed = false;
                     out.push(Change::SessionStarted { session_id: sid });
                 }
             }
             "session/close" | "session/delete" => {
                 if let Some(sid) = sid {
-                    self.seq.session_closed(&sid);
                     self.session_mut(&sid).closed = true;
                     out.push(Change::SessionClosed { session_id: sid });
                 }
             }
             "session/prompt" if dir != Direction::AgentToClient => {
                 if let Some(sid) = sid {
-                    self.seq.prompt_sent(&sid);
                     let steer = prompt_steer_id(params);
                     self.current_session = Some(sid.clone());
                     let s = self.session_mut(&sid);
@@ -152,7 +149,6 @@ impl ConnectionState {
                         session_id: sid.clone(),
                     });
                     if let Some(steer_id) = steer.map(str::to_owned) {
-                        self.seq.steer_sent(&sid, &steer_id, false);
                         self.steer(&sid, &steer_id, "prompt", SteerOutcome::Pending, out);
                     }
                 }
@@ -279,7 +275,6 @@ impl ConnectionState {
             ("session/new" | "session/fork", Ok(result)) => {
                 if let Some(new) = str_at(result, "sessionId") {
                     self.current_session = Some(new.to_owned());
-                    self.seq.session_started(new);
                     self.session_mut(new).closed = false;
                     out.push(Change::SessionStarted {
                         session_id: new.to_owned(),
@@ -288,8 +283,6 @@ impl ConnectionState {
             }
             ("session/prompt", _) => {
                 if let Some(sid) = sid {
-                    let findings = self.seq.prompt_answered(sid);
-                    self.sequence_findings(method, sid, findings, out);
                     let s = self.session_mut(sid);
                     s.turns.running = false;
                     s.turns.last_stop_reason = match outcome {
@@ -370,7 +363,7 @@ impl ConnectionState {
                 match (path, outcome) {
                     ("session/steer", _) => {
                         if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
-                            self.steer_answer(method, sid, steer_id, outcome, out);
+                            self.steer_answer(sid, steer_id, outcome, out);
                         }
                     }
                     ("rate_limits/get", Ok(result)) => {
@@ -589,7 +582,7 @@ impl ConnectionState {
     pub(super) fn sequence_findings(
         &mut self,
         method: &str,
-        sid: &str,
+        sid: Option<&str>,
         findings: Vec<SequenceFinding>,
         out: &mut Vec<Change>,
     ) {
@@ -597,7 +590,7 @@ impl ConnectionState {
             self.record_invalid(
                 out,
                 Some(method),
-                Some(sid),
+                sid,
                 &f.pointer,
                 f.rule.id(),
                 f.message,
@@ -637,34 +630,22 @@ impl ConnectionState {
 
     fn steer_answer(
         &mut self,
-        method: &str,
         sid: &str,
         steer_id: &str,
         outcome: Result<&Value, &Value>,
         out: &mut Vec<Change>,
     ) {
-        let (result, injected) = match outcome {
-            Ok(r) => {
-                let o = str_at(r, "outcome");
-                let res = match o {
-                    Some("injected") => SteerOutcome::Injected,
-                    Some("failed") => SteerOutcome::Failed,
-                    _ => SteerOutcome::Unknown,
-                };
-                (res, o == Some("injected"))
+        let result = match outcome {
+            Ok(r) => match str_at(r, "outcome") {
+                Some("injected") => SteerOutcome::Injected,
+                Some("failed") => SteerOutcome::Failed,
+                _ => SteerOutcome::Unknown,
+            },
+            Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
+                SteerOutcome::Refused
             }
-            Err(e) => {
-                let refused = e.get("code").and_then(Value::as_i64) == Some(-32600);
-                let res = if refused {
-                    SteerOutcome::Refused
-                } else {
-                    SteerOutcome::Unknown
-                };
-                (res, false)
-            }
+            Err(_) => SteerOutcome::Unknown,
         };
-        let findings = self.seq.steer_answered(sid, steer_id, injected);
-        self.sequence_findings(method, sid, findings, out);
         // An applied steer stays applied when its answer comes late.
         let already = self
             .session(sid)
@@ -733,7 +714,6 @@ impl ConnectionState {
             match ExtensionRequest::parse(method, params) {
                 Ok(Some((_, ExtensionRequest::SessionSteer(r)))) => {
                     let (sid, steer_id) = (r.session_id.clone(), r.steer_id.clone());
-                    self.seq.steer_sent(&sid, &steer_id, true);
                     self.steer(&sid, &steer_id, "request", SteerOutcome::Pending, out);
                 }
                 // Goal control, queries: read; the state changes through
@@ -826,10 +806,6 @@ impl ConnectionState {
             }
             ExtensionNotification::SessionSteerApplied(a) => {
                 let (sid, steer_id) = (a.session_id.clone(), a.steer_id.clone());
-                let client_seen = self.client_seen;
-                if let Some(f) = self.seq.steer_applied(&sid, &steer_id, client_seen) {
-                    self.sequence_findings(method, &sid, vec![f], out);
-                }
                 let transport = self
                     .session(&sid)
                     .and_then(|s| s.steers.get(&steer_id))
@@ -1108,21 +1084,12 @@ impl ConnectionState {
         let Some(tool_call_id) = str_at(update, "toolCallId").map(str::to_owned) else {
             return;
         };
-        if let Some(f) = self
-            .seq
-            .native_id(sid, &tool_call_id, "/params/update/toolCallId")
-        {
-            self.sequence_findings(method, sid, vec![f], out);
-        }
         let empty = Map::new();
         let m = meta_of(update).unwrap_or(&empty);
         let title = str_at(update, "title").map(str::to_owned);
         match meta::read::<fields::Task>(m) {
             Ok(Some(task)) => {
                 let task_id = task.task_id.clone();
-                if let Some(f) = self.seq.native_id(sid, &task_id, "/params/update/_meta") {
-                    self.sequence_findings(method, sid, vec![f], out);
-                }
                 let cap = self.limits.tasks_per_session;
                 let s = self.session_mut(sid);
                 let title = title.or_else(|| s.tasks.get(&task_id).and_then(|t| t.title.clone()));

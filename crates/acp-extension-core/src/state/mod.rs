@@ -103,7 +103,7 @@ mod tasks;
 mod usage;
 mod view;
 
-pub use crate::sequence::Direction;
+pub use crate::connection::{Direction, resembles};
 pub use fold::is_known_session_update;
 pub use legacy::is_legacy_method;
 pub use view::*;
@@ -115,7 +115,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::Side;
-use crate::sequence::{self, PendingRequests, SequenceTracker};
+use crate::connection::{Connection, Message, MessageKind, Observer, Pairing};
+use crate::sequence::{self, SequenceFinding};
 
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -388,19 +389,23 @@ struct Call {
 }
 
 /// The folded state of one connection; see the [module docs](self).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionState {
     #[serde(skip)]
     limits: Limits,
+    /// The connection the state follows on its own (through
+    /// [`ConnectionState::message`] and the other entry points); unused
+    /// when it observes another [`Connection`].
     #[serde(skip)]
-    seq: SequenceTracker,
+    own: Connection,
+    /// What the connection said about the message being folded.
     #[serde(skip)]
-    calls: PendingRequests<Call>,
-    /// Whether client-to-agent traffic was seen (some rules need it).
+    now: Now,
+    /// Changes made as an [`Observer`], until taken.
     #[serde(skip)]
-    client_seen: bool,
+    observed: Vec<Change>,
     /// The last session started or prompted (legacy payloads name none).
     #[serde(skip)]
     current_session: Option<String>,
@@ -422,9 +427,6 @@ pub struct ConnectionState {
     messages: u64,
     /// How every input value was accounted for.
     accounting: Accounting,
-    /// The request method of a response fed without its request.
-    #[serde(skip)]
-    hint: Option<String>,
     /// The input line of the value being folded, when the reader said.
     #[serde(skip)]
     line: Option<u64>,
@@ -448,6 +450,33 @@ pub struct Accounting {
     pub recorded: u64,
 }
 
+/// What the connection said about the message being folded.
+#[derive(Debug, Default, Clone)]
+struct Now {
+    /// Sequence findings not yet recorded.
+    sequence: Vec<SequenceFinding>,
+    /// Whether a subagent event is folded.
+    run_accepted: bool,
+}
+
+impl Observer for ConnectionState {
+    fn message(&mut self, _: &Connection, message: &Message<'_>) {
+        let mut out = std::mem::take(&mut self.observed);
+        let from = out.len();
+        self.observe(message, &mut out);
+        self.account(&out, from);
+        self.observed = out;
+    }
+
+    fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
+        let mut out = std::mem::take(&mut self.observed);
+        let from = out.len();
+        self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
+        self.account(&out, from);
+        self.observed = out;
+    }
+}
+
 impl Default for ConnectionState {
     fn default() -> Self {
         Self::with_limits(Limits::unbounded())
@@ -469,9 +498,9 @@ impl ConnectionState {
     pub fn with_limits(limits: Limits) -> Self {
         Self {
             limits,
-            seq: SequenceTracker::with_limits(limits.sequence),
-            calls: PendingRequests::default(),
-            client_seen: false,
+            own: Connection::with_limits(limits.sequence),
+            now: Now::default(),
+            observed: Vec::new(),
             current_session: None,
             standard_children: IndexMap::new(),
             negotiation: NegotiationState::default(),
@@ -481,7 +510,6 @@ impl ConnectionState {
             invalid_count: 0,
             messages: 0,
             accounting: Accounting::default(),
-            hint: None,
             line: None,
         }
     }
@@ -552,62 +580,27 @@ impl ConnectionState {
     /// What the sequence rules' memory holds (bounded by
     /// [`Limits::sequence`]).
     pub fn tracked(&self) -> sequence::TrackedState {
-        let mut t = self.seq.tracked();
-        t.pending_requests = self.calls.len();
-        t
+        self.own.tracked()
     }
 
     /// Folds one line of a transcript: a JSON-RPC message (or batch) as
     /// text. A line that is not JSON becomes a [`Change::Invalid`] with
     /// rule `not-json`.
     pub fn line(&mut self, direction: Direction, line: &str) -> Vec<Change> {
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) => self.message(direction, &v),
-            Err(e) => {
-                let mut out = Vec::new();
-                self.record_invalid(
-                    &mut out,
-                    None,
-                    None,
-                    "",
-                    "not-json",
-                    format!("not JSON: {e}"),
-                    false,
-                );
-                self.account(&out, 0);
-                out
-            }
-        }
+        self.follow_own(|c, o| c.follow_line(direction, line, o))
     }
 
     /// Records input that could not be read as a message at all (a line
     /// that is not JSON, a value too large): `rule` names why.
     pub fn unreadable(&mut self, rule: &str, message: &str) -> Vec<Change> {
-        let mut out = Vec::new();
-        self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
-        self.account(&out, 0);
-        out
+        self.follow_own(|c, o| c.unreadable(rule, message, o))
     }
 
     /// Folds one JSON-RPC message (or batch) that travelled in `direction`
     /// ([`Direction::Unknown`] infers it from the method, or for a response
     /// from its request).
     pub fn message(&mut self, direction: Direction, message: &Value) -> Vec<Change> {
-        let mut out = Vec::new();
-        match message {
-            Value::Array(items) => {
-                for item in items {
-                    let from = out.len();
-                    self.one(direction, item, &mut out);
-                    self.account(&out, from);
-                }
-            }
-            _ => {
-                self.one(direction, message, &mut out);
-                self.account(&out, 0);
-            }
-        }
-        out
+        self.follow_own(|c, o| c.follow(direction, message, o))
     }
 
     /// Like [`ConnectionState::message`], for input that keeps a response
@@ -621,10 +614,25 @@ impl ConnectionState {
         message: &Value,
         request_method: Option<&str>,
     ) -> Vec<Change> {
-        let previous = std::mem::replace(&mut self.hint, request_method.map(str::to_owned));
-        let out = self.message(direction, message);
-        self.hint = previous;
-        out
+        self.follow_own(|c, o| c.follow_with_method(direction, message, request_method, o))
+    }
+
+    /// Runs `f` on the state's own connection with the state as its
+    /// observer; the changes made.
+    fn follow_own(
+        &mut self,
+        f: impl FnOnce(&mut Connection, &mut [&mut dyn Observer]),
+    ) -> Vec<Change> {
+        let mut own = std::mem::take(&mut self.own);
+        f(&mut own, &mut [self as &mut dyn Observer]);
+        self.own = own;
+        self.take_changes()
+    }
+
+    /// The changes made since the last call, when the state observes a
+    /// [`Connection`] it does not own (through [`Observer`]).
+    pub fn take_changes(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.observed)
     }
 
     /// Folds a `session/update` notification an SDK client received.
@@ -656,48 +664,8 @@ impl ConnectionState {
         method: &str,
         params: &Value,
     ) -> Vec<Change> {
-        let mut out = Vec::new();
-        self.messages += 1;
-        self.notification_into(direction, method, params, &mut out);
-        self.account(&out, 0);
-        out
-    }
-
-    fn notification_into(
-        &mut self,
-        direction: Direction,
-        method: &str,
-        params: &Value,
-        out: &mut Vec<Change>,
-    ) {
-        let dir = self.arrived(direction, method);
-        self.on_call(dir, method, None, params, out);
-    }
-
-    /// The direction of a request or notification (inferred from the
-    /// method when unknown), noting client traffic.
-    fn arrived(&mut self, direction: Direction, method: &str) -> Direction {
-        let dir = match direction {
-            Direction::Unknown => Direction::of_method(method),
-            d => d,
-        };
-        if dir == Direction::ClientToAgent {
-            self.client_seen = true;
-        }
-        dir
-    }
-
-    /// Records input that is not a JSON-RPC message.
-    fn not_a_message(&mut self, out: &mut Vec<Change>, pointer: &str, message: &str) {
-        self.record_invalid(
-            out,
-            None,
-            None,
-            pointer,
-            "not-a-message",
-            message.to_owned(),
-            false,
-        );
+        let message = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.message(direction, &message)
     }
 
     /// Folds a request that travelled in `direction` (a client folds the
@@ -710,11 +678,9 @@ impl ConnectionState {
         method: &str,
         params: &Value,
     ) -> Vec<Change> {
-        let mut out = Vec::new();
-        self.messages += 1;
-        self.request_into(direction, id, method, params, &mut out);
-        self.account(&out, 0);
-        out
+        let message =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.message(direction, &message)
     }
 
     /// Folds the response, travelling in `direction`, to the request with
@@ -725,11 +691,11 @@ impl ConnectionState {
         id: &Value,
         outcome: Result<&Value, &Value>,
     ) -> Vec<Change> {
-        let mut out = Vec::new();
-        self.messages += 1;
-        self.response_into(direction, id, outcome, &mut out);
-        self.account(&out, 0);
-        out
+        let message = match outcome {
+            Ok(r) => serde_json::json!({"jsonrpc": "2.0", "id": id, "result": r}),
+            Err(e) => serde_json::json!({"jsonrpc": "2.0", "id": id, "error": e}),
+        };
+        self.message(direction, &message)
     }
 
     /// The user renamed `session_id`: the title only another rename
@@ -775,126 +741,76 @@ impl ConnectionState {
                 });
             }
         }
-        self.calls.clear();
+        self.own.forget_pending();
         out
     }
 
-    fn one(&mut self, direction: Direction, msg: &Value, out: &mut Vec<Change>) {
+    /// Folds one classified message.
+    fn observe(&mut self, m: &Message<'_>, out: &mut Vec<Change>) {
         self.messages += 1;
-        let Some(obj) = msg.as_object() else {
-            self.not_a_message(out, "", "expected a JSON-RPC message object");
-            return;
+        self.now = Now {
+            sequence: m.sequence.clone(),
+            run_accepted: m.run_accepted,
         };
-        const NULL: Value = Value::Null;
-        if let Some(method) = obj.get("method") {
-            let Some(method) = method.as_str() else {
-                self.not_a_message(out, "/method", "`method` must be a string");
-                return;
-            };
-            let params = obj.get("params").unwrap_or(&NULL);
-            match obj.get("id").filter(|id| !id.is_null()) {
-                Some(id) => self.request_into(direction, id, method, params, out),
-                None => self.notification_into(direction, method, params, out),
+        match m.kind {
+            MessageKind::Invalid => {
+                let (pointer, why) = m.problem.clone().unwrap_or(("", String::new()));
+                self.not_a_message(out, pointer, &why);
             }
-        } else if let Some(id) = obj.get("id") {
-            let outcome = match (obj.get("result"), obj.get("error")) {
-                (Some(r), _) => Ok(r),
-                (None, Some(e)) => Err(e),
-                (None, None) => {
-                    self.not_a_message(out, "", "a response needs `result` or `error`");
-                    return;
-                }
-            };
-            self.response_into(direction, id, outcome, out);
-        } else if is_bare_subagent_event(obj) {
-            // The form fixtures and generators write: the event's params
-            // without their envelope.
-            self.notification_into(Direction::AgentToClient, BARE_EVENT_METHOD, msg, out);
-        } else {
-            let message = match resembles(msg) {
-                Some(shape) => format!(
-                    "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
-                ),
-                None => "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message".to_owned(),
-            };
-            self.not_a_message(out, "", &message);
-        }
-    }
-
-    fn request_into(
-        &mut self,
-        direction: Direction,
-        id: &Value,
-        method: &str,
-        params: &Value,
-        out: &mut Vec<Change>,
-    ) {
-        let dir = self.arrived(direction, method);
-        let steer_id =
-            if crate::namespace::split_method(method).is_some_and(|(_, p)| p == "session/steer") {
-                params.get("steerId").and_then(Value::as_str)
-            } else if method == "session/prompt" {
-                prompt_steer_id(params)
-            } else {
-                None
-            };
-        let steer_id = steer_id
-            .map(str::to_owned)
-            .or_else(|| (method == STANDARD_STEERING).then(|| standard_steer_id(params, id)));
-        let session = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let call = Call {
-            method: method.to_owned(),
-            new_session: session
-                .as_deref()
-                .is_some_and(|s| !self.sessions.contains_key(s)),
-            session,
-            steer_id,
-        };
-        self.calls
-            .insert(dir, id, call, self.limits.sequence.pending_requests);
-        self.on_call(dir, method, Some(id), params, out);
-    }
-
-    fn response_into(
-        &mut self,
-        direction: Direction,
-        id: &Value,
-        outcome: Result<&Value, &Value>,
-        out: &mut Vec<Change>,
-    ) {
-        let call = self.calls.take(direction, id).or_else(|| {
-            self.hint.clone().map(|method| Call {
-                session: self.current_session.clone(),
-                method,
-                steer_id: None,
-                new_session: false,
-            })
-        });
-        match call {
-            Some(call) => self.on_answer(call, id, outcome, out),
-            None => {
-                // An initialize result on its own (loose fixtures).
-                if let Ok(r) = outcome
-                    && (r.get("agentCapabilities").is_some()
-                        || (r.get("protocolVersion").is_some()
-                            && (r.get("capabilities").is_some() || r.get("info").is_some())))
-                {
-                    let call = Call {
-                        method: "initialize".to_owned(),
-                        session: None,
-                        steer_id: None,
-                        new_session: false,
-                    };
-                    self.on_answer(call, id, outcome, out);
-                } else {
+            MessageKind::Request | MessageKind::Notification => {
+                let method = m.call_method.unwrap_or("");
+                self.pending_sequence(method, m.session_id(), out);
+                self.on_call(m.direction, method, m.id, m.params, out);
+            }
+            MessageKind::Response => {
+                let outcome = m.outcome.unwrap_or(Ok(&Value::Null));
+                let id = m.id.unwrap_or(&Value::Null);
+                match &m.request {
+                    Some(request) => {
+                        let call = Call {
+                            method: request.method.clone(),
+                            session: match request.pairing {
+                                Pairing::Paired => request.session_id.clone(),
+                                _ => self.current_session.clone(),
+                            },
+                            steer_id: request.steer_id.clone(),
+                            new_session: request.first_mention,
+                        };
+                        self.pending_sequence(&call.method, call.session.as_deref(), out);
+                        self.on_answer(call, id, outcome, out);
+                    }
                     // Its request is not in the input: nothing to fold.
-                    out.push(Change::Seen { method: None });
+                    None => out.push(Change::Seen { method: None }),
                 }
             }
         }
+        // Sequence findings the fold did not take (usage rules whose
+        // update was not folded).
+        let rest = std::mem::take(&mut self.now.sequence);
+        self.sequence_findings(m.method().unwrap_or(""), m.session_id(), rest, out);
+    }
+
+    /// Records input that is not a JSON-RPC message.
+    fn not_a_message(&mut self, out: &mut Vec<Change>, pointer: &str, message: &str) {
+        self.record_invalid(
+            out,
+            None,
+            None,
+            pointer,
+            "not-a-message",
+            message.to_owned(),
+            false,
+        );
+    }
+
+    /// Records the sequence findings of the message being folded, except
+    /// those the usage fold words itself.
+    fn pending_sequence(&mut self, method: &str, sid: Option<&str>, out: &mut Vec<Change>) {
+        let (usage, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.now.sequence)
+            .into_iter()
+            .partition(|f| sequence::is_usage_rule(f.rule));
+        self.now.sequence = usage;
+        self.sequence_findings(method, sid, rest, out);
     }
 
     fn session_mut(&mut self, session_id: &str) -> &mut SessionState {
@@ -938,117 +854,6 @@ impl ConnectionState {
         }
         out.push(Change::Invalid(record));
     }
-}
-
-/// The official adapters' steering request.
-pub(crate) const STANDARD_STEERING: &str = "_session/steering";
-
-/// A prompt's steer id: `_meta.<ns>.steer.id`, else the vendors'
-/// `_meta.claudeCode.steer.id` or `_meta.codex.steer.id`.
-pub(crate) fn prompt_steer_id(params: &Value) -> Option<&str> {
-    let meta = params.get("_meta").and_then(Value::as_object)?;
-    crate::namespace::read_key(meta, "steer")
-        .map(|(_, s)| s)
-        .or_else(|| meta.get("claudeCode").and_then(|c| c.get("steer")))
-        .or_else(|| meta.get("codex").and_then(|c| c.get("steer")))
-        .and_then(|s| s.get("id"))
-        .and_then(Value::as_str)
-}
-
-/// A `_session/steering` request's id: its `steerId` when given (Core
-/// clients add one), else `request:<JSON-RPC id>`.
-pub(crate) fn standard_steer_id(params: &Value, id: &Value) -> String {
-    params
-        .get("steerId")
-        .and_then(Value::as_str)
-        .map_or_else(|| format!("request:{id}"), str::to_owned)
-}
-
-/// The method a bare subagent event is folded as.
-const BARE_EVENT_METHOD: &str = "_lody/subagents/event";
-
-/// `{version, sessionId, runId, type, …}` without a JSON-RPC envelope.
-fn is_bare_subagent_event(o: &serde_json::Map<String, Value>) -> bool {
-    ["version", "sessionId", "runId", "type"]
-        .iter()
-        .all(|k| o.contains_key(*k))
-}
-
-/// What a value that is no message looks like, when it is a known part of
-/// one (a bare `ModelUsage` row, a `RateLimit`, a `TaskMeta`, a capability
-/// map, params without their envelope): the words for a record saying it
-/// was not placed.
-///
-/// ```
-/// use acp_extension_core::state::resembles;
-/// use serde_json::json;
-///
-/// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
-/// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
-/// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
-/// ```
-pub fn resembles(value: &Value) -> Option<&'static str> {
-    let o = value.as_object()?;
-    let has = |k: &str| o.contains_key(k);
-    if has("inputTokens") && has("outputTokens") {
-        Some("a bare `ModelUsage` row")
-    } else if has("limitId") && has("windows") {
-        Some("a bare `RateLimit`")
-    } else if has("taskId") && has("kind") && has("status") {
-        Some("a bare `TaskMeta`")
-    } else if has("sessionId") && has("usage") {
-        Some("usage update params without their envelope")
-    } else if has("rateLimits") {
-        Some("rate-limit params without their envelope")
-    } else if has("fiveHour") || has("sevenDay") || (has("planName") && has("windows")) {
-        Some("legacy rate-limit params without their envelope")
-    } else if has("sessionUpdate") {
-        Some("a session update without its `session/update` envelope")
-    } else if !o.is_empty()
-        && o.keys()
-            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
-    {
-        Some("a bare capability map")
-    } else if capability_fragment(o) {
-        Some(
-            "a capability advertisement's `_meta` (a fragment of `clientCapabilities` or `agentCapabilities`)",
-        )
-    } else {
-        None
-    }
-}
-
-/// `{"_meta": {"<ns>": {…}}}` whose sections hold only capability keys:
-/// a piece of an advertisement, not session metadata.
-fn capability_fragment(o: &serde_json::Map<String, Value>) -> bool {
-    let Some(meta) = o.get("_meta").and_then(Value::as_object) else {
-        return false;
-    };
-    let sections: Vec<&serde_json::Map<String, Value>> = crate::namespace::Namespace::ALL
-        .iter()
-        .filter_map(|ns| meta.get(ns.key()).and_then(Value::as_object))
-        .collect();
-    let standard = [
-        "_meta",
-        "fs",
-        "terminal",
-        "elicitation",
-        "auth",
-        "session",
-        "plan",
-        "subagents",
-        "loadSession",
-        "promptCapabilities",
-        "mcpCapabilities",
-        "sessionCapabilities",
-    ];
-    !sections.is_empty()
-        && sections.iter().all(|s| {
-            !s.is_empty()
-                && s.keys()
-                    .all(|k| crate::capabilities::Feature::from_key(k).is_some())
-        })
-        && o.keys().all(|k| standard.contains(&k.as_str()))
 }
 
 /// The JSON Schema (draft 2020-12) of the document `acp-ext state --json`

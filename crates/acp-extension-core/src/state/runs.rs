@@ -35,10 +35,7 @@ impl ConnectionState {
             return;
         };
         let (sid, run_id) = (sid.to_owned(), run_id.to_owned());
-        let verdict = self.seq.subagent_event(params);
-        let accepted = verdict.accepted;
-        self.sequence_findings(method, &sid, verdict.findings, out);
-        if !accepted {
+        if !self.now.run_accepted {
             return;
         }
         let limits = self.limits;

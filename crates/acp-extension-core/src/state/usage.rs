@@ -26,7 +26,8 @@ impl ConnectionState {
     ) {
         let sid = u.session_id.to_string();
         let mut incomplete = false;
-        for f in self.seq.usage_update(params) {
+        let _ = params;
+        for f in std::mem::take(&mut self.now.sequence) {
             // Each of these rules leaves the update folded: a fall keeps
             // the higher value, a re-entered scope and a delta that does not
             // add up change nothing the state adds (the delta is kept apart).

@@ -1,0 +1,1022 @@
+//! One connection followed: every message parsed once, classified once,
+//! paired with its request, and handed to the observers that need it.
+//!
+//! A [`Connection`] follows the JSON-RPC traffic of one ACP connection in
+//! both directions. For each message (or each element of a batch) it
+//! works out, once:
+//!
+//! - its [`Direction`] (inferred from the method, or for a response from
+//!   its request, when the input did not record it);
+//! - its [`MessageKind`]: request, notification, response, or a value that
+//!   is no JSON-RPC message (with the reason, in the same words for every
+//!   tool);
+//! - for a response, the [`Request`] it answers (bounded table of pending
+//!   requests; a fixture may name the method instead, and an `initialize`
+//!   result on its own is recognised);
+//! - both peers' [`Advertisement`]s, read from the `initialize` exchange;
+//! - the sequence rules' verdicts ([`crate::sequence`]): the rules that
+//!   need memory run here, once per message, so that every observer sees
+//!   the same [`SequenceFinding`]s.
+//!
+//! It then hands the classified [`Message`] to each [`Observer`]: the
+//! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext
+//! check`'s rules are another, and a tool that wants both runs them in one
+//! pass over one parse.
+//!
+//! ```
+//! use acp_extension_core::connection::{Connection, Direction, Message, MessageKind, Observer};
+//! use serde_json::json;
+//!
+//! #[derive(Default)]
+//! struct Answers(Vec<String>);
+//! impl Observer for Answers {
+//!     fn message(&mut self, _: &Connection, message: &Message<'_>) {
+//!         if message.kind == MessageKind::Response {
+//!             self.0.push(message.method().unwrap_or("?").to_owned());
+//!         }
+//!     }
+//! }
+//!
+//! let mut connection = Connection::new();
+//! let mut answers = Answers::default();
+//! connection.follow_line(Direction::ClientToAgent,
+//!     r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+//!     &mut [&mut answers]);
+//! connection.follow_line(Direction::AgentToClient,
+//!     r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#, &mut [&mut answers]);
+//! assert_eq!(answers.0, ["session/new"]);
+//! ```
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::capabilities::{Feature, Side};
+use crate::methods::method_kind;
+use crate::namespace::{self, Namespace, split_method};
+use crate::negotiation::{Advertisement, initialize_capabilities};
+use crate::sequence::{SequenceFinding, SequenceTracker, TrackedState};
+use crate::violation::child;
+use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
+
+/// Which way a message travelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// From the client (editor) to the agent.
+    ClientToAgent,
+    /// From the agent to the client.
+    AgentToClient,
+    /// Not recorded (loose fixtures): inferred from the message where possible.
+    Unknown,
+}
+
+impl Direction {
+    /// The other way; `Unknown` stays unknown.
+    pub fn opposite(self) -> Self {
+        match self {
+            Direction::ClientToAgent => Direction::AgentToClient,
+            Direction::AgentToClient => Direction::ClientToAgent,
+            Direction::Unknown => Direction::Unknown,
+        }
+    }
+
+    /// `c2a`, `a2c` or `unknown` (the spelling of `tap --record`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ClientToAgent => "c2a",
+            Direction::AgentToClient => "a2c",
+            Direction::Unknown => "unknown",
+        }
+    }
+
+    /// Parses `c2a` / `a2c` (the `dir` of `tap --record` lines).
+    pub fn from_tap(s: &str) -> Option<Self> {
+        match s {
+            "c2a" => Some(Direction::ClientToAgent),
+            "a2c" => Some(Direction::AgentToClient),
+            _ => None,
+        }
+    }
+
+    /// The direction a request or notification with this method travels
+    /// in ACP and in the contract; `Unknown` for methods of other vendors.
+    ///
+    /// ```
+    /// use acp_extension_core::connection::Direction;
+    /// assert_eq!(Direction::of_method("session/update"), Direction::AgentToClient);
+    /// assert_eq!(Direction::of_method("_ua/session/steer"), Direction::ClientToAgent);
+    /// assert_eq!(Direction::of_method("_vendor/x"), Direction::Unknown);
+    /// ```
+    pub fn of_method(method: &str) -> Self {
+        if let Some((_, path)) = split_method(method) {
+            return match method_kind(method) {
+                None => Direction::Unknown,
+                Some(_) => match path {
+                    "subagents/event"
+                    | "session/usage_update"
+                    | "rate_limits/update"
+                    | "session/steer_applied"
+                    | "session/activity_update" => Direction::AgentToClient,
+                    _ => Direction::ClientToAgent,
+                },
+            };
+        }
+        if method.starts_with('_') {
+            return Direction::Unknown;
+        }
+        match method {
+            "session/update"
+            | "session/request_permission"
+            | "elicitation/create"
+            | "elicitation/complete" => Direction::AgentToClient,
+            m if m.starts_with("fs/") || m.starts_with("terminal/") => Direction::AgentToClient,
+            _ => Direction::ClientToAgent,
+        }
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Requests awaiting their response, keyed by the direction they travelled
+/// and their JSON-RPC id, with a capacity (the oldest is forgotten).
+#[derive(Debug, Clone)]
+pub struct PendingRequests<T> {
+    map: BoundedMap<T>,
+}
+
+impl<T> Default for PendingRequests<T> {
+    fn default() -> Self {
+        Self {
+            map: BoundedMap::default(),
+        }
+    }
+}
+
+fn pending_key(direction: Direction, id: &Value) -> u64 {
+    id_hash(&format!("{}:{id}", direction.as_str()))
+}
+
+impl<T> PendingRequests<T> {
+    /// Remembers the request `id` sent in `direction`, keeping at most
+    /// `cap` requests.
+    pub fn insert(&mut self, direction: Direction, id: &Value, value: T, cap: usize) {
+        self.map.insert(pending_key(direction, id), value, cap);
+    }
+
+    /// Takes the request that a response travelling in `direction` with
+    /// this `id` answers (a response travels the other way; a request of
+    /// unknown direction matches either).
+    pub fn take(&mut self, direction: Direction, id: &Value) -> Option<T> {
+        if id.is_null() {
+            return None;
+        }
+        let tries: &[Direction] = match direction {
+            Direction::AgentToClient => &[Direction::ClientToAgent, Direction::Unknown],
+            Direction::ClientToAgent => &[Direction::AgentToClient, Direction::Unknown],
+            Direction::Unknown => &[
+                Direction::ClientToAgent,
+                Direction::AgentToClient,
+                Direction::Unknown,
+            ],
+        };
+        tries
+            .iter()
+            .find_map(|d| self.map.remove(pending_key(*d, id)))
+    }
+
+    /// How many requests await a response.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether none does.
+    pub fn is_empty(&self) -> bool {
+        self.map.len() == 0
+    }
+
+    /// Every awaiting request, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.map.values()
+    }
+
+    /// Forgets every request.
+    pub fn clear(&mut self) {
+        self.map = BoundedMap::default();
+    }
+}
+
+/// What a classified message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// A request: `method` and a non-null `id`.
+    Request,
+    /// A notification: `method` without an `id` (or a bare subagent event,
+    /// the form fixtures and generators write).
+    Notification,
+    /// A response: `result` or `error`.
+    Response,
+    /// A value that is no JSON-RPC message; [`Message::problem`] says why.
+    Invalid,
+}
+
+/// How a response found the request it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Pairing {
+    /// Its request was seen on the connection.
+    Paired,
+    /// The input named the request's method (fixtures keep responses on
+    /// their own; see [`Connection::follow_with_method`]).
+    Named,
+    /// An `initialize` result on its own, recognised by its shape.
+    Inferred,
+}
+
+/// A request as remembered for its response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Request {
+    /// The way the request travelled.
+    pub direction: Direction,
+    /// Its method.
+    pub method: String,
+    /// Its `params.sessionId`.
+    pub session_id: Option<String>,
+    /// The steer it carries: a steer request's `steerId`, a prompt's
+    /// `_meta.<ns>.steer.id` (or a vendor's), `_session/steering`'s
+    /// `steerId` or `request:<id>`.
+    pub steer_id: Option<String>,
+    /// Whether no earlier message of the connection named its session.
+    pub first_mention: bool,
+    /// How the response found it.
+    pub pairing: Pairing,
+}
+
+/// One message of the connection, classified; see the [module docs](self).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Message<'a> {
+    /// The way it travelled (inferred where the input did not say).
+    pub direction: Direction,
+    /// What it is.
+    pub kind: MessageKind,
+    /// The whole value (for a bare subagent event, the event).
+    pub value: &'a Value,
+    /// Its position in a batch, when it came in one.
+    pub batch_index: Option<usize>,
+    /// A request's or notification's own method.
+    pub call_method: Option<&'a str>,
+    /// Its `id` (requests and responses).
+    pub id: Option<&'a Value>,
+    /// A request's or notification's `params` (`null` when absent).
+    pub params: &'a Value,
+    /// A response's outcome: `Ok(result)` or `Err(error)`.
+    pub outcome: Option<Result<&'a Value, &'a Value>>,
+    /// The request a response answers, when known.
+    pub request: Option<Request>,
+    /// Why an [`MessageKind::Invalid`] value is no message: the JSON
+    /// pointer and the sentence.
+    pub problem: Option<(&'static str, String)>,
+    /// The sequence rules it broke ([`crate::sequence`]), each once.
+    pub sequence: Vec<SequenceFinding>,
+    /// For a subagent event: whether a consumer folds it (the run has a
+    /// snapshot and is not final, or the event repeats its terminal
+    /// state). `true` for every other message.
+    pub run_accepted: bool,
+    /// Whether the value is a bare subagent event (no envelope).
+    pub bare_event: bool,
+}
+
+const NULL: Value = Value::Null;
+
+/// The method a bare subagent event is read as.
+pub const BARE_EVENT_METHOD: &str = "_lody/subagents/event";
+
+impl<'a> Message<'a> {
+    fn new(direction: Direction, kind: MessageKind, value: &'a Value) -> Self {
+        Self {
+            direction,
+            kind,
+            value,
+            batch_index: None,
+            call_method: None,
+            id: None,
+            params: &NULL,
+            outcome: None,
+            request: None,
+            problem: None,
+            sequence: Vec::new(),
+            run_accepted: true,
+            bare_event: false,
+        }
+    }
+
+    /// The method: a call's own, or for a response its request's.
+    pub fn method(&self) -> Option<&str> {
+        self.call_method
+            .or_else(|| self.request.as_ref().map(|r| r.method.as_str()))
+    }
+
+    /// The session it is about: a call's `params.sessionId`, or for a
+    /// response its request's.
+    pub fn session_id(&self) -> Option<&str> {
+        match self.kind {
+            MessageKind::Response => self.request.as_ref()?.session_id.as_deref(),
+            _ => self.params.get("sessionId").and_then(Value::as_str),
+        }
+    }
+
+    /// A response's `result`.
+    pub fn result(&self) -> Option<&'a Value> {
+        self.outcome.and_then(Result::ok)
+    }
+
+    /// Whether it is a request or a notification.
+    pub fn is_call(&self) -> bool {
+        matches!(self.kind, MessageKind::Request | MessageKind::Notification)
+    }
+}
+
+/// Something that follows a connection's classified messages: the
+/// consumer state, a linter's rules, a live view.
+pub trait Observer {
+    /// One message (each element of a batch apart), after the connection
+    /// classified it and ran the sequence rules.
+    fn message(&mut self, connection: &Connection, message: &Message<'_>);
+
+    /// Input that is no JSON at all (`rule` `not-json`), or that could not
+    /// be read (a line too long): `message` says why.
+    fn unreadable(&mut self, connection: &Connection, rule: &str, message: &str) {
+        let _ = (connection, rule, message);
+    }
+}
+
+/// Capacities of a connection's memory: the sequence rules' ([`Limits`]
+/// of [`crate::sequence`]), which include the pending requests.
+pub use crate::sequence::Limits;
+
+/// One followed connection; see the [module docs](self).
+#[derive(Debug, Default, Clone)]
+pub struct Connection {
+    limits: Limits,
+    pending: PendingRequests<Request>,
+    named_sessions: BoundedSet,
+    client: Option<Advertisement>,
+    agent: Option<Advertisement>,
+    client_seen: bool,
+    seq: SequenceTracker,
+    values: u64,
+}
+
+impl Connection {
+    /// A connection with the default [`Limits`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A connection with these capacities.
+    pub fn with_limits(limits: Limits) -> Self {
+        Self {
+            limits,
+            seq: SequenceTracker::with_limits(limits),
+            ..Self::default()
+        }
+    }
+
+    /// Its capacities.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// What the client advertised, once its `initialize` request was seen.
+    pub fn client_advertisement(&self) -> Option<&Advertisement> {
+        self.client.as_ref()
+    }
+
+    /// What the agent advertised, once its `initialize` result was seen.
+    pub fn agent_advertisement(&self) -> Option<&Advertisement> {
+        self.agent.as_ref()
+    }
+
+    /// What `side` advertised, once seen.
+    pub fn advertisement(&self, side: Side) -> Option<&Advertisement> {
+        match side {
+            Side::Agent => self.agent.as_ref(),
+            Side::Client => self.client.as_ref(),
+        }
+    }
+
+    /// Whether `side` advertised `feature`: `None` until its `initialize`
+    /// half was seen.
+    pub fn supports(&self, side: Side, feature: Feature) -> Option<bool> {
+        self.advertisement(side).map(|a| a.supports(feature))
+    }
+
+    /// Whether client-to-agent traffic was seen (some rules need it).
+    pub fn client_seen(&self) -> bool {
+        self.client_seen
+    }
+
+    /// Requests awaiting their response.
+    pub fn pending_requests(&self) -> impl Iterator<Item = &Request> {
+        self.pending.values()
+    }
+
+    /// Forgets every pending request (the connection was lost: no answer
+    /// will come).
+    pub fn forget_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    /// Input values classified so far (messages, batch elements, lines
+    /// that are no JSON).
+    pub fn values(&self) -> u64 {
+        self.values
+    }
+
+    /// What the connection's memory holds (bounded by [`Limits`]).
+    pub fn tracked(&self) -> TrackedState {
+        let mut t = self.seq.tracked();
+        t.pending_requests = self.pending.len();
+        t
+    }
+
+    /// Parses one line of a transcript and follows it: a JSON-RPC message
+    /// or batch; a line that is not JSON goes to
+    /// [`Observer::unreadable`] with rule `not-json`.
+    pub fn follow_line(
+        &mut self,
+        direction: Direction,
+        line: &str,
+        observers: &mut [&mut dyn Observer],
+    ) {
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => self.follow(direction, &v, observers),
+            Err(e) => self.unreadable("not-json", &format!("not JSON: {e}"), observers),
+        }
+    }
+
+    /// Follows one parsed message (or batch) that travelled in `direction`
+    /// ([`Direction::Unknown`] infers it).
+    pub fn follow(
+        &mut self,
+        direction: Direction,
+        value: &Value,
+        observers: &mut [&mut dyn Observer],
+    ) {
+        self.follow_with_method(direction, value, None, observers)
+    }
+
+    /// Like [`Connection::follow`], for input that keeps a response without
+    /// its request (fixtures): `request_method` names the request it
+    /// answers. Ignored for calls, and when the request was seen.
+    pub fn follow_with_method(
+        &mut self,
+        direction: Direction,
+        value: &Value,
+        request_method: Option<&str>,
+        observers: &mut [&mut dyn Observer],
+    ) {
+        for message in self.classify(direction, value, request_method) {
+            for o in observers.iter_mut() {
+                o.message(self, &message);
+            }
+        }
+    }
+
+    /// Input that could not be read as JSON (or at all): counted, and
+    /// handed to the observers.
+    pub fn unreadable(&mut self, rule: &str, message: &str, observers: &mut [&mut dyn Observer]) {
+        self.values += 1;
+        for o in observers.iter_mut() {
+            o.unreadable(self, rule, message);
+        }
+    }
+
+    /// Classifies one message (or each element of a batch) and runs the
+    /// sequence rules on it, without handing it to observers.
+    pub fn classify<'a>(
+        &mut self,
+        direction: Direction,
+        value: &'a Value,
+        request_method: Option<&str>,
+    ) -> Vec<Message<'a>> {
+        match value {
+            Value::Array(items) if !items.is_empty() => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let mut m = self.one(direction, item, request_method);
+                    m.batch_index = Some(i);
+                    m
+                })
+                .collect(),
+            _ => vec![self.one(direction, value, request_method)],
+        }
+    }
+
+    fn one<'a>(
+        &mut self,
+        direction: Direction,
+        value: &'a Value,
+        hint: Option<&str>,
+    ) -> Message<'a> {
+        self.values += 1;
+        let mut m = classify_shape(direction, value);
+        match m.kind {
+            MessageKind::Request | MessageKind::Notification => {
+                let method = m.call_method.unwrap_or("");
+                if m.direction == Direction::Unknown {
+                    m.direction = Direction::of_method(method);
+                }
+                if m.direction == Direction::ClientToAgent {
+                    self.client_seen = true;
+                }
+                let first_mention = self.name_session(m.params.get("sessionId"));
+                if let Some(id) = m.id {
+                    let request = Request {
+                        direction: m.direction,
+                        method: method.to_owned(),
+                        session_id: m
+                            .params
+                            .get("sessionId")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                        steer_id: steer_id_of(method, m.params, id),
+                        first_mention,
+                        pairing: Pairing::Paired,
+                    };
+                    self.pending
+                        .insert(m.direction, id, request, self.limits.pending_requests);
+                }
+                if method == "initialize" && m.direction != Direction::AgentToClient {
+                    let caps = initialize_capabilities(m.params, Side::Client).unwrap_or(&NULL);
+                    self.client = Some(Advertisement::read(caps, Side::Client));
+                    self.agent = None;
+                    self.seq.reset();
+                }
+            }
+            MessageKind::Response => {
+                let paired = m.id.and_then(|id| self.pending.take(m.direction, id));
+                m.request = paired.or_else(|| {
+                    let (method, pairing) = match (hint, m.result()) {
+                        (Some(h), _) => (h.to_owned(), Pairing::Named),
+                        (None, Some(r)) if looks_like_initialize_result(r) => {
+                            ("initialize".to_owned(), Pairing::Inferred)
+                        }
+                        _ => return None,
+                    };
+                    Some(Request {
+                        direction: Direction::of_method(&method),
+                        method,
+                        session_id: None,
+                        steer_id: None,
+                        first_mention: false,
+                        pairing,
+                    })
+                });
+                if m.direction == Direction::Unknown
+                    && let Some(r) = &m.request
+                {
+                    m.direction = r.direction.opposite();
+                }
+                if m.direction == Direction::ClientToAgent {
+                    self.client_seen = true;
+                }
+                if let Some(r) = m.result() {
+                    self.name_session(r.get("sessionId"));
+                    if m.request.as_ref().is_some_and(|q| q.method == "initialize") {
+                        let caps = initialize_capabilities(r, Side::Agent).unwrap_or(&NULL);
+                        self.agent = Some(Advertisement::read(caps, Side::Agent));
+                    }
+                }
+            }
+            MessageKind::Invalid => {}
+        }
+        self.sequence(&mut m);
+        m
+    }
+
+    /// Notes a session named by a message; whether it is the first mention.
+    fn name_session(&mut self, sid: Option<&Value>) -> bool {
+        let Some(sid) = sid.and_then(Value::as_str) else {
+            return false;
+        };
+        let h = id_hash(sid);
+        let first = !self.named_sessions.contains(h);
+        self.named_sessions.insert(h, self.limits.sessions);
+        first
+    }
+
+    /// The sequence rules, once per message: what they say goes into
+    /// [`Message::sequence`] and [`Message::run_accepted`].
+    fn sequence(&mut self, m: &mut Message<'_>) {
+        let mut out = Vec::new();
+        match m.kind {
+            MessageKind::Request | MessageKind::Notification => {
+                let method = m.call_method.unwrap_or("");
+                let params = m.params;
+                let sid = params.get("sessionId").and_then(Value::as_str);
+                let path = split_method(method)
+                    .filter(|_| method_kind(method).is_some())
+                    .map(|(_, p)| p);
+                match (method, path) {
+                    ("session/load" | "session/resume", _) => {
+                        if let Some(sid) = sid {
+                            self.seq.session_started(sid);
+                        }
+                    }
+                    ("session/close" | "session/delete", _) => {
+                        if let Some(sid) = sid {
+                            self.seq.session_closed(sid);
+                        }
+                    }
+                    ("session/prompt", _) if m.direction != Direction::AgentToClient => {
+                        if let Some(sid) = sid {
+                            self.seq.prompt_sent(sid);
+                            if let Some(id) = prompt_steer_id(params) {
+                                self.seq.steer_sent(sid, id, false);
+                            }
+                        }
+                    }
+                    ("session/update", _) => {
+                        let update = params.get("update").unwrap_or(&NULL);
+                        if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
+                            sid,
+                            update.get("sessionUpdate").and_then(Value::as_str),
+                            update.get("toolCallId").and_then(Value::as_str),
+                        ) {
+                            out.extend(self.seq.native_id(sid, id, "/params/update/toolCallId"));
+                        }
+                    }
+                    (_, Some("subagents/event")) => {
+                        let v = self.seq.subagent_event(params);
+                        m.run_accepted = v.accepted;
+                        out.extend(v.findings);
+                    }
+                    (_, Some("session/usage_update")) => out.extend(self.seq.usage_update(params)),
+                    (_, Some("session/steer")) => {
+                        if let (Some(sid), Some(id)) =
+                            (sid, params.get("steerId").and_then(Value::as_str))
+                        {
+                            self.seq.steer_sent(sid, id, true);
+                        }
+                    }
+                    (_, Some("session/steer_applied")) => {
+                        if let (Some(sid), Some(id)) =
+                            (sid, params.get("steerId").and_then(Value::as_str))
+                        {
+                            out.extend(self.seq.steer_applied(sid, id, self.client_seen));
+                        }
+                    }
+                    (_, Some("subagents/list" | "subagents/cancel" | "subagents/output")) => {
+                        if let (Some(sid), Some(task)) =
+                            (sid, params.get("taskId").and_then(Value::as_str))
+                        {
+                            out.extend(self.seq.native_id(sid, task, "/params/taskId"));
+                        }
+                    }
+                    _ => {}
+                }
+                if path.is_none() {
+                    self.meta_native_ids(sid, params, "/params", &mut out);
+                }
+            }
+            MessageKind::Response => {
+                let Some(request) = &m.request else { return };
+                let method = request.method.as_str();
+                let sid = request.session_id.as_deref();
+                let path = split_method(method)
+                    .filter(|_| method_kind(method).is_some())
+                    .map(|(_, p)| p);
+                if let Some(result) = m.result() {
+                    match (method, path) {
+                        ("session/new" | "session/fork", _) => {
+                            if let Some(new) = result.get("sessionId").and_then(Value::as_str) {
+                                self.seq.session_started(new);
+                            }
+                        }
+                        (_, Some("subagents/list")) => {
+                            let tasks = result.get("tasks").and_then(Value::as_array);
+                            if let (Some(sid), Some(tasks)) = (sid, tasks) {
+                                for (i, task) in tasks.iter().enumerate() {
+                                    if let Some(id) = task.get("taskId").and_then(Value::as_str) {
+                                        out.extend(self.seq.native_id(
+                                            sid,
+                                            id,
+                                            &format!("/result/tasks/{i}/taskId"),
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    if path.is_none() {
+                        let rsid = result.get("sessionId").and_then(Value::as_str);
+                        self.meta_native_ids(rsid, result, "/result", &mut out);
+                    }
+                }
+                if let Some(sid) = sid {
+                    if method == "session/prompt" {
+                        out.extend(self.seq.prompt_answered(sid));
+                    } else if path == Some("session/steer")
+                        && let Some(id) = request.steer_id.as_deref()
+                    {
+                        let injected = m
+                            .result()
+                            .and_then(|r| r.get("outcome"))
+                            .and_then(Value::as_str)
+                            == Some("injected");
+                        out.extend(self.seq.steer_answered(sid, id, injected));
+                    }
+                }
+            }
+            MessageKind::Invalid => {}
+        }
+        if m.bare_event {
+            // Bare events are read as `subagents/event` notifications above;
+            // their pointers have no `/params` prefix.
+            for f in &mut out {
+                if let Some(rest) = f.pointer.strip_prefix("/params") {
+                    f.pointer = rest.to_owned();
+                }
+            }
+        }
+        m.sequence = out;
+    }
+
+    /// Native ids in `_meta.<ns>` sections of a standard message: a
+    /// task's `taskId`, a `turnId`.
+    fn meta_native_ids(
+        &mut self,
+        sid: Option<&str>,
+        value: &Value,
+        at: &str,
+        out: &mut Vec<SequenceFinding>,
+    ) {
+        let Some(sid) = sid else { return };
+        let mut sections = Vec::new();
+        meta_sections(value, at, None, &mut sections);
+        for (at, _, map) in sections {
+            if let Some(id) = map
+                .get("task")
+                .and_then(|t| t.get("taskId"))
+                .and_then(Value::as_str)
+            {
+                let at = child(&child(&at, "task"), "taskId");
+                out.extend(self.seq.native_id(sid, id, &at));
+            }
+            if let Some(id) = map.get("turnId").and_then(Value::as_str) {
+                out.extend(self.seq.native_id(sid, id, &child(&at, "turnId")));
+            }
+        }
+    }
+}
+
+/// Every `_meta.<ns>` section inside `value` (at any depth), with its
+/// pointer and namespace, except those of capability advertisements.
+pub fn meta_sections<'a>(
+    value: &'a Value,
+    at: &str,
+    owner: Option<&str>,
+    out: &mut Vec<(String, Namespace, &'a Map<String, Value>)>,
+) {
+    match value {
+        Value::Object(obj) => {
+            for (k, x) in obj {
+                let here = child(at, k);
+                if k == "_meta" {
+                    let capabilities = matches!(
+                        owner,
+                        Some("agentCapabilities" | "clientCapabilities" | "capabilities")
+                    );
+                    if let (Value::Object(meta), false) = (x, capabilities) {
+                        for ns in Namespace::ALL {
+                            if let Some(Value::Object(map)) = meta.get(ns.key()) {
+                                out.push((child(&here, ns.key()), ns, map));
+                            }
+                        }
+                    }
+                    continue;
+                }
+                meta_sections(x, &here, Some(k), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                meta_sections(x, &format!("{at}/{i}"), owner, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a value is, by its keys alone (no memory): the first step of
+/// classification.
+fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
+    let invalid = |pointer: &'static str, why: String| {
+        let mut m = Message::new(direction, MessageKind::Invalid, value);
+        m.problem = Some((pointer, why));
+        m
+    };
+    let obj = match value {
+        Value::Object(obj) => obj,
+        Value::Array(_) => {
+            return invalid("", "an empty batch is not a JSON-RPC message".to_owned());
+        }
+        other => {
+            return invalid(
+                "",
+                format!(
+                    "expected a JSON-RPC message object, found {}",
+                    crate::wire::json_type(other)
+                ),
+            );
+        }
+    };
+    if let Some(method) = obj.get("method") {
+        let Some(method) = method.as_str() else {
+            return invalid("/method", "`method` must be a string".to_owned());
+        };
+        let id = obj.get("id").filter(|id| !id.is_null());
+        let kind = if id.is_some() {
+            MessageKind::Request
+        } else {
+            MessageKind::Notification
+        };
+        let mut m = Message::new(direction, kind, value);
+        m.call_method = Some(method);
+        m.id = id;
+        m.params = obj.get("params").unwrap_or(&NULL);
+        return m;
+    }
+    let outcome = match (obj.get("result"), obj.get("error")) {
+        (Some(r), _) => Some(Ok(r)),
+        (None, Some(e)) => Some(Err(e)),
+        (None, None) => None,
+    };
+    if let Some(outcome) = outcome {
+        let mut m = Message::new(direction, MessageKind::Response, value);
+        m.id = obj.get("id");
+        m.outcome = Some(outcome);
+        return m;
+    }
+    if obj.contains_key("id") {
+        return invalid("", "a response needs `result` or `error`".to_owned());
+    }
+    if is_bare_subagent_event(obj) {
+        let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
+        m.call_method = Some(BARE_EVENT_METHOD);
+        m.params = value;
+        m.bare_event = true;
+        return m;
+    }
+    let why = match resembles(value) {
+        Some(shape) => format!(
+            "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+        ),
+        None => "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message"
+            .to_owned(),
+    };
+    invalid("", why)
+}
+
+/// An `initialize` result by its shape (fixtures keep it without its
+/// request).
+pub fn looks_like_initialize_result(result: &Value) -> bool {
+    result.get("agentCapabilities").is_some()
+        || (result.get("protocolVersion").is_some()
+            && (result.get("capabilities").is_some() || result.get("info").is_some()))
+}
+
+/// The steer a request carries, if any.
+fn steer_id_of(method: &str, params: &Value, id: &Value) -> Option<String> {
+    if split_method(method).is_some_and(|(_, p)| p == "session/steer") {
+        params
+            .get("steerId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    } else if method == "session/prompt" {
+        prompt_steer_id(params).map(str::to_owned)
+    } else if method == STANDARD_STEERING {
+        Some(standard_steer_id(params, id))
+    } else {
+        None
+    }
+}
+
+/// The official adapters' steering request.
+pub const STANDARD_STEERING: &str = "_session/steering";
+
+/// A prompt's steer id: `_meta.<ns>.steer.id`, else the vendors'
+/// `_meta.claudeCode.steer.id` or `_meta.codex.steer.id`.
+pub fn prompt_steer_id(params: &Value) -> Option<&str> {
+    let meta = params.get("_meta").and_then(Value::as_object)?;
+    namespace::read_key(meta, "steer")
+        .map(|(_, s)| s)
+        .or_else(|| meta.get("claudeCode").and_then(|c| c.get("steer")))
+        .or_else(|| meta.get("codex").and_then(|c| c.get("steer")))
+        .and_then(|s| s.get("id"))
+        .and_then(Value::as_str)
+}
+
+/// A `_session/steering` request's id: its `steerId` when given (Core
+/// clients add one), else `request:<JSON-RPC id>`.
+pub fn standard_steer_id(params: &Value, id: &Value) -> String {
+    params
+        .get("steerId")
+        .and_then(Value::as_str)
+        .map_or_else(|| format!("request:{id}"), str::to_owned)
+}
+
+/// `{version, sessionId, runId, type, …}` without a JSON-RPC envelope.
+fn is_bare_subagent_event(o: &Map<String, Value>) -> bool {
+    ["version", "sessionId", "runId", "type"]
+        .iter()
+        .all(|k| o.contains_key(*k))
+}
+
+/// What a value that is no message looks like, when it is a known part of
+/// one (a bare `ModelUsage` row, a `RateLimit`, a `TaskMeta`, a capability
+/// map, params without their envelope): the words for a record saying it
+/// was not placed.
+///
+/// ```
+/// use acp_extension_core::connection::resembles;
+/// use serde_json::json;
+///
+/// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
+/// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
+/// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
+/// ```
+pub fn resembles(value: &Value) -> Option<&'static str> {
+    let o = value.as_object()?;
+    let has = |k: &str| o.contains_key(k);
+    if has("inputTokens") && has("outputTokens") {
+        Some("a bare `ModelUsage` row")
+    } else if has("limitId") && has("windows") {
+        Some("a bare `RateLimit`")
+    } else if has("taskId") && has("kind") && has("status") {
+        Some("a bare `TaskMeta`")
+    } else if has("sessionId") && has("usage") {
+        Some("usage update params without their envelope")
+    } else if has("rateLimits") {
+        Some("rate-limit params without their envelope")
+    } else if has("fiveHour") || has("sevenDay") || (has("planName") && has("windows")) {
+        Some("legacy rate-limit params without their envelope")
+    } else if has("sessionUpdate") {
+        Some("a session update without its `session/update` envelope")
+    } else if !o.is_empty()
+        && o.keys()
+            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
+    {
+        Some("a bare capability map")
+    } else if capability_fragment(o) {
+        Some(
+            "a capability advertisement's `_meta` (a fragment of `clientCapabilities` or `agentCapabilities`)",
+        )
+    } else {
+        None
+    }
+}
+
+/// `{"_meta": {"<ns>": {…}}}` whose sections hold only capability keys:
+/// a piece of an advertisement, not session metadata.
+fn capability_fragment(o: &Map<String, Value>) -> bool {
+    let Some(meta) = o.get("_meta").and_then(Value::as_object) else {
+        return false;
+    };
+    let sections: Vec<&Map<String, Value>> = Namespace::ALL
+        .iter()
+        .filter_map(|ns| meta.get(ns.key()).and_then(Value::as_object))
+        .collect();
+    let standard = [
+        "_meta",
+        "fs",
+        "terminal",
+        "elicitation",
+        "auth",
+        "session",
+        "plan",
+        "subagents",
+        "loadSession",
+        "promptCapabilities",
+        "mcpCapabilities",
+        "sessionCapabilities",
+    ];
+    !sections.is_empty()
+        && sections.iter().all(|s| {
+            !s.is_empty()
+                && s.keys()
+                    .all(|k| crate::capabilities::Feature::from_key(k).is_some())
+        })
+        && o.keys().all(|k| standard.contains(&k.as_str()))
+}

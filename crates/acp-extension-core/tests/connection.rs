@@ -1,0 +1,189 @@
+//! The connection follower: classification, pairing, direction inference,
+//! the sequence rules run once, and observers in one pass.
+
+use acp_extension_core::connection::{
+    Connection, Direction, Message, MessageKind, Observer, Pairing,
+};
+use acp_extension_core::state::{Change, ConnectionState};
+use serde_json::{Value, json};
+
+/// Records what each message was classified as.
+#[derive(Default)]
+struct Seen(
+    Vec<(
+        MessageKind,
+        Direction,
+        Option<String>,
+        Option<String>,
+        Vec<String>,
+    )>,
+);
+
+impl Observer for Seen {
+    fn message(&mut self, _: &Connection, m: &Message<'_>) {
+        self.0.push((
+            m.kind,
+            m.direction,
+            m.method().map(str::to_owned),
+            m.session_id().map(str::to_owned),
+            m.sequence.iter().map(|f| f.rule.id().to_owned()).collect(),
+        ));
+    }
+}
+
+fn follow(conn: &mut Connection, seen: &mut Seen, direction: Direction, v: Value) {
+    conn.follow(direction, &v, &mut [seen]);
+}
+
+#[test]
+fn responses_find_their_request_and_its_direction() {
+    let mut conn = Connection::new();
+    let mut seen = Seen::default();
+    follow(
+        &mut conn,
+        &mut seen,
+        Direction::Unknown,
+        json!({"jsonrpc": "2.0", "id": 7, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}),
+    );
+    follow(
+        &mut conn,
+        &mut seen,
+        Direction::Unknown,
+        json!({"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}}),
+    );
+    // A second answer to the same id finds nothing.
+    follow(
+        &mut conn,
+        &mut seen,
+        Direction::Unknown,
+        json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+    );
+    let kinds: Vec<_> = seen
+        .0
+        .iter()
+        .map(|s| (s.0, s.1, s.2.clone(), s.3.clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            (
+                MessageKind::Request,
+                Direction::ClientToAgent,
+                Some("session/prompt".into()),
+                Some("s".into())
+            ),
+            (
+                MessageKind::Response,
+                Direction::AgentToClient,
+                Some("session/prompt".into()),
+                Some("s".into())
+            ),
+            (MessageKind::Response, Direction::Unknown, None, None),
+        ]
+    );
+    assert_eq!(conn.pending_requests().count(), 0);
+}
+
+#[test]
+fn a_named_method_pairs_a_response_kept_alone_and_initialize_is_recognised() {
+    let mut conn = Connection::new();
+    let r = json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}});
+    let m = conn.classify(Direction::AgentToClient, &r, Some("session/new"));
+    assert_eq!(m[0].request.as_ref().unwrap().pairing, Pairing::Named);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+        "agentCapabilities": {"_meta": {"ua": {"steering": {"version": 1, "transport": "request", "upstreamTurn": "same", "configPolicy": "active"}}}}}});
+    let m = conn.classify(Direction::AgentToClient, &init, None);
+    assert_eq!(m[0].request.as_ref().unwrap().pairing, Pairing::Inferred);
+    assert_eq!(m[0].method(), Some("initialize"));
+    assert_eq!(
+        conn.supports(
+            acp_extension_core::capabilities::Side::Agent,
+            acp_extension_core::capabilities::Feature::Steering
+        ),
+        Some(true)
+    );
+}
+
+#[test]
+fn values_that_are_no_message_say_why_in_one_place() {
+    let mut conn = Connection::new();
+    for (v, why) in [
+        (json!([]), "an empty batch"),
+        (json!(3), "found a number"),
+        (json!({"method": 1}), "`method` must be a string"),
+        (json!({"id": 1}), "needs `result` or `error`"),
+        (
+            json!({"inputTokens": 1, "outputTokens": 2}),
+            "a bare `ModelUsage` row",
+        ),
+    ] {
+        let m = conn.classify(Direction::Unknown, &v, None);
+        assert_eq!(m[0].kind, MessageKind::Invalid, "{v}");
+        let (_, text) = m[0].problem.clone().unwrap();
+        assert!(text.contains(why), "{v}: {text}");
+    }
+    // The state records each, so nothing disappears.
+    let mut state = ConnectionState::new();
+    let changes = state.message(Direction::Unknown, &json!([]));
+    assert!(matches!(&changes[..], [Change::Invalid(i)] if i.rule == "not-a-message"));
+    assert_eq!(state.accounting().recorded, 1);
+}
+
+#[test]
+fn batches_are_classified_element_by_element() {
+    let mut conn = Connection::new();
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}}},
+    ]);
+    let m = conn.classify(Direction::ClientToAgent, &batch, None);
+    assert_eq!(
+        m.iter().map(|m| m.batch_index).collect::<Vec<_>>(),
+        [Some(0), Some(1)]
+    );
+    assert_eq!(m[1].session_id(), Some("s"));
+}
+
+#[test]
+fn the_sequence_rules_run_once_and_every_observer_sees_their_verdict() {
+    let support = json!({"stream": [], "progress": false, "outputRead": "none", "cancel": false});
+    let done = json!({"jsonrpc": "2.0", "method": "_lody/subagents/event", "params": {"version": 1,
+        "sessionId": "s", "runId": "r", "type": "snapshot", "snapshot": {"state": "completed", "support": support}}});
+    let late = json!({"jsonrpc": "2.0", "method": "_lody/subagents/event", "params": {"version": 1,
+        "sessionId": "s", "runId": "r", "type": "progress", "progress": {}}});
+    let mut conn = Connection::new();
+    let mut seen = Seen::default();
+    let mut state = ConnectionState::new();
+    for v in [&done, &late] {
+        conn.follow(Direction::AgentToClient, v, &mut [&mut seen, &mut state]);
+    }
+    assert_eq!(seen.0[1].4, ["subagent-after-terminal"]);
+    let records: Vec<String> = state.invalid().map(|i| i.rule.clone()).collect();
+    assert_eq!(records, ["subagent-after-terminal"]);
+    // The state observing a shared connection folds what it folds alone.
+    let mut alone = ConnectionState::new();
+    alone.message(Direction::AgentToClient, &done);
+    alone.message(Direction::AgentToClient, &late);
+    assert_eq!(
+        serde_json::to_value(&alone).unwrap(),
+        serde_json::to_value(&state).unwrap()
+    );
+}
+
+#[test]
+fn a_line_that_is_not_json_reaches_every_observer() {
+    #[derive(Default)]
+    struct Unreadable(Vec<String>);
+    impl Observer for Unreadable {
+        fn message(&mut self, _: &Connection, _: &Message<'_>) {}
+        fn unreadable(&mut self, _: &Connection, rule: &str, _: &str) {
+            self.0.push(rule.to_owned());
+        }
+    }
+    let mut conn = Connection::new();
+    let (mut a, mut state) = (Unreadable::default(), ConnectionState::new());
+    conn.follow_line(Direction::Unknown, "{nope", &mut [&mut a, &mut state]);
+    assert_eq!(a.0, ["not-json"]);
+    assert_eq!(state.take_changes().len(), 1);
+    assert_eq!(conn.values(), 1);
+}
