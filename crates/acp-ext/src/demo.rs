@@ -217,6 +217,20 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
+/// `program` relative to the current directory when it lies below it (the
+/// demo's transcript shows no checkout's absolute path).
+fn relative_to_here(program: &str) -> String {
+    let path = std::path::Path::new(program);
+    std::env::current_dir()
+        .ok()
+        .and_then(|here| {
+            path.strip_prefix(here)
+                .ok()
+                .map(|p| p.display().to_string())
+        })
+        .unwrap_or_else(|| program.to_owned())
+}
+
 /// Runs the demo against `agent` (program and arguments; normally the
 /// current executable with `serve`), printing to `out`.
 pub async fn run(
@@ -236,7 +250,18 @@ pub async fn run(
         "{}",
         style.bold("ACP Extension Core demo: acp-ext probe ⇄ acp-ext serve")
     )?;
-    writeln!(out, "{}", style.dim(&format!("agent: {}", agent.join(" "))))?;
+    let shown: Vec<String> = agent
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 {
+                relative_to_here(a)
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    writeln!(out, "{}", style.dim(&format!("agent: {}", shown.join(" "))))?;
     writeln!(out)?;
     let printer = {
         std::thread::spawn(move || {

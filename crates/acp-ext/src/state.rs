@@ -47,12 +47,13 @@ impl Options {
 
 /// Folds everything `reader` holds in `format`.
 pub fn fold_reader(
-    reader: impl io::BufRead,
+    reader: impl io::BufRead + Send,
     format: Format,
     limits: Limits,
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
-    input::read(reader, format, |item| match item {
+    // Lines are parsed on one core while the state folds on the other.
+    input::read_parallel(reader, format, |item| match item {
         Item::Record(r) => {
             state.set_line(Some(r.line));
             state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
@@ -83,7 +84,7 @@ pub fn run(
     let mut code = 0;
     for (i, file) in files.iter().enumerate() {
         let folded = if file == Path::new("-") {
-            fold_reader(io::stdin().lock(), options.format, limits)
+            fold_reader(BufReader::new(io::stdin()), options.format, limits)
         } else {
             File::open(file).and_then(|f| fold_reader(BufReader::new(f), options.format, limits))
         };

@@ -487,3 +487,33 @@ async fn a_timeout_names_the_request_the_limit_and_the_option() {
     );
     assert_eq!(finding(&report, "prompt-skipped").len(), 1, "{messages:#?}");
 }
+
+#[test]
+fn the_demo_names_its_agent_relative_to_the_current_directory() {
+    let exe = std::path::Path::new(EXE);
+    // Run it from the directory above the executable's: the transcript
+    // names the agent from there, not by an absolute path.
+    let dir = exe.parent().and_then(|p| p.parent()).unwrap();
+    let out = Command::new(EXE)
+        .arg("demo")
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let agent = text
+        .lines()
+        .find_map(|l| l.strip_prefix("agent: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let name = exe.file_name().unwrap().to_string_lossy();
+    let parent = exe.parent().unwrap().file_name().unwrap().to_string_lossy();
+    assert_eq!(
+        agent,
+        format!("{parent}/{name} serve --session-ids counter")
+    );
+}

@@ -764,7 +764,7 @@ impl Connection {
     ) {
         let Some(sid) = sid else { return };
         let mut sections = Vec::new();
-        meta_sections(value, at, None, &mut sections);
+        meta_sections(value, at, &mut sections);
         for (at, _, map) in sections {
             if let Some(id) = map
                 .get("task")
@@ -782,17 +782,32 @@ impl Connection {
 }
 
 /// Every `_meta.<ns>` section inside `value` (at any depth), with its
-/// pointer and namespace, except those of capability advertisements.
+/// pointer (under `at`) and namespace, except those of capability
+/// advertisements (a `_meta` whose owner is `agentCapabilities`,
+/// `clientCapabilities` or `capabilities`).
 pub fn meta_sections<'a>(
     value: &'a Value,
     at: &str,
+    out: &mut Vec<(String, Namespace, &'a Map<String, Value>)>,
+) {
+    let mut path = at.to_owned();
+    walk_sections(value, &mut path, None, out);
+}
+
+fn walk_sections<'a>(
+    value: &'a Value,
+    path: &mut String,
     owner: Option<&str>,
     out: &mut Vec<(String, Namespace, &'a Map<String, Value>)>,
 ) {
+    let len = path.len();
     match value {
         Value::Object(obj) => {
             for (k, x) in obj {
-                let here = child(at, k);
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                crate::violation::push_child(path, k);
                 if k == "_meta" {
                     let capabilities = matches!(
                         owner,
@@ -801,18 +816,25 @@ pub fn meta_sections<'a>(
                     if let (Value::Object(meta), false) = (x, capabilities) {
                         for ns in Namespace::ALL {
                             if let Some(Value::Object(map)) = meta.get(ns.key()) {
-                                out.push((child(&here, ns.key()), ns, map));
+                                out.push((child(path, ns.key()), ns, map));
                             }
                         }
                     }
-                    continue;
+                } else {
+                    walk_sections(x, path, Some(k), out);
                 }
-                meta_sections(x, &here, Some(k), out);
+                path.truncate(len);
             }
         }
         Value::Array(items) => {
             for (i, x) in items.iter().enumerate() {
-                meta_sections(x, &format!("{at}/{i}"), owner, out);
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                use std::fmt::Write as _;
+                let _ = write!(path, "/{i}");
+                walk_sections(x, path, owner, out);
+                path.truncate(len);
             }
         }
         _ => {}

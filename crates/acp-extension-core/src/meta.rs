@@ -458,3 +458,175 @@ impl HasMeta for acp::SessionUpdate {
 // `session/fork` is behind the SDK's `unstable_session_fork` feature.
 #[cfg(feature = "unstable_session_fork")]
 has_meta!(ForkSessionRequest, ForkSessionResponse);
+
+/// A time in a contract field that reads wrong: a rule of
+/// [`epoch_findings`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EpochRule {
+    /// Above 10^11: milliseconds where the contract sends seconds.
+    Milliseconds,
+    /// A fraction of a second (consumers read whole seconds).
+    Fractional,
+    /// `0`: a placeholder rather than a time.
+    Zero,
+}
+
+impl EpochRule {
+    /// The rule's id (`epoch-milliseconds`, `epoch-fractional`,
+    /// `epoch-zero`), the same in `acp-ext check` and the consumer state.
+    pub fn id(self) -> &'static str {
+        match self {
+            EpochRule::Milliseconds => "epoch-milliseconds",
+            EpochRule::Fractional => "epoch-fractional",
+            EpochRule::Zero => "epoch-zero",
+        }
+    }
+}
+
+/// One `…EpochSeconds` value that breaks an [`EpochRule`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct EpochFinding {
+    /// Which rule.
+    pub rule: EpochRule,
+    /// JSON pointer of the value.
+    pub pointer: String,
+    /// One line for people.
+    pub message: String,
+}
+
+/// The `…EpochSeconds` values of a message part that read wrong: in an
+/// extension payload (`extension`: the params or result of a `_lody/…`
+/// method) every such key, elsewhere those inside `_meta.<ns>` sections
+/// (not the capability advertisements'). `at` is the part's pointer. One
+/// rule for `acp-ext check` and the consumer state.
+///
+/// ```
+/// use acp_extension_core::meta::{EpochRule, epoch_findings};
+/// use serde_json::json;
+///
+/// let update = json!({"update": {"_meta": {"lody": {"goal": {"objective": "x",
+///     "status": "active", "createdAtEpochSeconds": 1790000000000u64}}}}});
+/// let found = epoch_findings(&update, "/params", false);
+/// assert_eq!(found[0].rule, EpochRule::Milliseconds);
+/// assert_eq!(found[0].pointer, "/params/update/_meta/lody/goal/createdAtEpochSeconds");
+/// ```
+pub fn epoch_findings(value: &Value, at: &str, extension: bool) -> Vec<EpochFinding> {
+    let mut out = Vec::new();
+    // One pointer buffer for the whole walk: a pointer string is made only
+    // for a finding.
+    let mut path = at.to_owned();
+    if extension {
+        epochs(value, &mut path, &mut out);
+    } else {
+        meta_epochs(value, &mut path, None, &mut out);
+    }
+    out
+}
+
+fn meta_epochs(v: &Value, path: &mut String, owner: Option<&str>, out: &mut Vec<EpochFinding>) {
+    let len = path.len();
+    match v {
+        Value::Object(obj) => {
+            for (k, x) in obj {
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                crate::violation::push_child(path, k);
+                if k == "_meta" {
+                    let capabilities = matches!(
+                        owner,
+                        Some("agentCapabilities" | "clientCapabilities" | "capabilities")
+                    );
+                    if let (Value::Object(meta), false) = (x, capabilities) {
+                        for ns in crate::namespace::Namespace::ALL {
+                            if let Some(Value::Object(section)) = meta.get(ns.key()) {
+                                let here = path.len();
+                                crate::violation::push_child(path, ns.key());
+                                epochs_in(section, path, out);
+                                path.truncate(here);
+                            }
+                        }
+                    }
+                } else {
+                    meta_epochs(x, path, Some(k), out);
+                }
+                path.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                use std::fmt::Write as _;
+                let _ = write!(path, "/{i}");
+                meta_epochs(x, path, owner, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn epochs(v: &Value, path: &mut String, out: &mut Vec<EpochFinding>) {
+    match v {
+        Value::Object(obj) => epochs_in(obj, path, out),
+        Value::Array(items) => {
+            let len = path.len();
+            for (i, x) in items.iter().enumerate() {
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                use std::fmt::Write as _;
+                let _ = write!(path, "/{i}");
+                epochs(x, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn epochs_in(obj: &Map, path: &mut String, out: &mut Vec<EpochFinding>) {
+    let len = path.len();
+    for (k, x) in obj {
+        if k.ends_with("EpochSeconds")
+            && let Some(n) = x.as_f64()
+        {
+            let found = if n > 1e11 {
+                Some((
+                    EpochRule::Milliseconds,
+                    format!(
+                        "`{k}` is {x}, which looks like milliseconds; the contract sends Unix epoch seconds"
+                    ),
+                ))
+            } else if n.fract() != 0.0 {
+                Some((
+                    EpochRule::Fractional,
+                    format!("`{k}` is {x}, a fractional number of seconds"),
+                ))
+            } else if n == 0.0 {
+                Some((
+                    EpochRule::Zero,
+                    format!("`{k}` is 0 (1970-01-01), a placeholder rather than a time"),
+                ))
+            } else {
+                None
+            };
+            if let Some((rule, message)) = found {
+                out.push(EpochFinding {
+                    rule,
+                    pointer: crate::violation::child(path, k),
+                    message,
+                });
+            }
+        }
+        if x.is_object() || x.is_array() {
+            crate::violation::push_child(path, k);
+            epochs(x, path, out);
+            path.truncate(len);
+        }
+    }
+}

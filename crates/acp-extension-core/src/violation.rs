@@ -170,17 +170,23 @@ impl Rule {
 }
 
 /// Appends `key` to a JSON pointer, escaping `~` and `/` (RFC 6901).
+pub fn push_child(path: &mut String, key: &str) {
+    path.push('/');
+    for c in key.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+/// The JSON pointer of `key` inside the value at `at` (escaped as RFC 6901
+/// says).
 pub fn child(at: &str, key: &str) -> String {
     let mut s = String::with_capacity(at.len() + key.len() + 1);
     s.push_str(at);
-    s.push('/');
-    for c in key.chars() {
-        match c {
-            '~' => s.push_str("~0"),
-            '/' => s.push_str("~1"),
-            c => s.push(c),
-        }
-    }
+    push_child(&mut s, key);
     s
 }
 

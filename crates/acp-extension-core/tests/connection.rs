@@ -7,17 +7,19 @@ use acp_extension_core::connection::{
 use acp_extension_core::state::{Change, ConnectionState};
 use serde_json::{Value, json};
 
+/// What one message was classified as: kind, direction, method, session
+/// and the sequence rules it broke.
+type Classified = (
+    MessageKind,
+    Direction,
+    Option<String>,
+    Option<String>,
+    Vec<String>,
+);
+
 /// Records what each message was classified as.
 #[derive(Default)]
-struct Seen(
-    Vec<(
-        MessageKind,
-        Direction,
-        Option<String>,
-        Option<String>,
-        Vec<String>,
-    )>,
-);
+struct Seen(Vec<Classified>);
 
 impl Observer for Seen {
     fn message(&mut self, _: &Connection, m: &Message<'_>) {

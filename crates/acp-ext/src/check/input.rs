@@ -141,6 +141,44 @@ pub enum Item {
     },
 }
 
+/// Like [`read`], with the reading and parsing on a thread of its own:
+/// `sink` runs on the calling thread while the next lines are parsed (a
+/// two-core pipeline for `check`, `state` and the like). Items arrive in
+/// order, in batches.
+pub fn read_parallel<R: BufRead + Send>(
+    reader: R,
+    format: Format,
+    mut sink: impl FnMut(Item),
+) -> io::Result<()> {
+    const BATCH: usize = 256;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
+    std::thread::scope(|scope| {
+        let parser = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let result = read(reader, format, |item| {
+                batch.push(item);
+                if batch.len() == BATCH {
+                    // A closed channel: the consumer is gone; the rest is
+                    // dropped with it.
+                    let _ = tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+            });
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            result
+        });
+        for batch in rx {
+            for item in batch {
+                sink(item);
+            }
+        }
+        parser
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
+    })
+}
+
 /// Reads `reader` in `format`, calling `sink` for every message and input
 /// problem in order. Only I/O errors end reading early; malformed content
 /// becomes [`Item::Problem`]s.

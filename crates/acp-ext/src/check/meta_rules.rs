@@ -214,16 +214,27 @@ pub(super) fn find_sections<'a>(
     owner: Option<&str>,
     out: &mut Vec<Section<'a>>,
 ) {
+    // Capability sections are listed too (marked): their keys are judged
+    // apart.
+    let mut path = at.to_owned();
+    walk(v, &mut path, owner, out);
+}
+
+fn walk<'a>(v: &'a Value, path: &mut String, owner: Option<&str>, out: &mut Vec<Section<'a>>) {
+    let len = path.len();
     match v {
         Value::Object(obj) => {
             for (k, x) in obj {
-                let here = child(at, k);
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                acp_extension_core::violation::push_child(path, k);
                 if k == "_meta" {
                     if let Value::Object(meta) = x {
                         for ns in Namespace::ALL {
                             if let Some(Value::Object(map)) = meta.get(ns.key()) {
                                 out.push(Section {
-                                    at: child(&here, ns.key()),
+                                    at: child(path, ns.key()),
                                     ns,
                                     map,
                                     capabilities: matches!(
@@ -236,24 +247,31 @@ pub(super) fn find_sections<'a>(
                             }
                         }
                     }
-                    continue;
+                } else {
+                    walk(x, path, Some(k), out);
                 }
-                find_sections(x, &here, Some(k), out);
+                path.truncate(len);
             }
         }
         Value::Array(items) => {
             for (i, x) in items.iter().enumerate() {
-                find_sections(x, &format!("{at}/{i}"), owner, out);
+                if !x.is_object() && !x.is_array() {
+                    continue;
+                }
+                use std::fmt::Write as _;
+                let _ = write!(path, "/{i}");
+                walk(x, path, owner, out);
+                path.truncate(len);
             }
         }
         _ => {}
     }
 }
 
-/// The library's epoch rules ([`acp_extension_core::wire::epoch_findings`])
+/// The library's epoch rules ([`acp_extension_core::meta::epoch_findings`])
 /// as findings.
 fn epoch_rules(value: &Value, at: &str, ext: bool, out: &mut Vec<Finding>) {
-    use acp_extension_core::wire::{EpochRule, epoch_findings};
+    use acp_extension_core::meta::{EpochRule, epoch_findings};
     for f in epoch_findings(value, at, ext) {
         let rule = match f.rule {
             EpochRule::Milliseconds => &rules::EPOCH_MILLISECONDS,

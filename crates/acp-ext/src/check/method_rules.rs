@@ -199,15 +199,12 @@ impl Checker {
         result: &Value,
         out: &mut Vec<Finding>,
     ) {
-        match method {
-            Some("initialize") => {
-                let (key, caps) = capabilities_of(result, Side::Agent);
-                if let Some(adv) = &self.agent {
-                    advertisement_findings(adv, &format!("/result/{key}"), out);
-                }
-                self.agent_reads = Some(namespace_rules::Reader::of(caps));
+        if method == Some("initialize") {
+            let (key, caps) = capabilities_of(result, Side::Agent);
+            if let Some(adv) = &self.agent {
+                advertisement_findings(adv, &format!("/result/{key}"), out);
             }
-            Some(_) | None => {}
+            self.agent_reads = Some(namespace_rules::Reader::of(caps));
         }
     }
 }

@@ -12,11 +12,11 @@
 //! # Ok::<_, std::io::Error>(())
 //! ```
 
-use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::input::{self, Format, Item};
 use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
@@ -112,7 +112,7 @@ impl Summary {
 /// Checks one input with a fresh [`Checker`], calling `on` with the line
 /// and finding of everything found (unfiltered). Pointers are relative to
 /// the value that starts at that line.
-pub fn check_reader<R: BufRead>(
+pub fn check_reader<R: BufRead + Send>(
     reader: R,
     format: Format,
     options: &Options,
@@ -122,7 +122,7 @@ pub fn check_reader<R: BufRead>(
 }
 
 /// [`check_reader`], calling `tick` before each message.
-fn check_ticking<R: BufRead>(
+fn check_ticking<R: BufRead + Send>(
     reader: R,
     format: Format,
     options: &Options,
@@ -130,7 +130,8 @@ fn check_ticking<R: BufRead>(
     mut on: impl FnMut(u64, Finding),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
-    input::read(reader, format, |item| match item {
+    // Lines are parsed on one core while the rules run on the other.
+    input::read_parallel(reader, format, |item| match item {
         Item::Record(r) => {
             tick();
             for mut f in
@@ -147,13 +148,13 @@ fn check_ticking<R: BufRead>(
 /// Counts bytes read, for the progress bar.
 struct Tracked<R> {
     inner: R,
-    read: Rc<Cell<u64>>,
+    read: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Tracked<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n as u64);
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -173,8 +174,8 @@ pub fn check_files(
     let mut write_error: Option<io::Error> = None;
     for path in paths {
         let name = path.display().to_string();
-        let (reader, size): (Box<dyn Read>, u64) = if name == "-" {
-            (Box::new(io::stdin().lock()), 0)
+        let (reader, size): (Box<dyn Read + Send>, u64) = if name == "-" {
+            (Box::new(io::stdin()), 0)
         } else {
             match File::open(path) {
                 Ok(f) => {
@@ -188,10 +189,10 @@ pub fn check_files(
                 }
             }
         };
-        let read = Rc::new(Cell::new(0u64));
+        let read = Arc::new(AtomicU64::new(0));
         let tracked = Tracked {
             inner: reader,
-            read: Rc::clone(&read),
+            read: Arc::clone(&read),
         };
         let mut progress = Progress::new(
             name.clone(),
@@ -202,7 +203,7 @@ pub fn check_files(
             BufReader::with_capacity(1 << 16, tracked),
             options.format,
             options,
-            || progress.update(read.get()),
+            || progress.update(read.load(Ordering::Relaxed)),
             |line, finding| {
                 if finding.severity < options.min_severity {
                     return;

@@ -26,10 +26,11 @@ use agent_client_protocol::v1::schema::{ContentBlock, SessionInfoUpdate, Session
 use serde::Serialize;
 use serde_json::Value;
 
+use super::ledger::DEFAULT_MODEL;
 use super::params::{invalid_params, method_not_found, unknown_session};
-use super::script::cancel_run;
+use super::runs::cancel_run;
 use super::sessions::{open_session, replay};
-use super::state::{AppCall, DEFAULT_MODEL, Goal, Inner, Shared, Steer};
+use super::state::{AppCall, Goal, Inner, Shared, Steer};
 use super::wire::{self, Cx, nn};
 use crate::time;
 

@@ -18,8 +18,10 @@ use acp_extension_core::wire::{EpochSeconds, NonEmptyString};
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::state::DEFAULT_MODEL;
 use crate::time;
+
+/// The default model id of a session (overridable through `sessionConfig.modelId`).
+pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";
 
 /// One subagent run and its task record (the native id is the task id).
 #[derive(Debug, Clone)]

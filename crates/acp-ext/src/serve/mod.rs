@@ -46,6 +46,7 @@ mod features;
 mod help;
 mod ledger;
 mod params;
+mod runs;
 mod script;
 mod sessions;
 mod state;

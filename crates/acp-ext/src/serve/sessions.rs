@@ -460,7 +460,7 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Val
     if let Some(mut live) = session.live.take() {
         // Live subagent runs end here, with their root tool calls.
         for task in live.runs.live_task_ids() {
-            super::script::cancel_run(
+            super::runs::cancel_run(
                 shared,
                 cx,
                 ns,

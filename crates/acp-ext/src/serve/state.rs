@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use super::cancel::Cancel;
 use super::features::Advertised;
-use super::ledger::Runs;
+use super::ledger::{DEFAULT_MODEL, Runs};
 use super::wire::{self, Cx, nn};
 use super::{PlainClients, ServeNamespace, ServeOptions, SessionIds, TaskGuard, TaskMonitor};
 
@@ -30,9 +30,6 @@ fn process_prefix() -> &'static str {
     static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PREFIX.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned())
 }
-
-/// The default model id of a session (overridable through `sessionConfig.modelId`).
-pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";
 
 /// The context window reported in `usage_update.size`.
 pub(crate) const CONTEXT_WINDOW: u64 = 200_000;

@@ -361,6 +361,7 @@ fn run_lines(
             ));
         }
         for (tool, call) in run.tool_calls.iter().rev().take(4) {
+            let call = call.value();
             let status = call.get("status").and_then(|s| s.as_str()).unwrap_or("?");
             let title = call.get("title").and_then(|s| s.as_str()).unwrap_or("");
             lines.push(Line::styled(

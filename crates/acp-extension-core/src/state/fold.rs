@@ -91,10 +91,6 @@ pub(super) fn notice_of(update: &Value) -> (NoticeLevel, String) {
     (level, message)
 }
 
-pub(super) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
 pub(super) fn meta_of(v: &Value) -> Option<&Map<String, Value>> {
     v.get("_meta").and_then(Value::as_object)
 }
@@ -499,7 +495,7 @@ impl ConnectionState {
         out.push(Change::Negotiated { side });
     }
 
-    /// The epoch rules `acp-ext check` applies ([`crate::wire::epoch_findings`]),
+    /// The epoch rules `acp-ext check` applies ([`crate::meta::epoch_findings`]),
     /// recorded. A time in milliseconds is read as seconds: the value to
     /// fold instead is returned (`None`: fold it as sent).
     fn epoch_records(
@@ -512,9 +508,9 @@ impl ConnectionState {
     ) -> Option<Value> {
         let ext = split_method(method).is_some() && method_kind(method).is_some();
         let mut converted: Option<Value> = None;
-        for f in crate::wire::epoch_findings(value, at, ext) {
+        for f in crate::meta::epoch_findings(value, at, ext) {
             let mut message = f.message;
-            if f.rule == crate::wire::EpochRule::Milliseconds
+            if f.rule == crate::meta::EpochRule::Milliseconds
                 && let Some(inner) = f.pointer.strip_prefix(at)
             {
                 let v = converted.get_or_insert_with(|| value.clone());

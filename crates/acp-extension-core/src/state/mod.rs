@@ -856,6 +856,10 @@ impl ConnectionState {
     }
 }
 
+pub(super) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
 /// The JSON Schema (draft 2020-12) of the document `acp-ext state --json`
 /// prints per file: `{"file", …}` and the serialized [`ConnectionState`].
 #[cfg(feature = "schema")]

@@ -14,7 +14,8 @@
 
 use serde_json::{Map, Value};
 
-use super::fold::{is_standard_update, meta_of, notice_of, patch_str, str_at};
+use super::fold::{is_standard_update, meta_of, notice_of, patch_str};
+use super::str_at;
 use super::*;
 use crate::namespace;
 use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
@@ -633,17 +634,22 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             let Some(id) = str_at(update, "toolCallId") else {
                 return;
             };
-            let entry = run
-                .tool_calls
-                .entry(id.to_owned())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let (Value::Object(into), Some(from)) = (entry, update.as_object()) {
-                for (k, v) in from {
-                    if k != "sessionUpdate" {
-                        into.insert(k.clone(), v.clone());
+            let Some(from) = update.as_object() else {
+                return;
+            };
+            let merged = match run.tool_calls.get(id) {
+                Some(known) => {
+                    let mut into = known.value();
+                    for (k, v) in from {
+                        if k != "sessionUpdate" {
+                            into.insert(k.clone(), v.clone());
+                        }
                     }
+                    CompactObject::new(&into)
                 }
-            }
+                None => CompactObject::without(from, "sessionUpdate"),
+            };
+            run.tool_calls.insert(id.to_owned(), merged);
             cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
         }
         Some("plan") => {

@@ -15,7 +15,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::fold::str_at;
+use super::str_at;
 use super::*;
 use crate::session::{TaskKind, TaskMeta, TaskStatus};
 

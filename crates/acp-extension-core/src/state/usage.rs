@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::fold::str_at;
+use super::str_at;
 use super::*;
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::sequence::SequenceRule;

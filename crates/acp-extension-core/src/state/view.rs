@@ -216,8 +216,9 @@ pub struct RunState {
     /// that follows a tool call or a plan, or that has another `messageId`,
     /// starts on a new line (bounded mode keeps the tail).
     pub text: String,
-    /// Tool calls by id, updates merged into them.
-    pub tool_calls: IndexMap<String, Value>,
+    /// Tool calls by id, updates merged into them, each kept as compact
+    /// JSON text ([`CompactObject`]).
+    pub tool_calls: IndexMap<String, CompactObject>,
     /// The latest plan (replaced whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Value>,
@@ -780,4 +781,88 @@ pub struct Invalid {
     pub message: String,
     /// Whether the message was still folded (partly or with a fallback).
     pub folded: bool,
+}
+
+/// A JSON object kept as its compact text: a run may hold tens of
+/// thousands of tool calls, and a JSON tree of each costs several times
+/// its text. Read it back with [`CompactObject::value`] (or
+/// [`CompactObject::get`] for one key); it serializes as the object.
+///
+/// ```
+/// use acp_extension_core::state::CompactObject;
+/// use serde_json::json;
+///
+/// let call = CompactObject::new(json!({"title": "Read", "status": "completed"}).as_object().unwrap());
+/// assert_eq!(call.get("status"), Some(json!("completed")));
+/// assert_eq!(call.as_str(), r#"{"title":"Read","status":"completed"}"#);
+/// ```
+#[derive(Debug, Clone)]
+pub struct CompactObject(Box<serde_json::value::RawValue>);
+
+impl CompactObject {
+    /// The compact text of `object`.
+    pub fn new(object: &Map<String, Value>) -> Self {
+        Self(serde_json::value::to_raw_value(object).expect("a JSON map serializes"))
+    }
+
+    /// The compact text of `object` without its key `skip`.
+    pub fn without(object: &Map<String, Value>, skip: &str) -> Self {
+        struct Without<'a>(&'a Map<String, Value>, &'a str);
+        impl Serialize for Without<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in self.0.iter().filter(|(k, _)| k.as_str() != self.1) {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
+        }
+        Self(
+            serde_json::value::to_raw_value(&Without(object, skip)).expect("a JSON map serializes"),
+        )
+    }
+
+    /// Its compact JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The object, parsed.
+    pub fn value(&self) -> Map<String, Value> {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// One key's value, parsed.
+    pub fn get(&self, key: &str) -> Option<Value> {
+        self.value().remove(key)
+    }
+}
+
+impl PartialEq for CompactObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<Value> for CompactObject {
+    fn eq(&self, other: &Value) -> bool {
+        other.as_object() == Some(&self.value())
+    }
+}
+
+impl Serialize for CompactObject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+#[cfg(feature = "schema")]
+impl JsonSchema for CompactObject {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CompactObject".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "object" })
+    }
 }

@@ -27,8 +27,8 @@ use acp_extension_core::session::{
 };
 use acp_extension_core::subagent_emitter::SnapshotPatch;
 use acp_extension_core::subagent_events::{
-    OutputRead, SubagentEvent, SubagentProgress, SubagentReason, SubagentReasonCode,
-    SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
+    OutputRead, SubagentEvent, SubagentProgress, SubagentSnapshot, SubagentState, SubagentStream,
+    SubagentSupport,
 };
 use acp_extension_core::usage::{ModelUsage, SessionUsageUpdate, sum_model_usage};
 use acp_extension_core::wire::NonNegF64;
@@ -48,6 +48,7 @@ use tokio::sync::mpsc;
 use super::cancel::Cancel;
 use super::ext;
 use super::params::{self, invalid_params, invalid_state, unknown_session};
+use super::runs::{SUBAGENT_TOOL, cancel_run, fail_call, tool_meta};
 use super::state::{
     AppCall, Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord,
     TurnSlot,
@@ -64,8 +65,6 @@ mod subagents;
 mod tasks;
 mod title;
 mod tools;
-
-pub(crate) use subagents::cancel_run;
 
 /// Why a turn stopped early.
 enum Stop {
@@ -731,18 +730,6 @@ pub(crate) const APP_RESOURCE: &str = "ui://demo/chart";
 const BACKGROUND_TOOL: &str = "Bash";
 
 /// The canonical tool name of subagent tool calls.
-const SUBAGENT_TOOL: &str = "Task";
-
-/// `_meta.<ns>` of a tool call: its canonical tool name and, when `tasks`
-/// is advertised, its task.
-fn tool_meta(shared: &Shared, ns: Namespace, tool: &str, task: Option<TaskMeta>) -> Meta {
-    let mut b = MetaBuilder::new(ns).with::<fields::ToolName>(tool.to_owned());
-    if let Some(task) = task.filter(|_| shared.has(Feature::Tasks)) {
-        b = b.with::<fields::Task>(task);
-    }
-    b.build()
-}
-
 #[cfg(test)]
 mod tests {
     use super::title::generated_title;

@@ -34,7 +34,7 @@ impl Turn {
                                     )
                                     .description(description.clone())
                                     .actor(name.clone())
-                                    .model_id(super::super::state::DEFAULT_MODEL)
+                                    .model_id(super::super::ledger::DEFAULT_MODEL)
                                     .started_at_epoch_seconds(now),
                                 ),
                             ),
@@ -50,7 +50,7 @@ impl Turn {
                     .parent_tool_call_id(call.clone())
                     .name(name.clone())
                     .description(description.clone())
-                    .model_id(super::super::state::DEFAULT_MODEL)
+                    .model_id(super::super::ledger::DEFAULT_MODEL)
                     .started_at_epoch_seconds(now);
                 kids.push(Kid {
                     task: task.clone(),
@@ -236,73 +236,4 @@ impl Turn {
             }
         });
     }
-}
-
-/// Cancels one live subagent run: `cancelled` snapshot, task `killed`,
-/// its tool call `failed`. Returns whether it was live.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn cancel_run(
-    shared: &Shared,
-    cx: &Cx,
-    ns: Namespace,
-    events_on: bool,
-    session_id: &str,
-    live: &mut Live,
-    task_id: &str,
-    reason: &str,
-) -> bool {
-    if !live.runs.live(task_id) {
-        return false;
-    }
-    let Some(record) = live.runs.get(task_id).cloned() else {
-        return false;
-    };
-    let events = live.runs.finish(
-        task_id,
-        SubagentState::Cancelled,
-        SnapshotPatch::new()
-            .reason(SubagentReason::new(SubagentReasonCode::Cancelled).message(reason)),
-    );
-    if events_on {
-        for e in events {
-            wire::notify(cx, ns, e);
-        }
-    }
-    fail_call(
-        shared,
-        cx,
-        ns,
-        session_id,
-        task_id,
-        &record.tool_call_id,
-        reason,
-    );
-    true
-}
-
-/// Sends a subagent's root tool call its terminal `failed` update (task
-/// `failed`, with `reason`).
-pub(super) fn fail_call(
-    shared: &Shared,
-    cx: &Cx,
-    ns: Namespace,
-    session_id: &str,
-    task_id: &str,
-    call_id: &str,
-    reason: &str,
-) {
-    let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)
-        .error(reason)
-        .ended_at_epoch_seconds(time::now());
-    wire::update(
-        cx,
-        session_id,
-        SessionUpdate::ToolCallUpdate(
-            ToolCallUpdate::new(
-                call_id.to_owned(),
-                ToolCallUpdateFields::new().status(ToolCallStatus::Failed),
-            )
-            .meta(tool_meta(shared, ns, SUBAGENT_TOOL, Some(task))),
-        ),
-    );
 }
