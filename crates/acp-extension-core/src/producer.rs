@@ -108,7 +108,7 @@ use crate::session::{
     SubagentsListResponse, TitleSource,
 };
 use crate::subagent_emitter::{AcpNotificationSink, OutputIds, SnapshotPatch, SubagentEmitter};
-use crate::subagent_events::{SubagentOutput, SubagentProgress, SubagentSnapshot};
+use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, SubagentSnapshot};
 use crate::usage::{ModelUsage, ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
 
 /// Why [`AgentExtensions`] did not send a message.
@@ -375,6 +375,18 @@ impl AgentExtensions {
             Feature::Steering,
             SteerApplied::new(&*session_id.0, steer_id.into()),
         )
+    }
+
+    /// One `subagents/event` (feature `subagentEvents`) built elsewhere: by
+    /// a [`SubagentEmitter`] of the agent's own that is not bound to this
+    /// handle (one that keeps its runs beside other per-run state, as
+    /// `acp-ext serve` does). The handle's own runs
+    /// ([`AgentExtensions::subagent_emitter`]) need no such call.
+    pub fn subagent_event(&self, event: SubagentEvent) -> Result<(), SendError> {
+        self.require(Feature::SubagentEvents)?;
+        self.cx
+            .send_notification(NamespacedNotification::new(self.namespace(), event))?;
+        Ok(())
     }
 
     /// `session/activity_update` (feature `sessionActivity`).

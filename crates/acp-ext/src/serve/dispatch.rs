@@ -32,8 +32,8 @@ pub(crate) fn builder(shared: Arc<Shared>) -> impl ConnectTo<Client> + 'static {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .on_close(async move |cx: Cx| {
-            on_close.shutdown(&cx).await;
+        .on_close(async move |_: Cx| {
+            on_close.shutdown().await;
             Ok(())
         })
 }
@@ -61,7 +61,7 @@ fn request(
 
 fn answer(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result<Value, Error> {
     if method == "initialize" {
-        return sessions::initialize(shared, params);
+        return sessions::initialize(shared, params, cx);
     }
     {
         let inner = shared.lock();
@@ -73,14 +73,14 @@ fn answer(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result
     }
     match method {
         "authenticate" => Ok(Value::Object(Default::default())),
-        "session/new" => sessions::new_session(shared, params, cx),
-        "session/load" => sessions::load(shared, params, cx, true),
-        "session/resume" => sessions::load(shared, params, cx, false),
+        "session/new" => sessions::new_session(shared, params),
+        "session/load" => sessions::load(shared, params, true),
+        "session/resume" => sessions::load(shared, params, false),
         "session/fork" => sessions::fork(shared, params, cx),
         "session/list" => sessions::list(shared, params),
-        "session/close" => sessions::close(shared, params, cx),
+        "session/close" => sessions::close(shared, params),
         "session/set_config_option" => sessions::set_config_option(shared, params),
-        other if split_method(other).is_some() => ext::request(shared, other, params, cx),
+        other if split_method(other).is_some() => ext::request(shared, other, params),
         other => Err(method_not_found(other)),
     }
 }

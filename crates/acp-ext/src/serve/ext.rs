@@ -31,7 +31,7 @@ use super::params::{invalid_params, method_not_found, unknown_session};
 use super::runs::cancel_run;
 use super::sessions::{open_session, replay};
 use super::state::{AppCall, Goal, Inner, Shared, Steer};
-use super::wire::{self, Cx, nn};
+use super::wire::{self, nn};
 use crate::time;
 
 fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
@@ -57,12 +57,7 @@ fn served(shared: &Shared, path: &str) -> bool {
 }
 
 /// Answers one extension request.
-pub(crate) fn request(
-    shared: &Arc<Shared>,
-    method: &str,
-    params: &Value,
-    cx: &Cx,
-) -> Result<Value, Error> {
+pub(crate) fn request(shared: &Arc<Shared>, method: &str, params: &Value) -> Result<Value, Error> {
     let path = acp_extension_core::namespace::split_method(method).map_or("", |(_, p)| p);
     if !served(shared, path) {
         return Err(method_not_found(method));
@@ -86,17 +81,17 @@ pub(crate) fn request(
                 .join("\n");
             steer(shared, &r.session_id, r.steer_id, text)
         }
-        ExtensionRequest::SessionGoal(r) => goal(shared, r, cx),
+        ExtensionRequest::SessionGoal(r) => goal(shared, r),
         ExtensionRequest::SessionHistoryRead(r) => {
             let inner = shared.lock();
             let Some(session) = inner.sessions.get(&r.session_id) else {
                 return Err(unknown_session(&r.session_id));
             };
-            replay(cx, inner.client.ns, session);
+            replay(shared, inner.client.ns, session);
             to_value(EmptyResponse::new())
         }
         ExtensionRequest::SubagentsList(r) => subagents_list(shared, r),
-        ExtensionRequest::SubagentsCancel(r) => subagents_cancel(shared, r, cx),
+        ExtensionRequest::SubagentsCancel(r) => subagents_cancel(shared, r),
         ExtensionRequest::SubagentsOutput(r) => subagents_output(shared, r),
         ExtensionRequest::McpAppsLoad(r) => {
             let app = app_call(shared, &r.session_id, &r.tool_call_id)?;
@@ -194,7 +189,7 @@ fn steer(
 /// `session/goal`: the status-only actions (`pause`, `clear`), accepted
 /// while a prompt runs; `set` and `resume` start work and travel on
 /// `session/prompt` as `_meta.<ns>.goalControl`.
-fn goal(shared: &Arc<Shared>, request: GoalControlRequest, cx: &Cx) -> Result<Value, Error> {
+fn goal(shared: &Arc<Shared>, request: GoalControlRequest) -> Result<Value, Error> {
     let (session_id, pause) = match &request {
         GoalControlRequest::Pause(r) => (r.session_id.clone(), true),
         GoalControlRequest::Clear(r) => (r.session_id.clone(), false),
@@ -221,8 +216,7 @@ fn goal(shared: &Arc<Shared>, request: GoalControlRequest, cx: &Cx) -> Result<Va
         session.goal = None;
     }
     let snapshot = session.goal.as_ref().map(Goal::snapshot);
-    wire::update(
-        cx,
+    shared.update(
         &session_id,
         SessionUpdate::SessionInfoUpdate(
             SessionInfoUpdate::new().meta(
@@ -276,11 +270,7 @@ fn unknown_task(session_id: &str, task_id: &str) -> Error {
     )
 }
 
-fn subagents_cancel(
-    shared: &Arc<Shared>,
-    r: SubagentCancelRequest,
-    cx: &Cx,
-) -> Result<Value, Error> {
+fn subagents_cancel(shared: &Arc<Shared>, r: SubagentCancelRequest) -> Result<Value, Error> {
     let mut guard = shared.lock();
     let inner = &mut *guard;
     let (ns, events) = (inner.client.ns, inner.client.subagent_events);
@@ -293,16 +283,7 @@ fn subagents_cancel(
         .reason
         .unwrap_or_else(|| "cancelled by the client".to_owned());
     // A finished run stays as it is: cancelling it is a no-op.
-    cancel_run(
-        shared,
-        cx,
-        ns,
-        events,
-        &r.session_id,
-        live,
-        &r.task_id,
-        &reason,
-    );
+    cancel_run(shared, ns, events, &r.session_id, live, &r.task_id, &reason);
     to_value(EmptyResponse::new())
 }
 

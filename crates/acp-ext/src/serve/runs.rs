@@ -13,7 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 
 use super::state::{Live, Shared};
-use super::wire::{self, Cx, MetaBuilder};
+use super::wire::MetaBuilder;
 use crate::time;
 
 pub(crate) const SUBAGENT_TOOL: &str = "Task";
@@ -38,7 +38,6 @@ pub(crate) fn tool_meta(
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn cancel_run(
     shared: &Shared,
-    cx: &Cx,
     ns: Namespace,
     events_on: bool,
     session_id: &str,
@@ -60,12 +59,11 @@ pub(crate) fn cancel_run(
     );
     if events_on {
         for e in events {
-            wire::notify(cx, ns, e);
+            shared.subagent_event(e);
         }
     }
     fail_call(
         shared,
-        cx,
         ns,
         session_id,
         task_id,
@@ -79,7 +77,6 @@ pub(crate) fn cancel_run(
 /// `failed`, with `reason`).
 pub(crate) fn fail_call(
     shared: &Shared,
-    cx: &Cx,
     ns: Namespace,
     session_id: &str,
     task_id: &str,
@@ -89,8 +86,7 @@ pub(crate) fn fail_call(
     let task = TaskMeta::new(task_id, TaskKind::Subagent, TaskStatus::Failed)
         .error(reason)
         .ended_at_epoch_seconds(time::now());
-    wire::update(
-        cx,
+    shared.update(
         session_id,
         SessionUpdate::ToolCallUpdate(
             ToolCallUpdate::new(

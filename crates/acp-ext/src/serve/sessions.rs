@@ -35,20 +35,12 @@ fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
 
 /// `initialize`: negotiate the version, advertise every capability, read
 /// the client's extension capabilities.
-pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
+pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
     let request: InitializeRequest = params::parse(params)?;
     let raw_caps = params
         .get("clientCapabilities")
         .cloned()
         .unwrap_or(Value::Null);
-    let meta = raw_caps
-        .get("_meta")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-
-    let has = |ns: Namespace| meta.get(ns.key()).is_some_and(Value::is_object);
-    shared.set_client_extensions(has(Namespace::Ua) || has(Namespace::Lody));
     let ns = match shared.namespaces {
         ServeNamespace::Ua => Namespace::Ua,
         ServeNamespace::Lody => Namespace::Lody,
@@ -75,6 +67,7 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value) -> Result<Value, 
     let boolean_config = raw_caps
         .pointer("/session/configOptions/boolean")
         .is_some_and(Value::is_object);
+    shared.bind(cx, negotiated.clone(), ns);
     {
         let mut inner = shared.lock();
         inner.initialized = true;
@@ -228,18 +221,14 @@ fn apply_config(session: &mut Session, extras: &Extras) {
 }
 
 /// `_meta` of a session response: the effective worktree assignment.
-fn response_meta(shared: &Shared, ns: Namespace, session: &Session) -> Option<Meta> {
+fn response_meta(shared: &Shared, session: &Session) -> Option<Meta> {
     let project = session
         .project
         .as_ref()
         .filter(|_| shared.has(Feature::WorktreeProject))?;
-    Some(
-        wire::MetaBuilder::new(ns)
-            .with::<fields::WorktreeProject>(WorktreeProject::new(
-                project.to_string_lossy().into_owned(),
-            ))
-            .build(),
-    )
+    shared.meta::<fields::WorktreeProject>(WorktreeProject::new(
+        project.to_string_lossy().into_owned(),
+    ))
 }
 
 fn config_options(inner: &Inner, session: &Session) -> Option<Vec<SessionConfigOption>> {
@@ -260,7 +249,7 @@ fn open_lifetime(inner: &mut Inner, session_id: &str) -> Live {
 }
 
 /// `session/new`.
-pub(crate) fn new_session(shared: &Arc<Shared>, params: &Value, _cx: &Cx) -> Result<Value, Error> {
+pub(crate) fn new_session(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
     let request: NewSessionRequest = params::parse(params)?;
     check_dirs(&request.cwd, &request.additional_directories)?;
     let extras = extras(shared, params)?;
@@ -274,23 +263,21 @@ pub(crate) fn new_session(shared: &Arc<Shared>, params: &Value, _cx: &Cx) -> Res
     session.live = Some(open_lifetime(&mut inner, &id));
     let response = NewSessionResponse::new(id.clone())
         .config_options(config_options(&inner, &session))
-        .meta(response_meta(shared, inner.client.ns, &session));
+        .meta(response_meta(shared, &session));
     inner.sessions.insert(id, session);
     to_value(response)
 }
 
 /// Sends the transcript of `session` as `session/update`s.
-pub(crate) fn replay(cx: &Cx, ns: Namespace, session: &Session) {
+pub(crate) fn replay(shared: &Shared, ns: Namespace, session: &Session) {
     for turn in &session.history {
-        wire::update(
-            cx,
+        shared.update(
             &session.id,
             SessionUpdate::UserMessageChunk(ContentChunk::new(ContentBlock::from(
                 turn.user_text.clone(),
             ))),
         );
-        wire::update(
-            cx,
+        shared.update(
             &session.id,
             SessionUpdate::AgentMessageChunk(
                 ContentChunk::new(ContentBlock::from(turn.answer.clone())).meta(
@@ -308,7 +295,6 @@ pub(crate) fn replay(cx: &Cx, ns: Namespace, session: &Session) {
 pub(crate) fn load(
     shared: &Arc<Shared>,
     params: &Value,
-    cx: &Cx,
     replay_history: bool,
 ) -> Result<Value, Error> {
     let (session_id, cwd, additional) = if replay_history {
@@ -340,11 +326,11 @@ pub(crate) fn load(
         session.live = Some(live);
     }
     if replay_history {
-        replay(cx, ns, session);
+        replay(shared, ns, session);
     }
     let session = &inner.sessions[&session_id];
     let options = config_options(&inner, session);
-    let meta = response_meta(shared, ns, session);
+    let meta = response_meta(shared, session);
     if replay_history {
         to_value(
             LoadSessionResponse::new()
@@ -405,7 +391,7 @@ pub(crate) fn fork(shared: &Arc<Shared>, params: &Value, _cx: &Cx) -> Result<Val
     session.live = Some(open_lifetime(&mut inner, &id));
     let response = ForkSessionResponse::new(id.clone())
         .config_options(config_options(&inner, &session))
-        .meta(response_meta(shared, inner.client.ns, &session));
+        .meta(response_meta(shared, &session));
     inner.sessions.insert(id, session);
     to_value(response)
 }
@@ -448,7 +434,7 @@ pub(crate) fn list(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error>
 }
 
 /// `session/close`: cancels the session's work and ends its lifetime.
-pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
+pub(crate) fn close(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error> {
     let request: CloseSessionRequest = params::parse(params)?;
     let id = request.session_id.to_string();
     let mut inner = shared.lock();
@@ -462,7 +448,6 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Val
         for task in live.runs.live_task_ids() {
             super::runs::cancel_run(
                 shared,
-                cx,
                 ns,
                 events,
                 &id,
@@ -476,7 +461,7 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Val
         live.turn = None;
         live.background.clear();
         live.waiting = 0;
-        shared.sync_activity(cx, ns, &id, &mut live);
+        shared.sync_activity(&id, &mut live);
     }
     Ok(json!({}))
 }

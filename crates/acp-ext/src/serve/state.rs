@@ -2,25 +2,29 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use acp_extension_core::capabilities::Feature;
 use acp_extension_core::mcp_apps::{McpAppToolCallMeta, McpCallToolResult};
-use acp_extension_core::methods::ExtensionNotificationMethod;
+use acp_extension_core::meta::MetaField;
 use acp_extension_core::namespace::Namespace;
+use acp_extension_core::negotiation::Negotiated;
+use acp_extension_core::producer::{AgentExtensions, SendError};
 use acp_extension_core::session::{
     GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
 };
+use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::usage::SessionUsageAccumulator;
 use acp_extension_core::wire::Map;
+use agent_client_protocol::v1::schema::{Meta, SessionId, SessionUpdate};
 use tokio::sync::mpsc;
 
 use super::cancel::Cancel;
 use super::features::Advertised;
 use super::ledger::{DEFAULT_MODEL, Runs};
-use super::wire::{self, Cx, nn};
+use super::wire::{Cx, nn};
 use super::{PlainClients, ServeNamespace, ServeOptions, SessionIds, TaskGuard, TaskMonitor};
 
 /// Eight random hex digits, the same for every connection of this process:
@@ -45,10 +49,11 @@ pub(crate) struct Shared {
     tasks: TaskMonitor,
     /// What a client that advertised no extension gets.
     plain_clients: PlainClients,
-    /// Whether agent-only extension notifications go to this client: it
-    /// advertised `_meta.ua` or `_meta.lody`, or `plain_clients` says so.
-    /// Set at `initialize`; an atomic, as senders may hold the state lock.
-    ext_notifications: AtomicBool,
+    /// The library's extension handle for this connection: every
+    /// extension message and every `session/update` goes through it, so
+    /// that nothing the client did not negotiate is written. Set at
+    /// `initialize`; a lock of its own, as senders may hold the state lock.
+    ext: Mutex<Option<AgentExtensions>>,
     inner: Mutex<Inner>,
 }
 
@@ -326,7 +331,7 @@ impl Shared {
             monitor: options.task_monitor,
             tasks: TaskMonitor::new(),
             plain_clients: options.plain_clients,
-            ext_notifications: AtomicBool::new(true),
+            ext: Mutex::new(None),
             inner: Mutex::new(Inner {
                 counters: Counters::new(options.session_ids),
                 ..Inner::default()
@@ -350,50 +355,78 @@ impl Shared {
         self.advertised.has(feature)
     }
 
-    /// Records at `initialize` whether the client advertised extensions
-    /// (under either namespace, even an empty section).
-    pub(crate) fn set_client_extensions(&self, advertised: bool) {
-        let on = advertised || self.plain_clients == PlainClients::Notify;
-        self.ext_notifications.store(on, Ordering::Relaxed);
+    /// Binds the connection's extension handle at `initialize`: `negotiated`
+    /// with the namespace serve writes in. A client that advertised no
+    /// extension gets no agent-only notification unless `--plain-clients
+    /// notify` says so (the handle's default policy).
+    pub(crate) fn bind(&self, cx: &Cx, mut negotiated: Negotiated, ns: Namespace) {
+        negotiated.agent_writes = ns;
+        let ext = AgentExtensions::new(cx.clone(), negotiated)
+            .write_to_plain_clients(self.plain_clients == PlainClients::Notify);
+        *self.ext.lock().unwrap_or_else(|e| e.into_inner()) = Some(ext);
     }
 
-    /// Sends an agent-only extension notification (`usage_update`,
-    /// `rate_limits/update`, `steer_applied`, `activity_update`), unless the
-    /// client advertised no extension and plain clients are left quiet.
-    pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(
+    /// Sends through the connection's handle. A refusal other than the
+    /// plain-client policy is a bug of serve's: it is reported on stderr
+    /// (the message is not sent). A closed connection is not an error
+    /// here: the work that produced the message is being torn down anyway.
+    pub(crate) fn send(
         &self,
-        cx: &Cx,
-        ns: Namespace,
-        payload: T,
+        what: &str,
+        f: impl FnOnce(&AgentExtensions) -> Result<(), SendError>,
     ) {
-        if self.ext_notifications.load(Ordering::Relaxed) {
-            wire::notify(cx, ns, payload);
+        let ext = self.ext.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(ext) = ext else {
+            return;
+        };
+        match f(&ext) {
+            Ok(()) | Err(SendError::PlainClient | SendError::Connection(_)) => {}
+            Err(e) => eprintln!("acp-ext serve: {what} not sent: {e}"),
         }
     }
 
+    /// A `_meta` holding one contract field, set through the handle (its
+    /// feature checked); `None` when refused.
+    pub(crate) fn meta<F: MetaField>(&self, value: F::Value) -> Option<Meta> {
+        let mut meta: Option<Meta> = None;
+        self.send("a `_meta` field", |ext| {
+            ext.set_meta::<F>(&mut meta, value).map(|_| ())
+        });
+        meta
+    }
+
+    /// Sends a `session/update`, checked by the handle.
+    pub(crate) fn update(&self, session_id: &str, update: SessionUpdate) {
+        self.send("session/update", |ext| {
+            ext.session_update(&SessionId::new(session_id), update)
+        });
+    }
+
+    /// Sends a subagent event of a run serve's ledger keeps.
+    pub(crate) fn subagent_event(&self, event: SubagentEvent) {
+        self.send("subagents/event", |ext| ext.subagent_event(event));
+    }
+
     /// Sends `_<ns>/session/activity_update` if the session's level changed.
-    pub(crate) fn sync_activity(&self, cx: &Cx, ns: Namespace, session_id: &str, live: &mut Live) {
+    pub(crate) fn sync_activity(&self, session_id: &str, live: &mut Live) {
         let level = live.level();
         if level == live.activity {
             return;
         }
         live.activity = level;
         if self.has(Feature::SessionActivity) {
-            self.notify(
-                cx,
-                ns,
-                SessionActivityUpdate::new(session_id, level.0, level.1),
-            );
+            self.send("session/activity_update", |ext| {
+                ext.activity_update(SessionActivityUpdate::new(session_id, level.0, level.1))
+            });
         }
     }
 
     /// EOF: refuse new work, mark live subagent runs disconnected, cancel
     /// every turn and background task, and wait for them to settle.
-    pub(crate) async fn shutdown(&self, cx: &Cx) {
+    pub(crate) async fn shutdown(&self) {
         {
             let mut inner = self.lock();
             inner.closing = true;
-            let ns = inner.client.ns;
             let events = inner.client.subagent_events;
             let mut sessions: Vec<&mut Session> = inner.sessions.values_mut().collect();
             sessions.sort_by_key(|s| s.seq);
@@ -401,7 +434,7 @@ impl Shared {
                 if let Some(live) = &mut session.live {
                     for event in live.runs.disconnect() {
                         if events {
-                            wire::notify(cx, ns, event);
+                            self.subagent_event(event);
                         }
                     }
                     live.cancel_all();

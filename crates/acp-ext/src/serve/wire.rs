@@ -1,11 +1,11 @@
-//! Sending: session updates, extension notifications and responses.
+//! The connection's types and the `_meta` builder (every message goes out
+//! through the library's handle, [`super::state::Shared::send`]).
 
 use acp_extension_core::meta::{MetaExt, MetaField};
-use acp_extension_core::methods::{ExtensionNotificationMethod, NamespacedNotification};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::wire::NonNegF64;
 use agent_client_protocol::Client;
-use agent_client_protocol::v1::schema::{Meta, SessionNotification, SessionUpdate};
+use agent_client_protocol::v1::schema::Meta;
 use serde_json::Value;
 
 /// The connection to the client, as handlers and tasks see it.
@@ -13,21 +13,6 @@ pub(crate) type Cx = agent_client_protocol::v1::ConnectionTo<Client>;
 
 /// The responder of an untyped request.
 pub(crate) type Reply = agent_client_protocol::v1::Responder<Value>;
-
-/// Sends `session/update`. A closed connection is not an error here: the
-/// work that produced the update is being torn down anyway.
-pub(crate) fn update(cx: &Cx, session_id: &str, update: SessionUpdate) {
-    let _ = cx.send_notification(SessionNotification::new(session_id.to_owned(), update));
-}
-
-/// Sends a typed extension notification in `ns`.
-pub(crate) fn notify<T: ExtensionNotificationMethod + Send + 'static>(
-    cx: &Cx,
-    ns: Namespace,
-    payload: T,
-) {
-    let _ = cx.send_notification(NamespacedNotification::new(ns, payload));
-}
 
 /// A non-negative finite number (counts, epoch seconds); anything else is 0.
 pub(crate) fn nn(x: f64) -> NonNegF64 {

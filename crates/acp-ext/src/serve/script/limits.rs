@@ -17,7 +17,8 @@ impl Turn {
             .iter()
             .flat_map(|l| l.windows.iter().map(|w| f64::from(w.used_percent)))
             .collect();
-        self.shared.notify(&self.cx, self.ns, snapshot);
+        self.shared
+            .send("rate_limits/update", |ext| ext.rate_limits_update(snapshot));
         self.final_answer(&format!(
             "Rate limits: 5-hour window {}% used, weekly window {}% used.",
             used.first().copied().unwrap_or_default(),

@@ -23,7 +23,7 @@ use acp_extension_core::meta::{self, fields};
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::session::{
     ActivityKind, ActivityMeta, GoalPromptControl, GoalStatus, MessagePhase, NoticeLevel,
-    NoticeMeta, SteerApplied, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
+    NoticeMeta, TaskKind, TaskMeta, TaskStatus, TaskUsage, TitleSource, tool_names,
 };
 use acp_extension_core::subagent_emitter::SnapshotPatch;
 use acp_extension_core::subagent_events::{
@@ -53,7 +53,7 @@ use super::state::{
     AppCall, Background, CONTEXT_WINDOW, Counters, Goal, Live, Session, Shared, Steer, TurnRecord,
     TurnSlot,
 };
-use super::wire::{self, Cx, MetaBuilder, Reply, nn};
+use super::wire::{Cx, MetaBuilder, Reply, nn};
 use crate::time;
 
 mod ask;
@@ -310,7 +310,7 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
         steer: steer_tx,
     });
     let generation = live.generation;
-    shared.sync_activity(cx, client.ns, &session_id, live);
+    shared.sync_activity(&session_id, live);
     Ok(Turn {
         shared: shared.clone(),
         cx: cx.clone(),
@@ -383,7 +383,7 @@ impl Drop for Turn {
             {
                 live.turn = None;
                 live.waiting = 0;
-                shared.sync_activity(&self.cx, self.ns, &self.session_id, live);
+                shared.sync_activity(&self.session_id, live);
             }
         }
     }
@@ -481,7 +481,7 @@ impl Turn {
     }
 
     fn send(&self, update: SessionUpdate) {
-        wire::update(&self.cx, &self.session_id, update);
+        self.shared.update(&self.session_id, update);
     }
 
     fn say(&self, phase: &str, text: &str) {
@@ -542,14 +542,14 @@ impl Turn {
     }
 
     fn set_waiting(&self, waiting: bool) {
-        let (shared, cx, ns, id) = (&self.shared, &self.cx, self.ns, &self.session_id);
+        let (shared, id) = (&self.shared, &self.session_id);
         let _ = self.live(|live| {
             if waiting {
                 live.waiting += 1;
             } else {
                 live.waiting = live.waiting.saturating_sub(1);
             }
-            shared.sync_activity(cx, ns, id, live);
+            shared.sync_activity(id, live);
         });
     }
 
@@ -557,7 +557,7 @@ impl Turn {
     fn emit_events(&self, events: Vec<SubagentEvent>) {
         if self.subagent_events {
             for e in events {
-                wire::notify(&self.cx, self.ns, e);
+                self.shared.subagent_event(e);
             }
         }
     }
@@ -610,7 +610,8 @@ impl Turn {
         if let Some(update) = ext_update
             && self.shared.has(Feature::Usage)
         {
-            self.shared.notify(&self.cx, self.ns, update);
+            self.shared
+                .send("session/usage_update", |ext| ext.usage_update(update));
         }
         Ok(())
     }
@@ -646,7 +647,7 @@ impl Turn {
                     live.turn = None;
                 }
                 live.waiting = 0;
-                shared.sync_activity(&self.cx, self.ns, &self.session_id, live);
+                shared.sync_activity(&self.session_id, live);
             }
             self.finished = true;
         }

@@ -1,6 +1,7 @@
 //! `/slow`: a long turn that takes steers; applying a steer.
 
 use super::*;
+use agent_client_protocol::v1::schema::SessionId;
 
 impl Turn {
     pub(super) async fn slow(&mut self, secs: f64) -> Step {
@@ -32,11 +33,10 @@ impl Turn {
     }
 
     pub(super) fn apply_steer(&self, steer: &Steer, announce: bool) {
-        self.shared.notify(
-            &self.cx,
-            self.ns,
-            SteerApplied::new(self.session_id.clone(), steer.steer_id.clone()),
-        );
+        let sid = SessionId::new(self.session_id.as_str());
+        self.shared.send("session/steer_applied", |ext| {
+            ext.steer_applied(&sid, steer.steer_id.clone())
+        });
         if announce {
             self.say("commentary", &format!("Steering applied: {}", steer.text));
         }

@@ -206,12 +206,11 @@ impl Turn {
     /// directly.
     pub(super) fn fail_subagent_call(&self, task_id: &str, call_id: &str) {
         let (ns, events) = (self.ns, self.subagent_events);
-        let (shared, cx, sid) = (&self.shared, &self.cx, &self.session_id);
+        let (shared, sid) = (&self.shared, &self.session_id);
         // A closed session's runs were ended by `session/close`.
         let _ = self.live(|l| {
             let cancelled = cancel_run(
                 shared,
-                cx,
                 ns,
                 events,
                 sid,
@@ -224,15 +223,7 @@ impl Turn {
                 .get(task_id)
                 .is_some_and(|r| r.status == acp_extension_core::session::SubagentTaskStatus::Lost);
             if !cancelled && lost {
-                fail_call(
-                    shared,
-                    cx,
-                    ns,
-                    sid,
-                    task_id,
-                    call_id,
-                    "the connection ended",
-                );
+                fail_call(shared, ns, sid, task_id, call_id, "the connection ended");
             }
         });
     }

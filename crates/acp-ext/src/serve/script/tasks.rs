@@ -37,7 +37,7 @@ impl Turn {
                 .meta(self.tool_meta(tool, Some(meta))),
         ));
         let cancel = Cancel::new();
-        let (shared, cx, ns, sid) = (&self.shared, &self.cx, self.ns, &self.session_id);
+        let (shared, sid) = (&self.shared, &self.session_id);
         self.live(|l| {
             l.background.insert(
                 task.clone(),
@@ -50,11 +50,10 @@ impl Turn {
                     cancel: cancel.clone(),
                 },
             );
-            shared.sync_activity(cx, ns, sid, l);
+            shared.sync_activity(sid, l);
         })?;
         let job = BackgroundJob {
             shared: self.shared.clone(),
-            cx: self.cx.clone(),
             ns: self.ns,
             session_id: self.session_id.clone(),
             generation: self.generation,
@@ -122,7 +121,6 @@ impl Turn {
 /// A `/background` or `/schedule` task after its turn ended.
 pub(super) struct BackgroundJob {
     shared: Arc<Shared>,
-    cx: Cx,
     ns: Namespace,
     session_id: String,
     generation: u64,
@@ -172,8 +170,7 @@ impl BackgroundJob {
                 if let Some(e) = error {
                     t = t.error(e);
                 }
-                wire::update(
-                    &self.cx,
+                self.shared.update(
                     &self.session_id,
                     SessionUpdate::ToolCallUpdate(
                         ToolCallUpdate::new(
@@ -202,6 +199,6 @@ impl BackgroundJob {
                 Some("cancelled"),
             );
         }
-        shared.sync_activity(&self.cx, self.ns, &self.session_id, live);
+        shared.sync_activity(&self.session_id, live);
     }
 }
