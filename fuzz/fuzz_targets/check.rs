@@ -1,4 +1,4 @@
-//! Fuzz target `check`: see `acp_ext::fuzzing::check` for the input layout and
+//! Fuzz target `check`: see `acp_ext_test_support::check` for the input layout and
 //! the properties checked.
 
 #![no_main]
@@ -8,4 +8,4 @@ use libfuzzer_sys::fuzz_target;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fuzz_target!(|data: &[u8]| acp_ext::fuzzing::check(data));
+fuzz_target!(|data: &[u8]| acp_ext_test_support::check(data));

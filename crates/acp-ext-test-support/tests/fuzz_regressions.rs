@@ -25,25 +25,25 @@ fn replay(target: &str, property: fn(&[u8])) {
 
 #[test]
 fn validate_regressions() {
-    replay("validate", acp_ext::fuzzing::validate);
+    replay("validate", acp_ext_test_support::validate);
 }
 
 #[test]
 fn dispatch_regressions() {
-    replay("dispatch", acp_ext::fuzzing::dispatch);
+    replay("dispatch", acp_ext_test_support::dispatch);
 }
 
 #[test]
 fn check_regressions() {
-    replay("check", acp_ext::fuzzing::check);
+    replay("check", acp_ext_test_support::check);
 }
 
 #[test]
 fn tap_framing_regressions() {
-    replay("tap_framing", acp_ext::fuzzing::tap_framing);
+    replay("tap_framing", acp_ext_test_support::tap_framing);
 }
 
 #[test]
 fn usage_fold_regressions() {
-    replay("usage_fold", acp_ext::fuzzing::usage_fold);
+    replay("usage_fold", acp_ext_test_support::usage_fold);
 }
