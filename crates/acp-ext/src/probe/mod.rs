@@ -19,6 +19,7 @@
 
 mod report;
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
@@ -26,8 +27,8 @@ use acp_extension_core::capabilities::{
     ClientExtensionCapabilities, ElicitationCapability, Feature, SteeringTransport,
     VersionOneCapability,
 };
-use acp_extension_core::namespace::{self, NamespaceSet};
-use acp_extension_core::negotiation::{Advertisement, Side, negotiate};
+use acp_extension_core::namespace::{self, Namespace, NamespaceSet};
+use acp_extension_core::negotiation::{Advertisement, Negotiated, Side, negotiate};
 use acp_extension_core::wire::True;
 use agent_client_protocol::{AcpAgent, Client, LineDirection, UntypedMessage};
 use serde_json::{Value, json};
@@ -628,264 +629,380 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
     }
 }
 
+/// The connection to the agent, as the probe's steps see it.
+type AgentCx = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
+
+/// Where the probe's steps write what happened (shared with the report).
+#[derive(Clone)]
+struct Recorder(Arc<Mutex<report::Outcome>>);
+
+impl Recorder {
+    fn record(&self, f: impl FnOnce(&mut report::Outcome)) {
+        f(&mut self.0.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+
+    /// Records an error that stops the probe.
+    fn stop(&self, msg: String) {
+        self.record(|o| {
+            o.errors.push(msg.clone());
+            o.stopped = Some(msg);
+        });
+    }
+}
+
+/// What the steps after `initialize` need of it.
+struct Initialized {
+    /// The agent's `initialize` result.
+    result: Value,
+    negotiated: Negotiated,
+    /// The namespace the probe (the client) writes in: the one the agent reads.
+    ns: Namespace,
+}
+
 async fn drive(
     agent: AcpAgent,
     options: &ProbeOptions,
     outcome: Arc<Mutex<report::Outcome>>,
 ) -> anyhow::Result<()> {
     let options = options.clone();
-    let record = move |f: &dyn Fn(&mut report::Outcome)| {
-        let mut o = outcome.lock().unwrap_or_else(|p| p.into_inner());
-        f(&mut o);
-    };
-    let record = Arc::new(record);
-    let rec = record.clone();
+    let rec = Recorder(outcome);
     let dir = tempdir()?;
     let root = dir.path.clone();
     Client
         .v1()
         .name("acp-ext probe")
         .on_receive_request(
-            async move |req: UntypedMessage, responder, _cx| {
-                match auto_answer(&req.method, &req.params, &root) {
-                    Some(Ok(v)) => responder.respond(v),
-                    Some(Err(e)) => responder.respond_with_error(e),
-                    None => responder.respond_with_error(agent_client_protocol::Error::method_not_found()),
+            async move |req: UntypedMessage, responder, _cx| match auto_answer(
+                &req.method,
+                &req.params,
+                &root,
+            ) {
+                Some(Ok(v)) => responder.respond(v),
+                Some(Err(e)) => responder.respond_with_error(e),
+                None => {
+                    responder.respond_with_error(agent_client_protocol::Error::method_not_found())
                 }
             },
             agent_client_protocol::on_receive_request!(),
         )
         .connect_with(agent, async move |cx| {
-            let timeout = options.timeout;
-            let client_caps = client_capabilities(options.namespace, options.client);
-            let init = request(
-                &cx,
-                "initialize",
-                json!({
-                    "protocolVersion": 1,
-                    "clientCapabilities": client_caps,
-                    "clientInfo": {"name": "acp-ext-probe", "title": "acp-ext probe", "version": env!("CARGO_PKG_VERSION")},
-                }),
-                timeout,
-            )
-            .await;
-            let init = match init {
-                Ok(v) => v,
-                Err(e) => {
-                    let msg = format!("initialize failed: {e}");
-                    rec(&|o| {
-                        o.errors.push(msg.clone());
-                        o.stopped = Some(msg.clone());
-                    });
-                    return Ok(());
-                }
+            let Some(init) = initialize(&cx, &options, &rec).await else {
+                return Ok(());
             };
-            let agent_caps = init.get("agentCapabilities").cloned().unwrap_or(Value::Null);
-            let negotiated = negotiate(&agent_caps, &client_caps);
-            let advertisement = Advertisement::read(&agent_caps, Side::Agent);
-            // The probe is the client: it writes in the namespace the agent reads.
-            let ns = negotiated.client_writes;
-            {
-                let init = init.clone();
-                rec(&|o| {
-                    o.initialize = Some(init.clone());
-                    o.advertisement = Some(advertisement.clone());
-                });
-            }
             if !options.session && options.prompts.is_empty() {
                 return Ok(());
             }
-            let mut new_params = json!({"cwd": dir.path.to_string_lossy(), "mcpServers": []});
-            let mut meta = serde_json::Map::new();
-            if negotiated.is_active(Feature::WorktreeProject) {
-                let project = json!({"version": 1, "originProjectPath": dir.path.to_string_lossy()});
-                namespace::write_key(&mut meta, ns, "worktreeProject", project);
-            }
-            if negotiated.is_active(Feature::SessionConfig) {
-                namespace::write_key(&mut meta, ns, "sessionConfig", json!({"version": 1, "configOptionValues": {}}));
-            }
-            if !meta.is_empty() {
-                new_params["_meta"] = Value::Object(meta);
-            }
-            let new = request(&cx, "session/new", new_params, timeout).await;
-            let session_id = match new {
-                Ok(v) => v.get("sessionId").and_then(Value::as_str).map(str::to_owned),
-                Err(e) => {
-                    let auth = e.code() == Some(-32000);
-                    // The agent's login methods, by id and name: a failed
-                    // `session/new` often means one is needed first.
-                    let methods: Vec<String> = init
-                        .get("authMethods")
-                        .and_then(Value::as_array)
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|m| {
-                                    let id = m.get("id").and_then(Value::as_str)?;
-                                    Some(match m.get("name").and_then(Value::as_str) {
-                                        Some(n) if n != id => format!("{id} ({n})"),
-                                        _ => id.to_owned(),
-                                    })
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    let offered = if methods.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        methods.join(", ")
-                    };
-                    let msg = if auth {
-                        format!("session/new needs authentication ({e}); auth methods offered: {offered}")
-                    } else {
-                        format!("session/new failed: {e}; auth methods offered: {offered}")
-                    };
-                    rec(&|o| {
-                        if auth {
-                            o.auth_required = Some(msg.clone());
-                        } else {
-                            o.errors.push(msg.clone());
-                        }
-                        o.stopped = Some(msg.clone());
-                    });
-                    return Ok(());
-                }
-            };
-            let Some(session_id) = session_id else {
-                rec(&|o| {
-                    o.errors.push("session/new returned no sessionId".into());
-                    o.stopped = Some("session/new returned no sessionId".into());
-                });
+            let Some(session_id) = new_session(&cx, &init, &dir.path, options.timeout, &rec).await
+            else {
                 return Ok(());
             };
-            rec(&|o| o.session_id = Some(session_id.clone()));
-
-            let steer_by_request = negotiated
-                .steering()
-                .is_some_and(|st| st.transport == SteeringTransport::Request);
-            let mut last_turn: Option<String> = None;
-            for (i, text) in options.prompts.iter().enumerate() {
-                let started = Instant::now();
-                // The turn's time is taken when its answer arrives.
-                let prompt = async {
-                    let r = request(
-                        &cx,
-                        "session/prompt",
-                        json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
-                        timeout,
-                    )
-                    .await;
-                    (r, started.elapsed())
-                };
-                tokio::pin!(prompt);
-                // Exercise steering when the agent takes steers by request:
-                // one steer 100 ms into a turn that is still running (a turn
-                // that ends sooner is not steered, and its time is its own).
-                // The checker judges its timing (`steer-answered-after-turn`,
-                // `steer-not-applied`).
-                let mut steered = None;
-                let (r, took) = if steer_by_request {
-                    tokio::select! {
-                        done = &mut prompt => done,
-                        () = tokio::time::sleep(Duration::from_millis(100)) => {
-                            let method = ns.method("session/steer");
-                            let params = json!({
-                                "sessionId": session_id,
-                                "steerId": format!("probe-steer-{}", i + 1),
-                                "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
-                            });
-                            let steer = request(&cx, &method, params, timeout);
-                            let (done, s) = tokio::join!(&mut prompt, steer);
-                            let outcome = s
-                                .as_ref()
-                                .ok()
-                                .and_then(|v| v.get("outcome"))
-                                .and_then(Value::as_str)
-                                .map(str::to_owned);
-                            steered = Some(QueryResult {
-                                method,
-                                ok: s.is_ok(),
-                                error: s.err().map(|e| e.to_string()),
-                                outcome,
-                            });
-                            done
-                        }
-                    }
-                } else {
-                    prompt.await
-                };
-                if let Some(turn) = r
-                    .as_ref()
-                    .ok()
-                    .and_then(|v| v.get("_meta"))
-                    .and_then(Value::as_object)
-                    .and_then(|m| namespace::read_key(m, "turnId"))
-                    .and_then(|(_, t)| t.as_str())
-                {
-                    last_turn = Some(turn.to_owned());
-                }
-                let result = PromptResult {
-                    prompt: text.clone(),
-                    stop_reason: r.as_ref().ok().and_then(|v| v.get("stopReason")).and_then(Value::as_str).map(str::to_owned),
-                    error: r.as_ref().err().map(ToString::to_string),
-                    millis: took.as_millis() as u64,
-                    ..PromptResult::default()
-                };
-                rec(&|o| {
-                    o.prompts.push(result.clone());
-                    if let Some(q) = &steered {
-                        o.queries.push(q.clone());
-                    }
-                });
-                if let Err(e @ RequestError::Timeout { .. }) = &r {
-                    let why = format!("the prompt before it {e}");
-                    rec(&|o| o.stopped = Some(why.clone()));
-                    break;
-                }
-            }
-
-            let mut queries = Vec::new();
-            if negotiated.rate_limits().is_some_and(|r| r.query.is_some()) {
-                queries.push(("rate_limits/get", json!({"sessionId": session_id})));
-            }
-            if negotiated.subagents().is_some_and(|s| s.list.is_some()) {
-                queries.push(("subagents/list", json!({"sessionId": session_id})));
-            }
-            if negotiated.is_active(Feature::SessionHistory) {
-                queries.push(("session/history/read", json!({"sessionId": session_id})));
-            }
-            if let (Some(fork_ns), Some(turn)) = (negotiated.is_active(Feature::ForkAtTurn).then_some(ns), &last_turn) {
-                let mut meta = serde_json::Map::new();
-                namespace::write_key(&mut meta, fork_ns, "forkAtTurn", json!({"version": 1, "turnId": turn}));
-                let params = json!({
-                    "sessionId": session_id,
-                    "cwd": dir.path.to_string_lossy(),
-                    "mcpServers": [],
-                    "_meta": meta,
-                });
-                let r = request(&cx, "session/fork", params, timeout).await;
-                let q = QueryResult {
-                    method: "session/fork".into(),
-                    ok: r.is_ok(),
-                    error: r.err().map(|e| e.to_string()),
-                    outcome: None,
-                };
-                rec(&|o| o.queries.push(q.clone()));
-            }
-            for (path, params) in queries {
-                let method = ns.method(path);
-                let r = request(&cx, &method, params, timeout).await;
-                let q = QueryResult {
-                    method: method.clone(),
-                    ok: r.is_ok(),
-                    error: r.err().map(|e| e.to_string()),
-                    outcome: None,
-                };
-                rec(&|o| o.queries.push(q.clone()));
-            }
+            let last_turn = prompts(&cx, &init, &session_id, &options, &rec).await;
+            queries(
+                &cx,
+                &init,
+                &session_id,
+                last_turn.as_deref(),
+                &dir.path,
+                options.timeout,
+                &rec,
+            )
+            .await;
             Ok(())
         })
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// `initialize` with the client capabilities of `options`; `None` (recorded)
+/// when it fails.
+async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Option<Initialized> {
+    let client_caps = client_capabilities(options.namespace, options.client);
+    let init = request(
+        cx,
+        "initialize",
+        json!({
+            "protocolVersion": 1,
+            "clientCapabilities": client_caps,
+            "clientInfo": {"name": "acp-ext-probe", "title": "acp-ext probe", "version": env!("CARGO_PKG_VERSION")},
+        }),
+        options.timeout,
+    )
+    .await;
+    let result = match init {
+        Ok(v) => v,
+        Err(e) => {
+            rec.stop(format!("initialize failed: {e}"));
+            return None;
+        }
+    };
+    let agent_caps = result
+        .get("agentCapabilities")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let negotiated = negotiate(&agent_caps, &client_caps);
+    let advertisement = Advertisement::read(&agent_caps, Side::Agent);
+    let ns = negotiated.client_writes;
+    rec.record(|o| {
+        o.initialize = Some(result.clone());
+        o.advertisement = Some(advertisement);
+    });
+    Some(Initialized {
+        result,
+        negotiated,
+        ns,
+    })
+}
+
+/// `session/new` in `dir`, with the contract's `_meta` the agent takes;
+/// the session id, or `None` (recorded: a login needed, an error).
+async fn new_session(
+    cx: &AgentCx,
+    init: &Initialized,
+    dir: &Path,
+    timeout: Duration,
+    rec: &Recorder,
+) -> Option<String> {
+    let (negotiated, ns) = (&init.negotiated, init.ns);
+    let mut params = json!({"cwd": dir.to_string_lossy(), "mcpServers": []});
+    let mut meta = serde_json::Map::new();
+    if negotiated.is_active(Feature::WorktreeProject) {
+        let project = json!({"version": 1, "originProjectPath": dir.to_string_lossy()});
+        namespace::write_key(&mut meta, ns, "worktreeProject", project);
+    }
+    if negotiated.is_active(Feature::SessionConfig) {
+        namespace::write_key(
+            &mut meta,
+            ns,
+            "sessionConfig",
+            json!({"version": 1, "configOptionValues": {}}),
+        );
+    }
+    if !meta.is_empty() {
+        params["_meta"] = Value::Object(meta);
+    }
+    match request(cx, "session/new", params, timeout).await {
+        Ok(v) => match v.get("sessionId").and_then(Value::as_str) {
+            Some(id) => {
+                rec.record(|o| o.session_id = Some(id.to_owned()));
+                Some(id.to_owned())
+            }
+            None => {
+                rec.stop("session/new returned no sessionId".into());
+                None
+            }
+        },
+        Err(e) => {
+            let auth = e.code() == Some(-32000);
+            let offered = auth_methods(&init.result);
+            let msg = if auth {
+                format!("session/new needs authentication ({e}); auth methods offered: {offered}")
+            } else {
+                format!("session/new failed: {e}; auth methods offered: {offered}")
+            };
+            rec.record(|o| {
+                if auth {
+                    o.auth_required = Some(msg.clone());
+                } else {
+                    o.errors.push(msg.clone());
+                }
+                o.stopped = Some(msg);
+            });
+            None
+        }
+    }
+}
+
+/// The agent's login methods, by id and name (`none` when it offers none):
+/// a failed `session/new` often means one is needed first.
+fn auth_methods(init: &Value) -> String {
+    let methods: Vec<String> = init
+        .get("authMethods")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| {
+                    let id = m.get("id").and_then(Value::as_str)?;
+                    Some(match m.get("name").and_then(Value::as_str) {
+                        Some(n) if n != id => format!("{id} ({n})"),
+                        _ => id.to_owned(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if methods.is_empty() {
+        "none".to_owned()
+    } else {
+        methods.join(", ")
+    }
+}
+
+/// Sends each prompt in turn (steering a running turn when the agent takes
+/// steers by request); the last turn id the agent reported. A prompt that
+/// times out stops the rest.
+async fn prompts(
+    cx: &AgentCx,
+    init: &Initialized,
+    session_id: &str,
+    options: &ProbeOptions,
+    rec: &Recorder,
+) -> Option<String> {
+    let steer_by_request = init
+        .negotiated
+        .steering()
+        .is_some_and(|st| st.transport == SteeringTransport::Request);
+    let mut last_turn: Option<String> = None;
+    for (i, text) in options.prompts.iter().enumerate() {
+        let steer = steer_by_request.then(|| (init.ns, format!("probe-steer-{}", i + 1)));
+        let (r, took, steered) = prompt(cx, session_id, text, steer, options.timeout).await;
+        if let Some(turn) = r
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("_meta"))
+            .and_then(Value::as_object)
+            .and_then(|m| namespace::read_key(m, "turnId"))
+            .and_then(|(_, t)| t.as_str())
+        {
+            last_turn = Some(turn.to_owned());
+        }
+        let result = PromptResult {
+            prompt: text.clone(),
+            stop_reason: r
+                .as_ref()
+                .ok()
+                .and_then(|v| v.get("stopReason"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            error: r.as_ref().err().map(ToString::to_string),
+            millis: took.as_millis() as u64,
+            ..PromptResult::default()
+        };
+        rec.record(|o| {
+            o.prompts.push(result);
+            o.queries.extend(steered);
+        });
+        if let Err(e @ RequestError::Timeout { .. }) = &r {
+            let why = format!("the prompt before it {e}");
+            rec.record(|o| o.stopped = Some(why));
+            break;
+        }
+    }
+    last_turn
+}
+
+/// One `session/prompt`: its answer, the turn's time (taken when the answer
+/// arrives), and the steer sent into it. With `steer` (the namespace and
+/// the steer id), one steer goes 100 ms into a turn that is still running;
+/// a turn that ends sooner is not steered, and its time is its own. The
+/// checker judges the steer's timing (`steer-answered-after-turn`,
+/// `steer-not-applied`).
+async fn prompt(
+    cx: &AgentCx,
+    session_id: &str,
+    text: &str,
+    steer: Option<(Namespace, String)>,
+    timeout: Duration,
+) -> (Result<Value, RequestError>, Duration, Option<QueryResult>) {
+    let started = Instant::now();
+    let prompt = async {
+        let r = request(
+            cx,
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+            timeout,
+        )
+        .await;
+        (r, started.elapsed())
+    };
+    tokio::pin!(prompt);
+    let Some((ns, steer_id)) = steer else {
+        let (r, took) = prompt.await;
+        return (r, took, None);
+    };
+    tokio::select! {
+        (r, took) = &mut prompt => (r, took, None),
+        () = tokio::time::sleep(Duration::from_millis(100)) => {
+            let method = ns.method("session/steer");
+            let params = json!({
+                "sessionId": session_id,
+                "steerId": steer_id,
+                "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
+            });
+            let steer = request(cx, &method, params, timeout);
+            let ((r, took), s) = tokio::join!(&mut prompt, steer);
+            let outcome = s
+                .as_ref()
+                .ok()
+                .and_then(|v| v.get("outcome"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let steered = QueryResult {
+                method,
+                ok: s.is_ok(),
+                error: s.err().map(|e| e.to_string()),
+                outcome,
+            };
+            (r, took, Some(steered))
+        }
+    }
+}
+
+/// The queries the agent advertised: `session/fork` at the last turn,
+/// rate limits, the subagent list, the session history.
+async fn queries(
+    cx: &AgentCx,
+    init: &Initialized,
+    session_id: &str,
+    last_turn: Option<&str>,
+    dir: &Path,
+    timeout: Duration,
+    rec: &Recorder,
+) {
+    let (negotiated, ns) = (&init.negotiated, init.ns);
+    let mut queries = Vec::new();
+    if negotiated.rate_limits().is_some_and(|r| r.query.is_some()) {
+        queries.push(("rate_limits/get", json!({"sessionId": session_id})));
+    }
+    if negotiated.subagents().is_some_and(|s| s.list.is_some()) {
+        queries.push(("subagents/list", json!({"sessionId": session_id})));
+    }
+    if negotiated.is_active(Feature::SessionHistory) {
+        queries.push(("session/history/read", json!({"sessionId": session_id})));
+    }
+    if let (true, Some(turn)) = (negotiated.is_active(Feature::ForkAtTurn), last_turn) {
+        let mut meta = serde_json::Map::new();
+        namespace::write_key(
+            &mut meta,
+            ns,
+            "forkAtTurn",
+            json!({"version": 1, "turnId": turn}),
+        );
+        let params = json!({
+            "sessionId": session_id,
+            "cwd": dir.to_string_lossy(),
+            "mcpServers": [],
+            "_meta": meta,
+        });
+        let r = request(cx, "session/fork", params, timeout).await;
+        let q = QueryResult {
+            method: "session/fork".into(),
+            ok: r.is_ok(),
+            error: r.err().map(|e| e.to_string()),
+            outcome: None,
+        };
+        rec.record(|o| o.queries.push(q));
+    }
+    for (path, params) in queries {
+        let method = ns.method(path);
+        let r = request(cx, &method, params, timeout).await;
+        let q = QueryResult {
+            method,
+            ok: r.is_ok(),
+            error: r.err().map(|e| e.to_string()),
+            outcome: None,
+        };
+        rec.record(|o| o.queries.push(q));
+    }
 }
 
 /// Answers the agent's requests the way a cooperative user would:

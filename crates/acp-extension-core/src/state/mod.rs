@@ -96,16 +96,17 @@
 //! assert_eq!(state.rate_limits()["codex"].rate_limit.windows[0].used_percent.get(), 40.0);
 //! ```
 
-mod fold;
+mod calls;
 mod legacy;
 mod runs;
 mod tasks;
+mod updates;
 mod usage;
 mod view;
 
 pub use crate::connection::{Direction, resembles};
-pub use fold::is_known_session_update;
 pub use legacy::is_legacy_method;
+pub use updates::is_known_session_update;
 pub use view::*;
 
 use std::collections::VecDeque;

@@ -14,8 +14,8 @@
 
 use serde_json::{Map, Value};
 
-use super::fold::{is_standard_update, meta_of, notice_of, patch_str};
 use super::str_at;
+use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
 use crate::namespace;
 use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};

@@ -1,0 +1,528 @@
+//! The loose reader: fixtures as projects keep them (one value, an array,
+//! values one after another, SDK calls, containers, bare payloads), each
+//! value classified by shape into the JSON-RPC message it stands for.
+
+use super::*;
+
+struct Counting<R> {
+    inner: R,
+    /// 1-based line of the next byte.
+    line: u64,
+    /// Bytes the current value may still read.
+    budget: usize,
+}
+
+impl<R: BufRead> Counting<R> {
+    /// Skips whitespace; returns the next byte without consuming it.
+    fn peek_non_ws(&mut self) -> io::Result<Option<u8>> {
+        loop {
+            let buf = match self.inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            let mut skipped = 0;
+            let mut found = None;
+            for &b in buf {
+                if b.is_ascii_whitespace() {
+                    if b == b'\n' {
+                        self.line += 1;
+                    }
+                    skipped += 1;
+                } else {
+                    found = Some(b);
+                    break;
+                }
+            }
+            self.inner.consume(skipped);
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+    }
+
+    fn consume_byte(&mut self) {
+        self.inner.consume(1);
+    }
+
+    /// Discards the rest of the current line.
+    fn skip_line(&mut self) -> io::Result<()> {
+        let mut sink = Vec::new();
+        let (n, _) = read_line_bounded(&mut self.inner, &mut sink, 0)?;
+        if n > 0 {
+            self.line += 1;
+        }
+        Ok(())
+    }
+
+    /// Skips lines until one starts (in column 0) with `{` or `[`.
+    fn resync(&mut self) -> io::Result<()> {
+        self.skip_line()?;
+        loop {
+            let buf = match self.inner.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            match buf.first() {
+                None | Some(b'{') | Some(b'[') => return Ok(()),
+                _ => self.skip_line()?,
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Read for Counting<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.budget == 0 {
+            return Err(io::Error::other(TooLarge));
+        }
+        let want = out.len().min(self.budget);
+        let n = self.inner.read(&mut out[..want])?;
+        self.line += out[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        self.budget -= n;
+        Ok(n)
+    }
+}
+
+#[derive(Debug)]
+struct TooLarge;
+
+impl fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("value too large")
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
+enum Parsed {
+    Value(Value),
+    Syntax(String),
+    TooLarge,
+}
+
+fn parse_one<R: BufRead>(rd: &mut Counting<R>) -> io::Result<Parsed> {
+    rd.budget = MAX_VALUE_BYTES;
+    // A number has no closing byte: serde_json's reader would consume the
+    // byte after it (a `]` or `,`), so numbers are cut out by hand.
+    if rd
+        .peek_non_ws()?
+        .is_some_and(|b| b == b'-' || b.is_ascii_digit())
+    {
+        let mut token = Vec::new();
+        loop {
+            let buf = rd.inner.fill_buf()?;
+            let n = buf
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || matches!(b, b'-' | b'+' | b'.' | b'e' | b'E'))
+                .count();
+            token.extend_from_slice(&buf[..n]);
+            let more = n == buf.len() && n > 0;
+            rd.inner.consume(n);
+            if !more || token.len() > 64 {
+                break;
+            }
+        }
+        return Ok(match serde_json::from_slice::<Value>(&token) {
+            Ok(v) => Parsed::Value(v),
+            Err(e) => Parsed::Syntax(e.to_string()),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_reader(&mut *rd);
+    match Value::deserialize(&mut de) {
+        Ok(v) => Ok(Parsed::Value(v)),
+        Err(e) if e.is_io() => {
+            let io_err = io::Error::from(e);
+            if io_err.get_ref().is_some_and(|inner| inner.is::<TooLarge>()) {
+                Ok(Parsed::TooLarge)
+            } else {
+                Err(io_err)
+            }
+        }
+        Err(e) => Ok(Parsed::Syntax(e.to_string())),
+    }
+}
+
+pub(super) fn read_loose<R: BufRead>(reader: R, sink: &mut dyn FnMut(Item)) -> io::Result<()> {
+    let mut rd = Counting {
+        inner: reader,
+        line: 1,
+        budget: MAX_VALUE_BYTES,
+    };
+    let mut errors = 0usize;
+    while let Some(b) = rd.peek_non_ws()? {
+        let line = rd.line;
+        if b == b'[' {
+            // A top-level array: stream its elements.
+            rd.consume_byte();
+            if read_array(&mut rd, sink, &mut errors)? {
+                continue;
+            }
+            return Ok(());
+        }
+        match parse_one(&mut rd)? {
+            Parsed::Value(v) => classify(v, "", line, sink),
+            Parsed::Syntax(e) => {
+                errors += 1;
+                sink(not_json(line, "", e));
+                if errors >= MAX_SYNTAX_ERRORS {
+                    return Ok(());
+                }
+                rd.resync()?;
+            }
+            Parsed::TooLarge => {
+                sink(too_large(line));
+                rd.resync()?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Streams the elements of an array whose `[` was consumed; returns whether
+/// reading may go on after it.
+fn read_array<R: BufRead>(
+    rd: &mut Counting<R>,
+    sink: &mut dyn FnMut(Item),
+    errors: &mut usize,
+) -> io::Result<bool> {
+    let mut expect_value = true;
+    loop {
+        let Some(b) = rd.peek_non_ws()? else {
+            sink(not_json(rd.line, "", "the array is not closed"));
+            return Ok(false);
+        };
+        let line = rd.line;
+        match b {
+            b']' => {
+                rd.consume_byte();
+                return Ok(true);
+            }
+            b',' if !expect_value => {
+                rd.consume_byte();
+                expect_value = true;
+            }
+            _ if expect_value => {
+                expect_value = false;
+                match parse_one(rd)? {
+                    Parsed::Value(v) => classify(v, "", line, sink),
+                    Parsed::Syntax(e) => {
+                        *errors += 1;
+                        sink(not_json(line, "", e));
+                        rd.resync()?;
+                        return Ok(*errors < MAX_SYNTAX_ERRORS);
+                    }
+                    Parsed::TooLarge => {
+                        sink(too_large(line));
+                        rd.resync()?;
+                        return Ok(true);
+                    }
+                }
+            }
+            other => {
+                *errors += 1;
+                sink(not_json(
+                    line,
+                    "",
+                    format!(
+                        "expected `,` or `]` in the array, found {:?}",
+                        other as char
+                    ),
+                ));
+                rd.resync()?;
+                return Ok(*errors < MAX_SYNTAX_ERRORS);
+            }
+        }
+    }
+}
+
+/// ACP method names as the TypeScript SDK's connection methods spell them.
+const SDK_METHODS: &[(&str, &str)] = &[
+    ("sessionUpdate", "session/update"),
+    ("requestPermission", "session/request_permission"),
+    ("readTextFile", "fs/read_text_file"),
+    ("writeTextFile", "fs/write_text_file"),
+    ("createTerminal", "terminal/create"),
+    ("terminalOutput", "terminal/output"),
+    ("releaseTerminal", "terminal/release"),
+    ("waitForTerminalExit", "terminal/wait_for_exit"),
+    ("killTerminal", "terminal/kill"),
+    ("createElicitation", "elicitation/create"),
+    ("completeElicitation", "elicitation/complete"),
+    ("initialize", "initialize"),
+    ("authenticate", "authenticate"),
+    ("newSession", "session/new"),
+    ("loadSession", "session/load"),
+    ("resumeSession", "session/resume"),
+    ("forkSession", "session/fork"),
+    ("listSessions", "session/list"),
+    ("closeSession", "session/close"),
+    ("setSessionMode", "session/set_mode"),
+    ("setSessionModel", "session/set_model"),
+    ("setSessionConfigOption", "session/set_config_option"),
+    ("prompt", "session/prompt"),
+    ("cancel", "session/cancel"),
+];
+
+fn sdk_method(name: &str) -> Option<&'static str> {
+    SDK_METHODS
+        .iter()
+        .find(|(k, m)| *k == name || *m == name)
+        .map(|(_, m)| *m)
+}
+
+/// Keys that only requests carry (so a kind-wrapped payload with one of
+/// them is the request, not the response).
+const REQUEST_KEYS: &[&str] = &[
+    "cwd",
+    "prompt",
+    "clientCapabilities",
+    "mcpServers",
+    "modeId",
+    "modelId",
+    "configId",
+    "methodId",
+];
+
+fn call(method: &str, params: Value, line: u64, src: String) -> Item {
+    let mut m = Map::new();
+    m.insert("jsonrpc".into(), json!("2.0"));
+    if method_kind(method) == Some(MethodKind::Request)
+        || (split_method(method).is_none()
+            && !matches!(method, "session/update" | "session/cancel")
+            && !method.starts_with('_'))
+    {
+        m.insert("id".into(), Value::Null);
+    }
+    m.insert("method".into(), json!(method));
+    m.insert("params".into(), params);
+    Item::Record(
+        Record::new(line, Direction::Unknown, Value::Object(m)).rebased(vec![("/params", src)]),
+    )
+}
+
+fn response(method: Option<&str>, result: Value, line: u64, src: String) -> Item {
+    let message = json!({"jsonrpc": "2.0", "id": null, "result": result});
+    let mut r = Record::new(line, Direction::Unknown, message).rebased(vec![("/result", src)]);
+    r.request_method = method.map(str::to_owned);
+    Item::Record(r)
+}
+
+fn update(payload: Value, line: u64, src: String, sink: &mut dyn FnMut(Item)) {
+    if payload.get("update").is_some_and(Value::is_object) {
+        sink(call("session/update", payload, line, src));
+    } else if payload.get("sessionUpdate").is_some_and(Value::is_string) {
+        let params = json!({ "update": payload });
+        let mut m = Map::new();
+        m.insert("jsonrpc".into(), json!("2.0"));
+        m.insert("method".into(), json!("session/update"));
+        m.insert("params".into(), params);
+        sink(Item::Record(
+            Record::new(line, Direction::Unknown, Value::Object(m))
+                .rebased(vec![("/params/update", src)]),
+        ));
+    } else {
+        payload_message(payload, line, src, None, sink);
+    }
+}
+
+/// Classifies one loose value; `src` is its pointer inside the value at `line`.
+pub(super) fn classify(v: Value, src: &str, line: u64, sink: &mut dyn FnMut(Item)) {
+    match v {
+        Value::Array(items) => {
+            for (i, x) in items.into_iter().enumerate() {
+                classify(x, &format!("{src}/{i}"), line, sink);
+            }
+        }
+        Value::Object(o) => classify_object(o, src, line, sink),
+        other => sink(Item::Problem {
+            line,
+            finding: Finding::of(
+                &rules::NOT_A_MESSAGE,
+                src,
+                format!(
+                    "valid JSON, but {} is not a JSON-RPC message or a payload of one",
+                    acp_extension_core::wire::json_type(&other)
+                ),
+            ),
+        }),
+    }
+}
+
+fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut dyn FnMut(Item)) {
+    let at = |k: &str| format!("{src}/{k}");
+    if is_tap_line(&o) {
+        if let Some(msg) = o.remove("msg") {
+            let dir = o
+                .get("dir")
+                .and_then(Value::as_str)
+                .and_then(Direction::from_tap)
+                .unwrap_or(Direction::Unknown);
+            sink(Item::Record(
+                Record::new(line, dir, msg).rebased(vec![("", at("msg"))]),
+            ));
+        } else {
+            tap_line(Value::Object(o), line, sink);
+        }
+        return;
+    }
+    if is_trace_line(&o) {
+        return trace_line(Value::Object(o), line, src, sink);
+    }
+    if is_jsonrpc(&o) {
+        sink(Item::Record(
+            Record::new(line, Direction::Unknown, Value::Object(o))
+                .rebased(vec![("", src.to_owned())]),
+        ));
+        return;
+    }
+    if let (Some(kind), true) = (
+        o.get("kind").and_then(Value::as_str).map(str::to_owned),
+        o.contains_key("payload"),
+    ) {
+        let payload = o.remove("payload").unwrap_or(Value::Null);
+        return kind_message(&kind, payload, line, at("payload"), sink);
+    }
+    if let (Some(method), true) = (
+        o.get("method").and_then(Value::as_str).map(str::to_owned),
+        o.get("args").is_some_and(Value::is_array),
+    ) {
+        let Some(Value::Array(mut args)) = o.remove("args") else {
+            return;
+        };
+        return match method.as_str() {
+            "notify" | "extNotification" | "extMethod" | "sendNotification" | "sendRequest"
+                if args.first().is_some_and(Value::is_string) =>
+            {
+                let name = args[0].as_str().unwrap_or_default().to_owned();
+                let params = if args.len() > 1 {
+                    args.swap_remove(1)
+                } else {
+                    Value::Null
+                };
+                sink(call(&name, params, line, at("args/1")));
+            }
+            _ => {
+                let params = if args.is_empty() {
+                    Value::Null
+                } else {
+                    args.swap_remove(0)
+                };
+                match sdk_method(&method) {
+                    Some("session/update") => update(params, line, at("args/0"), sink),
+                    Some(m) => sink(call(m, params, line, at("args/0"))),
+                    None if method.contains('/') => sink(call(&method, params, line, at("args/0"))),
+                    None => payload_message(params, line, at("args/0"), None, sink),
+                }
+            }
+        };
+    }
+    if o.get("updates").is_some_and(Value::is_array) || o.contains_key("response") {
+        if let Some(Value::Array(updates)) = o.remove("updates") {
+            for (i, u) in updates.into_iter().enumerate() {
+                update(u, line, at(&format!("updates/{i}")), sink);
+            }
+        }
+        if let Some(r) = o.remove("response") {
+            payload_message(r, line, at("response"), None, sink);
+        }
+        return;
+    }
+    // A one-key wrapper named after the message: {"sessionUpdate": {...}}.
+    if o.len() == 1
+        && let Some((k, v)) = o.iter().next()
+        && v.is_object()
+        && (sdk_method(k).is_some() || k.ends_with("Response"))
+    {
+        let k = k.clone();
+        let payload = o.remove(&k).unwrap_or(Value::Null);
+        return kind_message(&k, payload, line, at(&k), sink);
+    }
+    payload_message(Value::Object(o), line, src.to_owned(), None, sink);
+}
+
+fn kind_message(kind: &str, payload: Value, line: u64, src: String, sink: &mut dyn FnMut(Item)) {
+    if let Some(base) = kind.strip_suffix("Response") {
+        let method = sdk_method(base).unwrap_or(base);
+        return sink(response(Some(method), payload, line, src));
+    }
+    match sdk_method(kind) {
+        Some("session/update") => update(payload, line, src, sink),
+        Some(m) if Direction::of_method(m) == Direction::AgentToClient => {
+            sink(call(m, payload, line, src))
+        }
+        Some(m) => {
+            let is_request = payload
+                .as_object()
+                .is_some_and(|o| REQUEST_KEYS.iter().any(|k| o.contains_key(*k)));
+            if is_request || m == "session/cancel" {
+                sink(call(m, payload, line, src));
+            } else {
+                sink(response(Some(m), payload, line, src));
+            }
+        }
+        None if kind.contains('/') => sink(call(kind, payload, line, src)),
+        None => payload_message(payload, line, src, None, sink),
+    }
+}
+
+/// A bare payload, classified by its shape.
+fn payload_message(
+    v: Value,
+    line: u64,
+    src: String,
+    hint: Option<&str>,
+    sink: &mut dyn FnMut(Item),
+) {
+    let Value::Object(o) = &v else {
+        return classify(v, &src, line, sink);
+    };
+    let has = |k: &str| o.contains_key(k);
+    // A bare subagent event has `sessionId` and (for output) `update`:
+    // it is read before the session-update shape it resembles.
+    let method = if has("runId") && has("type") && has("version") {
+        "_lody/subagents/event"
+    } else if has("sessionUpdate") && o["sessionUpdate"].is_string()
+        || (has("sessionId") && o.get("update").is_some_and(Value::is_object))
+    {
+        return update(v, line, src, sink);
+    } else if has("agentCapabilities") || (has("protocolVersion") && has("capabilities")) {
+        return sink(response(Some("initialize"), v, line, src));
+    } else if has("clientCapabilities") {
+        "initialize"
+    } else if has("sessionId") && o.get("usage").is_some_and(Value::is_object) {
+        "_lody/session/usage_update"
+    } else if o.get("rateLimits").is_some_and(Value::is_array) {
+        "_lody/rate_limits/update"
+    } else if has("backgroundTaskCount") {
+        "_lody/session/activity_update"
+    } else if has("steerId") && has("sessionId") {
+        if has("prompt") {
+            "_lody/session/steer"
+        } else {
+            "_lody/session/steer_applied"
+        }
+    } else if has("requestedSchema") {
+        "elicitation/create"
+    } else if has("action") && has("sessionId") {
+        "_lody/session/goal"
+    } else if let (None, Some(shape)) = (hint, acp_extension_core::state::resembles(&v)) {
+        return sink(Item::Problem {
+            line,
+            finding: Finding::of(
+                &rules::NOT_A_MESSAGE,
+                &src,
+                format!(
+                    "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+                ),
+            ),
+        });
+    } else {
+        return sink(response(hint, v, line, src));
+    };
+    sink(call(method, v, line, src));
+}

@@ -1,0 +1,537 @@
+//! Readers for the inputs `acp-ext check` accepts, turning each into a
+//! stream of JSON-RPC messages with a line number and a direction.
+//!
+//! - [`Format::JsonRpc`]: one JSON-RPC message per line (ACP's stdio
+//!   framing), from either peer's point of view; direction is inferred.
+//! - [`Format::Tap`]: what `acp-ext tap --record` writes, one
+//!   `{"dir":"c2a"|"a2c","t":seconds,"msg":message}` per line (or `"raw"`
+//!   instead of `"msg"` when the bytes on the wire were not JSON).
+//! - [`Format::Trace`]: the ACP Rust SDK conductor's `--trace` files, one
+//!   `{"type":"request"|"response"|"notification","from","to",…}` per line.
+//!   Only hops that touch the agent are kept (a message relayed through
+//!   proxies appears once per hop), and MCP traffic is skipped.
+//! - [`Format::Loose`]: fixtures as projects keep them: one JSON value, an
+//!   array, several values one after another (pretty-printed or not),
+//!   `{"kind":…,"payload":…}` lines, SDK calls `{"method":"sessionUpdate",
+//!   "args":[…]}`, `{"updates":[…],"response":…}` containers and bare
+//!   payloads classified by shape (a `sessionUpdate` object, an initialize
+//!   response, a subagent event, a usage update, …). Each value becomes the
+//!   JSON-RPC message it stands for.
+//! - [`Format::Auto`] picks one of these per file from its first line.
+//!
+//! Lines and values larger than [`MAX_VALUE_BYTES`] are skipped with an
+//! [`rules::INPUT_TOO_LARGE`] finding, so memory stays bounded; a top-level
+//! array is streamed element by element. Bytes that are not JSON give
+//! [`rules::NOT_JSON`] findings; reading goes on at the next line.
+//!
+//! ```
+//! use acp_ext::check::input::{read, Format, Item};
+//!
+//! let text = r#"{"kind":"sessionUpdate","payload":{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}}"#;
+//! let mut methods = Vec::new();
+//! read(text.as_bytes(), Format::Auto, |item| {
+//!     if let Item::Record(r) = item {
+//!         methods.push(r.message["method"].as_str().unwrap_or_default().to_owned());
+//!     }
+//! })?;
+//! assert_eq!(methods, ["session/update"]);
+//! # Ok::<_, std::io::Error>(())
+//! ```
+
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+use acp_extension_core::methods::{MethodKind, method_kind};
+use acp_extension_core::namespace::split_method;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Direction, Finding, rules};
+
+/// The largest line or value read (16 MiB).
+pub const MAX_VALUE_BYTES: usize = 16 << 20;
+
+/// Most `not-json` findings per file in loose mode before reading stops.
+const MAX_SYNTAX_ERRORS: usize = 100;
+
+/// An input format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Format {
+    /// Detect per file from its first line.
+    #[default]
+    Auto,
+    /// One JSON-RPC message per line.
+    JsonRpc,
+    /// `tap --record` transcripts.
+    Tap,
+    /// ACP SDK conductor trace files.
+    Trace,
+    /// Loose fixtures.
+    Loose,
+}
+
+crate::choice::choices!(Format, "format" {
+    Auto = "auto",
+    JsonRpc = "jsonrpc",
+    Tap = "tap",
+    Trace = "trace",
+    Loose = "loose",
+});
+
+/// One message read from the input.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Record {
+    /// 1-based line where the value holding the message starts.
+    pub line: u64,
+    /// Which way it travelled, when the input says.
+    pub direction: Direction,
+    /// The JSON-RPC message (synthesized for loose payloads).
+    pub message: Value,
+    /// For a response on its own, the method of the request it answers.
+    pub request_method: Option<String>,
+    /// (pointer prefix in `message`, pointer prefix in the source value).
+    rebase: Vec<(&'static str, String)>,
+}
+
+impl Record {
+    fn new(line: u64, direction: Direction, message: Value) -> Self {
+        Self {
+            line,
+            direction,
+            message,
+            request_method: None,
+            rebase: vec![("", String::new())],
+        }
+    }
+
+    fn rebased(mut self, rebase: Vec<(&'static str, String)>) -> Self {
+        self.rebase = rebase;
+        self
+    }
+
+    /// Maps a JSON pointer inside [`Record::message`] to the pointer inside
+    /// the value that starts at [`Record::line`] (they differ when the
+    /// message was unwrapped or synthesized).
+    pub fn source_path(&self, message_path: &str) -> String {
+        for (prefix, source) in &self.rebase {
+            if let Some(rest) = message_path.strip_prefix(prefix)
+                && (rest.is_empty() || rest.starts_with('/') || prefix.is_empty())
+            {
+                return format!("{source}{rest}");
+            }
+        }
+        String::new()
+    }
+}
+
+/// What the reader yields.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Item {
+    /// A message to check.
+    Record(Record),
+    /// A problem of the input itself (not JSON, too large).
+    Problem {
+        /// 1-based line.
+        line: u64,
+        /// The finding.
+        finding: Finding,
+    },
+}
+
+/// Like [`read`], with the reading and parsing on a thread of its own:
+/// `sink` runs on the calling thread while the next lines are parsed (a
+/// two-core pipeline for `check`, `state` and the like). Items arrive in
+/// order, in batches.
+pub fn read_parallel<R: BufRead + Send>(
+    reader: R,
+    format: Format,
+    mut sink: impl FnMut(Item),
+) -> io::Result<()> {
+    const BATCH: usize = 256;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
+    std::thread::scope(|scope| {
+        let parser = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            let result = read(reader, format, |item| {
+                batch.push(item);
+                if batch.len() == BATCH {
+                    // A closed channel: the consumer is gone; the rest is
+                    // dropped with it.
+                    let _ = tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH)));
+                }
+            });
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+            result
+        });
+        for batch in rx {
+            for item in batch {
+                sink(item);
+            }
+        }
+        parser
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
+    })
+}
+
+/// Reads `reader` in `format`, calling `sink` for every message and input
+/// problem in order. Only I/O errors end reading early; malformed content
+/// becomes [`Item::Problem`]s.
+pub fn read<R: BufRead>(
+    mut reader: R,
+    format: Format,
+    mut sink: impl FnMut(Item),
+) -> io::Result<()> {
+    let format = match format {
+        Format::Auto => {
+            // Look at the first line without losing it.
+            let mut first = Vec::new();
+            let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
+            if too_long {
+                sink(too_large(1));
+                return read_lines(reader, Format::JsonRpc, 1, &mut sink);
+            }
+            let detected = detect(&first);
+            if consumed > first.len() {
+                first.push(b'\n');
+            }
+            let chained = io::Cursor::new(first).chain(reader);
+            return read_known(io::BufReader::new(chained), detected, &mut sink);
+        }
+        f => f,
+    };
+    read_known(reader, format, &mut sink)
+}
+
+fn read_known<R: BufRead>(reader: R, format: Format, sink: &mut dyn FnMut(Item)) -> io::Result<()> {
+    match format {
+        Format::Loose | Format::Auto => read_loose(reader, sink),
+        f => read_lines(reader, f, 0, sink),
+    }
+}
+
+/// The format of a file from its first line.
+pub fn detect(first_line: &[u8]) -> Format {
+    let trimmed = first_line.trim_ascii();
+    if trimmed.first() == Some(&b'[') {
+        return Format::Loose;
+    }
+    let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(trimmed) else {
+        return Format::Loose;
+    };
+    if is_tap_line(&o) {
+        Format::Tap
+    } else if is_trace_line(&o) {
+        Format::Trace
+    } else if is_jsonrpc(&o) {
+        Format::JsonRpc
+    } else {
+        Format::Loose
+    }
+}
+
+fn is_tap_line(o: &Map<String, Value>) -> bool {
+    o.get("dir").is_some_and(Value::is_string) && (o.contains_key("msg") || o.contains_key("raw"))
+}
+
+fn is_trace_line(o: &Map<String, Value>) -> bool {
+    matches!(
+        o.get("type").and_then(Value::as_str),
+        Some("request" | "response" | "notification")
+    ) && (o.contains_key("from") || o.contains_key("to"))
+}
+
+fn is_jsonrpc(o: &Map<String, Value>) -> bool {
+    o.contains_key("jsonrpc")
+        || (o.get("method").is_some_and(Value::is_string)
+            && !o.contains_key("args")
+            && !o.contains_key("kind"))
+        || (o.contains_key("id") && (o.contains_key("result") || o.contains_key("error")))
+}
+
+/// Appends one line (without its `\n`) to `buf`, keeping at most `max`
+/// bytes; returns the bytes consumed and whether the line was longer.
+fn read_line_bounded<R: BufRead>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(usize, bool)> {
+    let mut consumed = 0;
+    let mut too_long = false;
+    loop {
+        let available = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok((consumed, too_long));
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        let room = max.saturating_sub(buf.len());
+        if chunk.len() > room {
+            too_long = true;
+            buf.extend_from_slice(&chunk[..room]);
+        } else {
+            buf.extend_from_slice(chunk);
+        }
+        let used = done.unwrap_or(available.len());
+        r.consume(used);
+        consumed += used;
+        if done.is_some() {
+            return Ok((consumed, too_long));
+        }
+    }
+}
+
+fn not_json(line: u64, path: &str, detail: impl fmt::Display) -> Item {
+    Item::Problem {
+        line,
+        finding: Finding::of(&rules::NOT_JSON, path, format!("not JSON: {detail}")),
+    }
+}
+
+fn too_large(line: u64) -> Item {
+    Item::Problem {
+        line,
+        finding: Finding::of(
+            &rules::INPUT_TOO_LARGE,
+            "",
+            format!(
+                "this value is larger than {} MiB and was skipped",
+                MAX_VALUE_BYTES >> 20
+            ),
+        ),
+    }
+}
+
+fn read_lines<R: BufRead>(
+    mut reader: R,
+    format: Format,
+    lines_before: u64,
+    sink: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    let mut line = lines_before;
+    loop {
+        buf.clear();
+        let (n, too_long) = read_line_bounded(&mut reader, &mut buf, MAX_VALUE_BYTES)?;
+        if n == 0 {
+            return Ok(());
+        }
+        line += 1;
+        if too_long {
+            sink(too_large(line));
+            continue;
+        }
+        let text = buf.trim_ascii();
+        if text.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<Value>(text) {
+            Err(e) => sink(not_json(line, "", e)),
+            Ok(v) => match format {
+                Format::Tap => tap_line(v, line, sink),
+                Format::Trace => trace_line(v, line, "", sink),
+                // A line that is no JSON-RPC message (a bare subagent
+                // event, a payload) is read as the loose reader reads it.
+                _ if !v.as_object().is_some_and(is_jsonrpc) => classify(v, "", line, sink),
+                _ => sink(Item::Record(Record::new(line, Direction::Unknown, v))),
+            },
+        }
+    }
+}
+
+fn tap_line(v: Value, line: u64, sink: &mut dyn FnMut(Item)) {
+    let Value::Object(mut o) = v else {
+        return classify(v, "", line, sink);
+    };
+    if !is_tap_line(&o) {
+        return classify(Value::Object(o), "", line, sink);
+    }
+    let dir = o
+        .get("dir")
+        .and_then(Value::as_str)
+        .and_then(Direction::from_tap)
+        .unwrap_or(Direction::Unknown);
+    if let Some(msg) = o.remove("msg") {
+        sink(Item::Record(
+            Record::new(line, dir, msg).rebased(vec![("", "/msg".to_owned())]),
+        ));
+    } else if let Some(raw) = o.get("raw") {
+        let text = raw.as_str().unwrap_or_default();
+        let shown: String = text.chars().take(60).collect();
+        let more = if text.chars().count() > 60 { "…" } else { "" };
+        sink(not_json(
+            line,
+            "/raw",
+            format!(
+                "the {} bytes on the wire were {shown:?}{more}",
+                dir.as_str()
+            ),
+        ));
+    }
+}
+
+fn trace_line(v: Value, line: u64, src: &str, sink: &mut dyn FnMut(Item)) {
+    let Value::Object(mut o) = v else {
+        return classify(v, src, line, sink);
+    };
+    if !is_trace_line(&o) {
+        return classify(Value::Object(o), src, line, sink);
+    }
+    if o.get("protocol").and_then(Value::as_str) == Some("mcp") {
+        return;
+    }
+    let from = o
+        .get("from")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let to = o
+        .get("to")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let touches_agent = from == "Agent" || to == "Agent";
+    let via_proxy = from.starts_with("Proxy") || to.starts_with("Proxy");
+    if !touches_agent && via_proxy {
+        return;
+    }
+    let dir = if to == "Agent" || from == "Client" {
+        Direction::ClientToAgent
+    } else if from == "Agent" || to == "Client" {
+        Direction::AgentToClient
+    } else {
+        Direction::Unknown
+    };
+    let id = o.remove("id");
+    let kind = o
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let at = |k: &str| format!("{src}/{k}");
+    let record = if kind == "response" {
+        let payload = o.remove("payload").unwrap_or(Value::Null);
+        let key = if o.get("is_error").and_then(Value::as_bool) == Some(true) {
+            "error"
+        } else {
+            "result"
+        };
+        let mut m = Map::new();
+        m.insert("jsonrpc".into(), json!("2.0"));
+        m.insert("id".into(), id.unwrap_or(Value::Null));
+        m.insert(key.into(), payload);
+        Record::new(line, dir, Value::Object(m)).rebased(vec![
+            ("/result", at("payload")),
+            ("/error", at("payload")),
+            ("/id", at("id")),
+        ])
+    } else {
+        let mut m = Map::new();
+        m.insert("jsonrpc".into(), json!("2.0"));
+        if kind == "request" {
+            m.insert("id".into(), id.unwrap_or(Value::Null));
+        }
+        m.insert("method".into(), o.remove("method").unwrap_or(Value::Null));
+        m.insert("params".into(), o.remove("params").unwrap_or(Value::Null));
+        Record::new(line, dir, Value::Object(m)).rebased(vec![
+            ("/params", at("params")),
+            ("/method", at("method")),
+            ("/id", at("id")),
+        ])
+    };
+    sink(Item::Record(record));
+}
+
+// ---------------------------------------------------------------------------
+// Loose fixtures
+
+/// A byte source that counts lines, limits each value's size and lets the
+/// caller peek past whitespace.
+mod loose;
+use loose::{classify, read_loose};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(text: &str, format: Format) -> Vec<Item> {
+        let mut items = Vec::new();
+        read(text.as_bytes(), format, |i| items.push(i)).unwrap();
+        items
+    }
+
+    #[test]
+    fn detects_formats_from_the_first_line() {
+        assert_eq!(detect(br#"{"dir":"c2a","t":0.1,"msg":{}}"#), Format::Tap);
+        assert_eq!(
+            detect(br#"{"type":"request","from":"Client","to":"Agent","id":1}"#),
+            Format::Trace
+        );
+        assert_eq!(
+            detect(br#"{"jsonrpc":"2.0","method":"x"}"#),
+            Format::JsonRpc
+        );
+        assert_eq!(detect(b"{"), Format::Loose);
+        assert_eq!(detect(b"[1]"), Format::Loose);
+        assert_eq!(detect(br#"{"kind":"x","payload":{}}"#), Format::Loose);
+    }
+
+    #[test]
+    fn loose_values_keep_their_lines() {
+        let text = "{\n  \"a\": 1\n}\n\n{\"sessionUpdate\":\"plan\",\"entries\":[]}\n[\n {\"b\":1},\n {\"c\":2}\n]\n";
+        let lines: Vec<u64> = records(text, Format::Loose)
+            .into_iter()
+            .map(|i| match i {
+                Item::Record(r) => r.line,
+                Item::Problem { line, .. } => line,
+            })
+            .collect();
+        assert_eq!(lines, [1, 5, 7, 8]);
+    }
+
+    #[test]
+    fn top_level_arrays_stream_with_element_lines() {
+        let text = "[\n {\"b\":1},\n {\"c\":2}\n]\n";
+        let lines: Vec<u64> = records(text, Format::Loose)
+            .into_iter()
+            .map(|i| match i {
+                Item::Record(r) => r.line,
+                Item::Problem { line, .. } => line,
+            })
+            .collect();
+        assert_eq!(lines, [2, 3]);
+    }
+
+    #[test]
+    fn broken_values_resync_at_the_next_top_level_value() {
+        let text = "{\"a\": tru}\n  junk\n{\"b\": 1}\n";
+        let items = records(text, Format::Loose);
+        assert!(
+            matches!(&items[0], Item::Problem { line: 1, finding } if finding.rule == "not-json")
+        );
+        assert!(matches!(&items[1], Item::Record(r) if r.line == 3));
+        assert_eq!(items.len(), 2);
+    }
+
+    #[test]
+    fn source_paths_follow_unwrapping() {
+        let items = records(
+            r#"{"kind":"sessionUpdate","payload":{"sessionUpdate":"plan"}}"#,
+            Format::Loose,
+        );
+        let Item::Record(r) = &items[0] else { panic!() };
+        assert_eq!(r.source_path("/params/update/entries"), "/payload/entries");
+        assert_eq!(r.source_path("/method"), "");
+    }
+}

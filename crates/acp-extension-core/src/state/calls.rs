@@ -1,0 +1,744 @@
+//! How calls change the state: requests and notifications, the answers
+//! to requests, advertisements, steers, the agent's own requests and the
+//! extension methods.
+
+use serde_json::{Value, json};
+
+use super::legacy;
+use super::tasks;
+use super::*;
+use crate::capabilities::Feature;
+use crate::connection::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
+use crate::meta::MetaError;
+use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
+use crate::namespace::{self, split_method};
+use crate::negotiation::{Advertisement, initialize_capabilities};
+use crate::sequence::SequenceFinding;
+
+use super::updates::ext_key;
+use crate::violation::Violation;
+
+fn id_text(id: &Value) -> String {
+    id.to_string()
+}
+
+impl ConnectionState {
+    pub(super) fn on_call(
+        &mut self,
+        dir: Direction,
+        method: &str,
+        id: Option<&Value>,
+        params: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let sid = str_at(params, "sessionId").map(str::to_owned);
+        let converted = self.epoch_records(method, sid.as_deref(), params, "/params", out);
+        let params = converted.as_ref().unwrap_or(params);
+        match method {
+            "initialize" => self.read_advertisement(params, Side::Client, out),
+            "session/load" | "session/resume" => {
+                if let Some(sid) = sid {
+                    self.runs_lost(&sid, out);
+                    self.current_session = Some(sid.clone());
+                    self.session_mut(&sid).closed = false;
+                    out.push(Change::SessionStarted { session_id: sid });
+                }
+            }
+            "session/close" | "session/delete" => {
+                if let Some(sid) = sid {
+                    self.session_mut(&sid).closed = true;
+                    out.push(Change::SessionClosed { session_id: sid });
+                }
+            }
+            "session/prompt" if dir != Direction::AgentToClient => {
+                if let Some(sid) = sid {
+                    let steer = prompt_steer_id(params);
+                    self.current_session = Some(sid.clone());
+                    let s = self.session_mut(&sid);
+                    s.turns.prompts += 1;
+                    s.turns.running = true;
+                    out.push(Change::Turn {
+                        session_id: sid.clone(),
+                    });
+                    if let Some(steer_id) = steer.map(str::to_owned) {
+                        self.steer(&sid, &steer_id, "prompt", SteerOutcome::Pending, out);
+                    }
+                }
+            }
+            "session/update" => self.session_update(method, params, out),
+            STANDARD_STEERING if dir != Direction::AgentToClient => match (sid, id) {
+                (Some(sid), Some(id)) => {
+                    let steer_id = standard_steer_id(params, id);
+                    self.steer(
+                        &sid,
+                        &steer_id,
+                        "session/steering",
+                        SteerOutcome::Pending,
+                        out,
+                    );
+                }
+                _ => self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    "/params/sessionId",
+                    "required",
+                    "`_session/steering` needs a string `sessionId` and a request id; not folded"
+                        .to_owned(),
+                    false,
+                ),
+            },
+            "session/request_permission" | "elicitation/create" => match (sid, id) {
+                (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
+                // Without an id (a fixture's), nothing can answer it.
+                (Some(_), None) => out.push(Change::Seen {
+                    method: Some(method.to_owned()),
+                }),
+                (None, _) => self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    "/params/sessionId",
+                    "required",
+                    format!("`{method}` without a string `sessionId`; not folded"),
+                    false,
+                ),
+            },
+            _ if legacy::is_legacy(method) => self.legacy(method, params, out),
+            _ if tasks::is_lifecycle(method) => self.task_lifecycle(method, params, out),
+            _ => {
+                if split_method(method).is_some() && method_kind(method).is_some() {
+                    self.extension_call(method, params, out);
+                } else if split_method(method).is_some() || method.starts_with("_acp_ext:") {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        sid.as_deref(),
+                        "/method",
+                        "unknown-extension-method",
+                        format!("`{method}` is not a method of the contract"),
+                        false,
+                    );
+                } else {
+                    out.push(Change::Seen {
+                        method: Some(method.to_owned()),
+                    });
+                }
+            }
+        }
+    }
+
+    pub(super) fn on_answer(
+        &mut self,
+        call: Call,
+        id: &Value,
+        outcome: Result<&Value, &Value>,
+        out: &mut Vec<Change>,
+    ) {
+        let before = out.len();
+        let converted = match outcome {
+            Ok(result) => self.epoch_records(
+                &call.method,
+                call.session.as_deref(),
+                result,
+                "/result",
+                out,
+            ),
+            Err(_) => None,
+        };
+        let outcome = match (&converted, outcome) {
+            (Some(c), Ok(_)) => Ok(c),
+            (_, o) => o,
+        };
+        self.answer(&call, id, outcome, out);
+        if out.len() == before {
+            out.push(Change::Seen {
+                method: Some(call.method),
+            });
+        }
+    }
+
+    pub(super) fn answer(
+        &mut self,
+        call: &Call,
+        id: &Value,
+        outcome: Result<&Value, &Value>,
+        out: &mut Vec<Change>,
+    ) {
+        let method = call.method.as_str();
+        let sid = call.session.as_deref();
+        if call.new_session
+            && outcome.is_err()
+            && matches!(method, "session/load" | "session/resume" | "session/prompt")
+            && let Some(sid) = sid
+            && self.sessions.get(sid).is_some_and(SessionState::named_only)
+        {
+            self.sessions.shift_remove(sid);
+            if self.current_session.as_deref() == Some(sid) {
+                self.current_session = None;
+            }
+            out.push(Change::SessionDiscarded {
+                session_id: sid.to_owned(),
+            });
+            return;
+        }
+        match (method, outcome) {
+            ("initialize", Ok(result)) => self.read_advertisement(result, Side::Agent, out),
+            ("session/new" | "session/fork", Ok(result)) => {
+                if let Some(new) = str_at(result, "sessionId") {
+                    self.current_session = Some(new.to_owned());
+                    self.session_mut(new).closed = false;
+                    out.push(Change::SessionStarted {
+                        session_id: new.to_owned(),
+                    });
+                }
+            }
+            ("session/prompt", _) => {
+                if let Some(sid) = sid {
+                    let s = self.session_mut(sid);
+                    s.turns.running = false;
+                    s.turns.last_stop_reason = match outcome {
+                        Ok(r) => str_at(r, "stopReason").map(str::to_owned),
+                        Err(_) => Some("error".to_owned()),
+                    };
+                    // The turn is over: a steer injected in it (or sent as
+                    // this prompt) and never applied has an unknown outcome,
+                    // and is never resent.
+                    let mut ended = Vec::new();
+                    for (id, st) in s.steers.iter_mut() {
+                        let this = call.steer_id.as_deref() == Some(id.as_str());
+                        // No notification confirms `_session/steering`:
+                        // its `injected` is as far as the traffic tells.
+                        if st.transport == "session/steering" {
+                            continue;
+                        }
+                        if st.outcome == SteerOutcome::Injected
+                            || (this && st.outcome == SteerOutcome::Pending)
+                        {
+                            st.outcome = SteerOutcome::Unknown;
+                            ended.push(id.clone());
+                        }
+                    }
+                    out.push(Change::Turn {
+                        session_id: sid.to_owned(),
+                    });
+                    if let Ok(result) = outcome {
+                        self.turn_usage(method, sid, "/result", result, out);
+                    }
+                    for steer_id in ended {
+                        out.push(Change::Steer {
+                            session_id: sid.to_owned(),
+                            steer_id,
+                        });
+                    }
+                }
+            }
+            (STANDARD_STEERING, _) => {
+                if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
+                    let result = match outcome {
+                        Ok(r) => match str_at(r, "outcome") {
+                            Some("injected") => SteerOutcome::Injected,
+                            Some("startedNewTurn") => SteerOutcome::StartedNewTurn,
+                            Some("promptRequired") => SteerOutcome::PromptRequired,
+                            Some("failed") => SteerOutcome::Failed,
+                            _ => SteerOutcome::Unknown,
+                        },
+                        Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
+                            SteerOutcome::Refused
+                        }
+                        Err(_) => SteerOutcome::Unknown,
+                    };
+                    self.steer(sid, steer_id, "session/steering", result, out);
+                }
+            }
+            ("session/request_permission" | "elicitation/create", _) => {
+                // A standard child's request is pending on its root.
+                let sid = sid.map(|s| self.standard_run_root(s).unwrap_or_else(|| s.to_owned()));
+                let sid = sid.as_deref();
+                if let Some(sid) = sid
+                    && self
+                        .sessions
+                        .get_mut(sid)
+                        .and_then(|s| s.pending_requests.shift_remove(&id_text(id)))
+                        .is_some()
+                {
+                    out.push(Change::RequestResolved {
+                        session_id: sid.to_owned(),
+                        request_id: id_text(id),
+                    });
+                }
+            }
+            _ => {
+                let Some((_, path)) = split_method(method) else {
+                    return;
+                };
+                match (path, outcome) {
+                    ("session/steer", _) => {
+                        if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
+                            self.steer_answer(sid, steer_id, outcome, out);
+                        }
+                    }
+                    ("rate_limits/get", Ok(result)) => {
+                        match ExtensionResponse::parse(method, result) {
+                            Ok(ExtensionResponse::RateLimitsGet(snapshot)) => {
+                                self.upsert_rate_limits(snapshot, Dialect::Extension, out)
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                self.violations(out, method, None, "/result", &e.violations, false)
+                            }
+                        }
+                    }
+                    // A failed query keeps every row's data, marked stale.
+                    ("rate_limits/get", Err(_)) => {
+                        let ids: Vec<String> = self
+                            .rate_limits
+                            .iter_mut()
+                            .filter(|(_, e)| !e.stale)
+                            .map(|(id, e)| {
+                                e.stale = true;
+                                id.clone()
+                            })
+                            .collect();
+                        if !ids.is_empty() {
+                            out.push(Change::RateLimits { limit_ids: ids });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    pub(super) fn read_advertisement(
+        &mut self,
+        message: &Value,
+        side: Side,
+        out: &mut Vec<Change>,
+    ) {
+        let caps = initialize_capabilities(message, side).unwrap_or(&Value::Null);
+        let adv = Advertisement::read(caps, side);
+        let peer = self.negotiation.side_mut(side);
+        let info_key = if side == Side::Agent {
+            "agentInfo"
+        } else {
+            "clientInfo"
+        };
+        *peer = PeerFeatures {
+            seen: true,
+            info: message
+                .get(info_key)
+                .or_else(|| message.get("info"))
+                .filter(|i| i.is_object())
+                .cloned(),
+            ..PeerFeatures::default()
+        };
+        let caps_key = if message.get(side.capabilities_key()).is_some() {
+            side.capabilities_key()
+        } else {
+            "capabilities"
+        };
+        let vendor_meta = message
+            .get("_meta")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (format!("_meta.{k}"), v))
+            .chain(
+                caps.get("_meta")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| {
+                        !namespace::Namespace::ALL
+                            .iter()
+                            .any(|ns| ns.key() == k.as_str())
+                    })
+                    .map(|(k, v)| (format!("{caps_key}._meta.{k}"), v)),
+            );
+        for (k, v) in vendor_meta {
+            peer.vendor.insert(k, v.clone());
+        }
+        for f in &adv.features {
+            if f.is_valid() {
+                peer.features
+                    .insert(f.feature.key().to_owned(), f.raw.clone());
+            } else {
+                peer.invalid.push(f.feature.key().to_owned());
+            }
+        }
+        // kimi's compatibility key stands for `subagents` when the
+        // contract's own key is absent.
+        if !peer.features.contains_key(Feature::Subagents.key())
+            && !peer.invalid.iter().any(|k| k == Feature::Subagents.key())
+            && let Some(features) = caps
+                .get("_meta")
+                .and_then(|m| m.get("lody.ai/kimi"))
+                .and_then(|k| k.get("features"))
+        {
+            let on = |k: &str| features.get(k).and_then(Value::as_bool) == Some(true);
+            if on("subagentLifecycle") || on("subagentManagement") {
+                let mut sub = json!({"version": 1, "lifecycle": on("subagentLifecycle")});
+                if on("subagentManagement") {
+                    for k in ["list", "cancel", "output"] {
+                        sub[k] = json!(true);
+                    }
+                }
+                peer.features
+                    .insert(Feature::Subagents.key().to_owned(), sub);
+            }
+        }
+        let key = caps_key;
+        let at = if side == Side::Agent {
+            "/result"
+        } else {
+            "/params"
+        };
+        let method = Some("initialize");
+        for f in &adv.features {
+            let base = format!("{at}/{key}");
+            for v in f.violations() {
+                self.record_invalid(
+                    out,
+                    method,
+                    None,
+                    &format!("{base}{}", v.pointer),
+                    v.rule.id(),
+                    format!(
+                        "capability `{}` is invalid and ignored (the others stand): {}",
+                        f.feature.key(),
+                        v.message()
+                    ),
+                    false,
+                );
+            }
+        }
+        out.push(Change::Negotiated { side });
+    }
+
+    /// The epoch rules `acp-ext check` applies ([`crate::meta::epoch_findings`]),
+    /// recorded. A time in milliseconds is read as seconds: the value to
+    /// fold instead is returned (`None`: fold it as sent).
+    pub(super) fn epoch_records(
+        &mut self,
+        method: &str,
+        sid: Option<&str>,
+        value: &Value,
+        at: &str,
+        out: &mut Vec<Change>,
+    ) -> Option<Value> {
+        let ext = split_method(method).is_some() && method_kind(method).is_some();
+        let mut converted: Option<Value> = None;
+        for f in crate::meta::epoch_findings(value, at, ext) {
+            let mut message = f.message;
+            if f.rule == crate::meta::EpochRule::Milliseconds
+                && let Some(inner) = f.pointer.strip_prefix(at)
+            {
+                let v = converted.get_or_insert_with(|| value.clone());
+                if let Some(slot) = v.pointer_mut(inner)
+                    && let Some(ms) = slot.as_f64()
+                {
+                    let secs = (ms / 1000.0).floor();
+                    *slot = json!(secs as u64);
+                    message.push_str(&format!("; read as {secs} seconds"));
+                }
+            }
+            self.record_invalid(
+                out,
+                Some(method),
+                sid,
+                &f.pointer,
+                f.rule.id(),
+                message,
+                true,
+            );
+        }
+        converted
+    }
+
+    /// Whether the agent's advertisement was seen and lacks `feature`.
+    pub(super) fn agent_lacks(&self, feature: Feature) -> bool {
+        self.negotiation.agent.seen && !self.negotiation.agent.features.contains_key(feature.key())
+    }
+
+    pub(super) fn violations(
+        &mut self,
+        out: &mut Vec<Change>,
+        method: &str,
+        sid: Option<&str>,
+        prefix: &str,
+        violations: &[Violation],
+        folded: bool,
+    ) {
+        for v in violations {
+            self.record_invalid(
+                out,
+                Some(method),
+                sid,
+                &format!("{prefix}{}", v.pointer),
+                v.rule.id(),
+                v.message(),
+                folded,
+            );
+        }
+    }
+
+    pub(super) fn meta_error(
+        &mut self,
+        out: &mut Vec<Change>,
+        method: &str,
+        sid: &str,
+        prefix: &str,
+        e: &MetaError,
+    ) {
+        let prefix = format!("{prefix}/_meta");
+        let violations = e.violations.clone();
+        self.violations(out, method, Some(sid), &prefix, &violations, false);
+    }
+
+    pub(super) fn sequence_findings(
+        &mut self,
+        method: &str,
+        sid: Option<&str>,
+        findings: Vec<SequenceFinding>,
+        out: &mut Vec<Change>,
+    ) {
+        for f in findings {
+            self.record_invalid(
+                out,
+                Some(method),
+                sid,
+                &f.pointer,
+                f.rule.id(),
+                f.message,
+                false,
+            );
+        }
+    }
+
+    pub(super) fn steer(
+        &mut self,
+        sid: &str,
+        steer_id: &str,
+        transport: &str,
+        outcome: SteerOutcome,
+        out: &mut Vec<Change>,
+    ) {
+        let cap = self.limits.steers_per_session;
+        let s = self.session_mut(sid);
+        match s.steers.get_mut(steer_id) {
+            Some(st) => st.outcome = outcome,
+            None => {
+                s.steers.insert(
+                    steer_id.to_owned(),
+                    SteerState {
+                        transport: transport.to_owned(),
+                        outcome,
+                    },
+                );
+                cap_map(&mut s.steers, cap);
+            }
+        }
+        out.push(Change::Steer {
+            session_id: sid.to_owned(),
+            steer_id: steer_id.to_owned(),
+        });
+    }
+
+    pub(super) fn steer_answer(
+        &mut self,
+        sid: &str,
+        steer_id: &str,
+        outcome: Result<&Value, &Value>,
+        out: &mut Vec<Change>,
+    ) {
+        let result = match outcome {
+            Ok(r) => match str_at(r, "outcome") {
+                Some("injected") => SteerOutcome::Injected,
+                Some("failed") => SteerOutcome::Failed,
+                _ => SteerOutcome::Unknown,
+            },
+            Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
+                SteerOutcome::Refused
+            }
+            Err(_) => SteerOutcome::Unknown,
+        };
+        // An applied steer stays applied when its answer comes late.
+        let already = self
+            .session(sid)
+            .and_then(|s| s.steers.get(steer_id))
+            .is_some_and(|s| s.outcome == SteerOutcome::Applied);
+        if !already {
+            self.steer(sid, steer_id, "request", result, out);
+        }
+    }
+
+    pub(super) fn agent_request(
+        &mut self,
+        method: &str,
+        sid: &str,
+        id: &Value,
+        params: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let tool_call = params.get("toolCall");
+        let tool_call_id = tool_call
+            .and_then(|t| str_at(t, "toolCallId"))
+            .or_else(|| str_at(params, "toolCallId"))
+            .map(str::to_owned);
+        let routed = tool_call
+            .and_then(|t| ext_key(t, "subagentRunId"))
+            .is_some();
+        let source = if routed { tool_call } else { Some(params) };
+        let run_id = source
+            .and_then(|s| ext_key(s, "subagentRunId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let child_tool = source
+            .and_then(|s| ext_key(s, "subagentToolCallId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        // A standard child asks on its own session: the request is its
+        // run's, pending on the root session.
+        let (sid, run_id) = match self.standard_run_root(sid) {
+            Some(root) => (root, run_id.or_else(|| Some(sid.to_owned()))),
+            None => (sid.to_owned(), run_id),
+        };
+        let sid = sid.as_str();
+        let s = self.session_mut(sid);
+        let run_live = run_id
+            .as_ref()
+            .map(|r| s.subagent_runs.get(r).is_some_and(RunState::is_live));
+        s.pending_requests.insert(
+            id_text(id),
+            PendingRequest {
+                method: method.to_owned(),
+                tool_call_id,
+                subagent_run_id: run_id,
+                subagent_tool_call_id: child_tool,
+                run_live,
+            },
+        );
+        out.push(Change::RequestPending {
+            session_id: sid.to_owned(),
+            request_id: id_text(id),
+        });
+    }
+
+    pub(super) fn extension_call(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+        let sid = str_at(params, "sessionId");
+        if method_kind(method) == Some(crate::methods::MethodKind::Request) {
+            match ExtensionRequest::parse(method, params) {
+                Ok(Some((_, ExtensionRequest::SessionSteer(r)))) => {
+                    let (sid, steer_id) = (r.session_id.clone(), r.steer_id.clone());
+                    self.steer(&sid, &steer_id, "request", SteerOutcome::Pending, out);
+                }
+                // Goal control, queries: read; the state changes through
+                // the agent's updates and the answers.
+                Ok(_) => out.push(Change::Seen {
+                    method: Some(method.to_owned()),
+                }),
+                Err(e) => {
+                    let sid = sid.map(str::to_owned);
+                    self.violations(out, method, sid.as_deref(), "/params", &e.violations, false)
+                }
+            }
+            return;
+        }
+        match ExtensionNotification::parse(method, params) {
+            Ok(Some((_, n))) => self.extension_notification(method, n, params, out),
+            Ok(None) => out.push(Change::Seen {
+                method: Some(method.to_owned()),
+            }),
+            Err(e) => {
+                let sid = sid.map(str::to_owned);
+                if let Some(sid) = sid.as_deref()
+                    && split_method(method).map(|(_, p)| p) == Some("session/usage_update")
+                    && let Some(stripped) = legacy::without_bad_scope(params, &e.violations)
+                    && let Ok(Some((_, n))) = ExtensionNotification::parse(method, &stripped)
+                {
+                    // An invalid scope id falls back to unscoped (the Lody
+                    // client's rule), reported.
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(sid),
+                        "/params/_meta",
+                        "scope-id-fallback",
+                        "invalid `usageScopeId`; the update is folded as unscoped".to_owned(),
+                        true,
+                    );
+                    self.extension_notification(method, n, &stripped, out);
+                    return;
+                }
+                self.violations(out, method, sid.as_deref(), "/params", &e.violations, false);
+                // An output event that cannot be read still means the live
+                // run it names has output the state does not hold.
+                if split_method(method).map(|(_, p)| p) == Some("subagents/event")
+                    && str_at(params, "type") == Some("output")
+                    && let (Some(sid), Some(run_id)) = (sid, str_at(params, "runId"))
+                    && let Some(run) = self.run_mut(&sid, run_id)
+                    && run.is_live()
+                    && !run.output_incomplete
+                {
+                    run.output_incomplete = true;
+                    out.push(Change::SubagentRun {
+                        session_id: sid,
+                        run_id: run_id.to_owned(),
+                    });
+                }
+            }
+        }
+    }
+
+    pub(super) fn extension_notification(
+        &mut self,
+        method: &str,
+        n: ExtensionNotification,
+        params: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        match n {
+            ExtensionNotification::SubagentEvent(event) => {
+                if self.agent_lacks(Feature::SubagentEvents) {
+                    let sid = str_at(params, "sessionId").map(str::to_owned);
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        sid.as_deref(),
+                        "/method",
+                        "not-negotiated",
+                        "a subagent event from an agent that did not advertise `subagentEvents`; dropped".to_owned(),
+                        false,
+                    );
+                    return;
+                }
+                self.subagent_event(method, params, Some(event), Dialect::Extension, out);
+            }
+            ExtensionNotification::SessionUsageUpdate(u) => {
+                self.usage_update(method, &u, params, Dialect::Extension, out)
+            }
+            ExtensionNotification::RateLimitsUpdate(snapshot) => {
+                self.upsert_rate_limits(snapshot, Dialect::Extension, out)
+            }
+            ExtensionNotification::SessionSteerApplied(a) => {
+                let (sid, steer_id) = (a.session_id.clone(), a.steer_id.clone());
+                let transport = self
+                    .session(&sid)
+                    .and_then(|s| s.steers.get(&steer_id))
+                    .map_or("request".to_owned(), |s| s.transport.clone());
+                self.steer(&sid, &steer_id, &transport, SteerOutcome::Applied, out);
+            }
+            ExtensionNotification::SessionActivityUpdate(a) => {
+                let sid = a.session_id.clone();
+                let s = self.session_mut(&sid);
+                s.activity.state = Some(a.state);
+                s.activity.background_task_count = Some(a.background_task_count.get());
+                out.push(Change::Activity { session_id: sid });
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------
+    // session/update
+}

@@ -1,0 +1,790 @@
+//! How `session/update` changes the state: every standard update, the
+//! contract's `_meta` on them, and the vendors' dialects.
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::capabilities::Feature;
+use crate::meta::{self, fields};
+use crate::namespace::{self};
+use crate::rate_limits::RateLimitsSnapshot;
+use crate::session::{ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState};
+
+/// The session updates of ACP v1 (schema 1.17, unstable ones included).
+const STANDARD_UPDATES: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
+    "plan_update",
+    "plan_removed",
+    "subagent_update",
+    "session_message",
+    "session_message_chunk",
+];
+
+/// Whether `tag` is a session update of ACP v1, or one of v2's (whole
+/// messages, `state_update`, `terminal_update`).
+pub(super) fn is_standard_update(tag: &str) -> bool {
+    STANDARD_UPDATES.contains(&tag) || V2_UPDATES.contains(&tag)
+}
+
+/// Session updates of ACP v2 that v1 lacks.
+const V2_UPDATES: &[&str] = &[
+    "user_message",
+    "agent_message",
+    "agent_thought",
+    "state_update",
+    "terminal_update",
+];
+
+/// The session updates outside ACP that the state reads: AIR's subagent
+/// draft and its async tasks (v2 with a leading `_`).
+const AIR_UPDATES: &[&str] = &[
+    "subagent_spawned",
+    "subagent_state_update",
+    "_subagent_update",
+    "async_task_spawned",
+    "async_task_progress",
+    "async_task_state_update",
+    "_async_task_spawned",
+    "_async_task_progress",
+    "_async_task_state_update",
+];
+
+/// Whether the state reads a `session/update` with this `sessionUpdate`
+/// tag: ACP v1's and v2's updates and AIR's. `acp-ext check` warns on any
+/// other (`unknown-session-update`), as the state records it.
+pub fn is_known_session_update(tag: &str) -> bool {
+    is_standard_update(tag) || AIR_UPDATES.contains(&tag)
+}
+
+/// A standard `notice`'s level and text (its `title`, with its
+/// `description`).
+pub(super) fn notice_of(update: &Value) -> (NoticeLevel, String) {
+    let level = match str_at(update, "severity") {
+        Some("error") => NoticeLevel::Error,
+        Some("warning") => NoticeLevel::Warning,
+        _ => NoticeLevel::Info,
+    };
+    let mut message = str_at(update, "title").unwrap_or("").to_owned();
+    if let Some(d) = str_at(update, "description") {
+        message = format!("{message}: {d}");
+    }
+    (level, message)
+}
+
+pub(super) fn meta_of(v: &Value) -> Option<&Map<String, Value>> {
+    v.get("_meta").and_then(Value::as_object)
+}
+
+/// `key` of the contract section (`_meta.ua` first, then `_meta.lody`).
+pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    meta_of(v)
+        .and_then(|m| namespace::read_key(m, key))
+        .map(|(_, v)| v)
+}
+
+impl ConnectionState {
+    pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+        let sid = match str_at(params, "sessionId") {
+            Some(sid) => sid.to_owned(),
+            None => {
+                // Fixtures keep updates without their session: such an
+                // update belongs to the current session (or the only
+                // one), else to the unnamed session `""`.
+                let only = (self.sessions.len() == 1)
+                    .then(|| self.sessions.keys().next().cloned())
+                    .flatten();
+                let sid = self.current_session.clone().or(only).unwrap_or_default();
+                let mut params = params.clone();
+                params["sessionId"] = Value::String(sid);
+                return self.session_update(method, &params, out);
+            }
+        };
+        let Some(update) = params.get("update") else {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(&sid),
+                "/params/update",
+                "required",
+                "`session/update` without `update`".to_owned(),
+                false,
+            );
+            return;
+        };
+        let tag = str_at(update, "sessionUpdate").unwrap_or("");
+        // A session that is a standard subagent run: its updates are the
+        // run's output.
+        if let Some(root) = self.standard_run_root(&sid)
+            && self.child_session_update(method, &root, &sid, tag, update, out)
+        {
+            return;
+        }
+        let before = out.len();
+        self.turn_meta(&sid, tag, update, out);
+        self.session_update_tag(method, &sid, tag, update, out);
+        if out.len() == before && is_standard_update(tag) {
+            out.push(Change::Transcript {
+                session_id: sid,
+                update: tag.to_owned(),
+            });
+        }
+    }
+
+    pub(super) fn session_update_tag(
+        &mut self,
+        method: &str,
+        sid: &str,
+        tag: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let sid = sid.to_owned();
+        match tag {
+            "tool_call" | "tool_call_update" => self.tool_call(method, &sid, update, out),
+            "session_info_update" => self.session_info(method, &sid, update, out),
+            "usage_update" => self.standard_usage_update(method, &sid, update, out),
+            "notice" => {
+                let (level, message) = notice_of(update);
+                self.notice(&sid, level, message, None, Dialect::Standard, out);
+            }
+            "compaction_update" => {
+                let Some(id) = str_at(update, "compactionId").map(str::to_owned) else {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(&sid),
+                        "/params/update/compactionId",
+                        "required",
+                        "`compaction_update` without a string `compactionId`".to_owned(),
+                        false,
+                    );
+                    return;
+                };
+                let cap = self.limits.activities_per_session;
+                let s = self.session_mut(&sid);
+                let e = s.activities.entry(id.clone()).or_insert(ActivityEntry {
+                    kind: ActivityKind::ContextCompaction,
+                    status: None,
+                    error: None,
+                    summary: None,
+                    used_tokens_before: None,
+                    used_tokens_after: None,
+                    dialect: Dialect::Standard,
+                });
+                // A patch: omitted keeps, null clears.
+                patch_str(&mut e.status, update.get("status"));
+                // The summary is a string or (as sent by claude) content blocks.
+                match update.get("summary") {
+                    Some(Value::Array(blocks)) => {
+                        e.summary = Some(
+                            blocks
+                                .iter()
+                                .filter_map(|b| str_at(b, "text"))
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                        )
+                    }
+                    other => patch_str(&mut e.summary, other),
+                }
+                patch_str(&mut e.error, update.get("error"));
+                cap_map(&mut s.activities, cap);
+                out.push(Change::ActivityEntry {
+                    session_id: sid,
+                    id,
+                });
+            }
+            "compaction_summary_chunk" => {
+                if let Some(id) = str_at(update, "compactionId").map(str::to_owned) {
+                    let text = update
+                        .get("content")
+                        .and_then(|c| str_at(c, "text"))
+                        .unwrap_or("")
+                        .to_owned();
+                    let s = self.session_mut(&sid);
+                    if let Some(e) = s.activities.get_mut(&id) {
+                        e.summary.get_or_insert_with(String::new).push_str(&text);
+                        out.push(Change::ActivityEntry {
+                            session_id: sid,
+                            id,
+                        });
+                    }
+                }
+            }
+            "subagent_update" => self.standard_subagent(method, &sid, update, out),
+            "session_message" | "session_message_chunk" => self.session_message(&sid, update, out),
+            "subagent_spawned" | "subagent_state_update" | "_subagent_update" => {
+                self.air_subagent(method, &sid, update, out)
+            }
+            "async_task_spawned"
+            | "async_task_progress"
+            | "async_task_state_update"
+            | "_async_task_spawned"
+            | "_async_task_progress"
+            | "_async_task_state_update" => self.async_task(method, &sid, tag, update, out),
+            // ACP v2's `state_update`: the activity level, and the
+            // background work when reported (omitted is not zero).
+            "state_update" => {
+                let level = str_at(update, "state")
+                    .and_then(|t| serde_json::from_value::<SessionActivityState>(json!(t)).ok());
+                let background = update
+                    .get("background")
+                    .and_then(Value::as_array)
+                    .map(|b| b.len() as u64);
+                let s = self.session_mut(&sid);
+                if level.is_some() {
+                    s.activity.state = level;
+                }
+                if background.is_some() {
+                    s.activity.background_task_count = background;
+                }
+                if level.is_some() || background.is_some() {
+                    out.push(Change::Activity {
+                        session_id: sid.clone(),
+                    });
+                }
+                // The v2 turn's end carries the prompt result's usage.
+                if level == Some(SessionActivityState::Idle) {
+                    self.turn_usage(method, &sid, "/params/update", update, out);
+                }
+            }
+            "plan" | "plan_update" => {
+                let plan = if tag == "plan" {
+                    update.clone()
+                } else {
+                    update.get("plan").cloned().unwrap_or(Value::Null)
+                };
+                if plan.is_object() {
+                    self.session_mut(&sid).plan = Some(plan);
+                    out.push(Change::Plan { session_id: sid });
+                } else {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(&sid),
+                        "/params/update/plan",
+                        "type-object",
+                        "`plan_update` without a plan object".to_owned(),
+                        false,
+                    );
+                }
+            }
+            "plan_removed" => {
+                let s = self.session_mut(&sid);
+                let id = str_at(update, "planId");
+                let current = s.plan.as_ref().and_then(|p| str_at(p, "planId"));
+                if s.plan.is_some() && (id.is_none() || id == current) {
+                    s.plan = None;
+                    out.push(Change::Plan { session_id: sid });
+                }
+            }
+            t if is_standard_update(t) => {}
+            other => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(&sid),
+                    "/params/update/sessionUpdate",
+                    "unknown-session-update",
+                    format!("`{other}` is not a session update of ACP (v1 or v2) or of a dialect the state reads; not folded"),
+                    false,
+                );
+            }
+        }
+    }
+
+    pub(super) fn turn_meta(
+        &mut self,
+        sid: &str,
+        tag: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let turn_id = ext_key(update, "turnId").and_then(Value::as_str);
+        let phase = if tag.ends_with("message_chunk") {
+            ext_key(update, "messagePhase")
+                .or_else(|| self.vendor_meta(update, "codex")?.get("phase"))
+                .and_then(Value::as_str)
+        } else {
+            None
+        };
+        let origin = ext_key(update, "turnOrigin");
+        let ended = tag == "session_info_update"
+            && ext_key(update, "turnEnded").and_then(Value::as_bool) == Some(true);
+        if turn_id.is_none() && phase.is_none() && !ended {
+            return;
+        }
+        let s = self.session_mut(sid);
+        let before = s.turns.clone();
+        if let Some(t) = turn_id {
+            s.turns.turn_id = Some(t.to_owned());
+            if (t.starts_with("auto:") || origin.is_some())
+                && s.turns.engine_turn.as_ref().is_none_or(|e| e.turn_id != t)
+                && !ended
+            {
+                let kind = origin
+                    .and_then(|o| str_at(o, "kind").or(o.as_str()))
+                    .unwrap_or("engine");
+                s.turns.engine_turn = Some(EngineTurn {
+                    turn_id: t.to_owned(),
+                    origin: kind.to_owned(),
+                });
+                s.turns.engine_turns += 1;
+            }
+        }
+        if let Some(p) = phase {
+            s.turns.message_phase = Some(p.to_owned());
+        }
+        if ended {
+            s.turns.engine_turn = None;
+        }
+        if s.turns != before {
+            out.push(Change::Turn {
+                session_id: sid.to_owned(),
+            });
+        }
+    }
+
+    pub(super) fn tool_call(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let Some(tool_call_id) = str_at(update, "toolCallId").map(str::to_owned) else {
+            return;
+        };
+        let empty = Map::new();
+        let m = meta_of(update).unwrap_or(&empty);
+        let title = str_at(update, "title").map(str::to_owned);
+        match meta::read::<fields::Task>(m) {
+            Ok(Some(task)) => {
+                let task_id = task.task_id.clone();
+                let cap = self.limits.tasks_per_session;
+                let s = self.session_mut(sid);
+                let title = title.or_else(|| s.tasks.get(&task_id).and_then(|t| t.title.clone()));
+                s.tasks.insert(
+                    task_id.clone(),
+                    TaskState {
+                        tool_call_id: tool_call_id.clone(),
+                        title: title.clone(),
+                        task,
+                    },
+                );
+                cap_map(&mut s.tasks, cap);
+                out.push(Change::Task {
+                    session_id: sid.to_owned(),
+                    task_id,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
+        }
+        match meta::read::<fields::Activity>(m) {
+            Ok(Some(a)) => {
+                let status = str_at(update, "status").map(|s| match s {
+                    "pending" => "in_progress".to_owned(),
+                    other => other.to_owned(),
+                });
+                let cap = self.limits.activities_per_session;
+                let s = self.session_mut(sid);
+                let e = s
+                    .activities
+                    .entry(tool_call_id.clone())
+                    .or_insert(ActivityEntry {
+                        kind: a.kind,
+                        status: None,
+                        error: None,
+                        summary: None,
+                        used_tokens_before: None,
+                        used_tokens_after: None,
+                        dialect: Dialect::Extension,
+                    });
+                e.kind = a.kind;
+                if status.is_some() {
+                    e.status = status;
+                }
+                if let Some(r) = &a.failure_reason {
+                    e.error = Some(r.clone());
+                }
+                if let Some(n) = a.used_tokens_before {
+                    e.used_tokens_before = Some(n.get());
+                }
+                if let Some(n) = a.used_tokens_after {
+                    e.used_tokens_after = Some(n.get());
+                }
+                cap_map(&mut s.activities, cap);
+                out.push(Change::ActivityEntry {
+                    session_id: sid.to_owned(),
+                    id: tool_call_id,
+                });
+            }
+            Ok(None) => {
+                // A later update of a known activity row (its status).
+                let status = str_at(update, "status").map(str::to_owned);
+                let s = self.session_mut(sid);
+                if let (Some(e), Some(status)) = (s.activities.get_mut(&tool_call_id), status)
+                    && e.dialect == Dialect::Extension
+                {
+                    e.status = Some(status);
+                    out.push(Change::ActivityEntry {
+                        session_id: sid.to_owned(),
+                        id: tool_call_id,
+                    });
+                }
+            }
+            Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
+        }
+    }
+
+    pub(super) fn session_info(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let Some(m) = meta_of(update) else {
+            self.title(method, sid, update, None, out);
+            return;
+        };
+        let source = match meta::read::<fields::TitleSource>(m) {
+            Ok(s) => s.map(Ok),
+            Err(_) => Some(Err(())),
+        };
+        // Without a contract tag, codex's own `titleSource` (codex only).
+        let source = source.or_else(|| {
+            let tag = self.vendor_meta(update, "codex")?.get("titleSource")?;
+            match serde_json::from_value::<crate::session::TitleSource>(tag.clone()) {
+                Ok(s) => Some(Ok(s)),
+                Err(_) => Some(Err(())),
+            }
+        });
+        self.title(method, sid, update, source, out);
+        match meta::read::<fields::Goal>(m) {
+            Ok(Some(goal)) => self.set_goal(sid, goal, out),
+            Ok(None) => self.vendor_goal(method, sid, update, out),
+            Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
+        }
+        self.thread_status(sid, update, out);
+        match meta::read::<fields::Notice>(m) {
+            Ok(Some(n)) => {
+                let source = n.source.clone();
+                self.notice(
+                    sid,
+                    n.level,
+                    n.message.clone(),
+                    source,
+                    Dialect::Extension,
+                    out,
+                )
+            }
+            Ok(None) => {}
+            Err(e) => self.meta_error(out, method, sid, "/params/update", &e),
+        }
+    }
+
+    pub(super) fn set_goal(
+        &mut self,
+        sid: &str,
+        goal: Option<GoalSnapshot>,
+        out: &mut Vec<Change>,
+    ) {
+        self.session_mut(sid).goal = Some(goal);
+        out.push(Change::Goal {
+            session_id: sid.to_owned(),
+        });
+    }
+
+    /// `_meta.<vendor>` of `v`, unless the agent said it is someone else
+    /// (`agentInfo.name` without the vendor's name): vendor keys are read
+    /// for their provider only.
+    pub(super) fn vendor_meta<'a>(
+        &self,
+        v: &'a Value,
+        vendor: &str,
+    ) -> Option<&'a Map<String, Value>> {
+        let section = meta_of(v)?.get(vendor)?.as_object()?;
+        match self.agent_name() {
+            Some(name) if !name.to_ascii_lowercase().contains(vendor) => None,
+            _ => Some(section),
+        }
+    }
+
+    /// A goal in another carrier, by precedence: the legacy top-level
+    /// `_meta.goal`, codex's `_meta.codex.goal`, AIR's
+    /// `_meta.jetbrains.air.goal`. Their times are epoch milliseconds
+    /// (`createdAt`, `updatedAt`), converted to seconds; codex's
+    /// `usageLimited`/`budgetLimited` read as `limited`, `cleared` clears.
+    pub(super) fn vendor_goal(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        out: &mut Vec<Change>,
+    ) {
+        let meta = meta_of(update);
+        let (at, raw) = if let Some(g) = meta.and_then(|m| m.get("goal")) {
+            ("/params/update/_meta/goal", g)
+        } else if let Some(g) = self
+            .vendor_meta(update, "codex")
+            .and_then(|c| c.get("goal"))
+        {
+            ("/params/update/_meta/codex/goal", g)
+        } else if let Some(g) = meta
+            .and_then(|m| m.get("jetbrains"))
+            .and_then(|j| j.get("air"))
+            .and_then(|a| a.get("goal"))
+        {
+            ("/params/update/_meta/jetbrains/air/goal", g)
+        } else {
+            return;
+        };
+        let Some(o) = raw.as_object() else {
+            if raw.is_null() {
+                self.set_goal(sid, None, out);
+            } else {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    at,
+                    "type-object",
+                    "a goal must be an object or null; the old one is kept".to_owned(),
+                    false,
+                );
+            }
+            return;
+        };
+        let mut goal = o.clone();
+        match o.get("status").and_then(Value::as_str) {
+            Some("cleared") => return self.set_goal(sid, None, out),
+            Some("usageLimited" | "budgetLimited") => {
+                goal.insert("status".into(), json!("limited"));
+            }
+            _ => {}
+        }
+        for (ms, secs) in [
+            ("createdAt", "createdAtEpochSeconds"),
+            ("updatedAt", "updatedAtEpochSeconds"),
+        ] {
+            if let Some(t) = goal.remove(ms).and_then(|t| t.as_f64()) {
+                goal.insert(secs.into(), json!((t / 1000.0).floor()));
+            }
+        }
+        goal.remove("controlMethod");
+        match serde_json::from_value::<GoalSnapshot>(Value::Object(goal.clone())) {
+            Ok(g) => self.set_goal(sid, Some(g), out),
+            Err(_) => {
+                let violations = crate::violation::check::<GoalSnapshot>(&Value::Object(goal));
+                self.violations(out, method, Some(sid), at, &violations, false);
+            }
+        }
+    }
+
+    /// codex's `_meta.codex.threadStatus {type: active|idle}` as the
+    /// session's activity level.
+    pub(super) fn thread_status(&mut self, sid: &str, update: &Value, out: &mut Vec<Change>) {
+        let level = match self
+            .vendor_meta(update, "codex")
+            .and_then(|c| c.get("threadStatus"))
+            .and_then(|t| str_at(t, "type"))
+        {
+            Some("active") => SessionActivityState::Running,
+            Some("idle") => SessionActivityState::Idle,
+            _ => return,
+        };
+        let s = self.session_mut(sid);
+        if s.activity.state != Some(level) {
+            s.activity.state = Some(level);
+            out.push(Change::Activity {
+                session_id: sid.to_owned(),
+            });
+        }
+    }
+
+    pub(super) fn title(
+        &mut self,
+        method: &str,
+        sid: &str,
+        update: &Value,
+        source: Option<Result<crate::session::TitleSource, ()>>,
+        out: &mut Vec<Change>,
+    ) {
+        let Some(raw) = update.get("title") else {
+            return;
+        };
+        let advertised = self
+            .negotiation
+            .agent
+            .features
+            .contains_key(Feature::SessionTitle.key());
+        let origin = match source {
+            Some(Ok(s)) => match TitleOrigin::of(s) {
+                Some(TitleOrigin::Generated) if self.agent_lacks(Feature::SessionTitle) => {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        Some(sid),
+                        "/params/update/_meta",
+                        "not-negotiated",
+                        "a `generated` title from an agent that did not advertise `sessionTitle`; ignored".to_owned(),
+                        false,
+                    );
+                    return;
+                }
+                Some(o) => o,
+                // `unset`: no title to show.
+                None => return,
+            },
+            // A malformed tag: the title is ignored, and that is reported.
+            Some(Err(())) => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    "/params/update/_meta",
+                    "title-source",
+                    "malformed `titleSource`; the title is ignored".to_owned(),
+                    false,
+                );
+                return;
+            }
+            None if advertised => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    "/params/update/title",
+                    "title-without-source",
+                    "an untagged title from an agent that advertised `sessionTitle`; ignored"
+                        .to_owned(),
+                    false,
+                );
+                return;
+            }
+            None => TitleOrigin::Untagged,
+        };
+        let s = self.session_mut(sid);
+        let current = s.title_source;
+        let allowed = match (origin, current) {
+            (_, None) => true,
+            (_, Some(TitleOrigin::User)) => false,
+            (TitleOrigin::Explicit, _) => true,
+            (TitleOrigin::Fallback, Some(_)) => s.title.is_none(),
+            (o, Some(c)) => o >= c,
+        };
+        if !allowed {
+            return;
+        }
+        match raw {
+            Value::Null => {
+                s.title = None;
+                s.title_source = None;
+            }
+            Value::String(t) => {
+                let t = t.trim();
+                if t.is_empty() {
+                    return;
+                }
+                s.title = Some(t.to_owned());
+                s.title_source = Some(origin);
+            }
+            _ => return,
+        }
+        out.push(Change::Title {
+            session_id: sid.to_owned(),
+        });
+    }
+
+    pub(super) fn notice(
+        &mut self,
+        sid: &str,
+        level: NoticeLevel,
+        message: String,
+        source: Option<String>,
+        dialect: Dialect,
+        out: &mut Vec<Change>,
+    ) {
+        let cap = self.limits.notices_per_session;
+        let s = self.session_mut(sid);
+        if cap == 0 {
+            return;
+        }
+        while s.notices.len() >= cap {
+            s.notices.remove(0);
+        }
+        s.notices.push(NoticeEntry {
+            level,
+            message,
+            source,
+            dialect,
+        });
+        out.push(Change::Notice {
+            session_id: sid.to_owned(),
+        });
+    }
+
+    // -----------------------------------------------------------------
+    // Rate limits
+
+    pub(super) fn upsert_rate_limits(
+        &mut self,
+        snapshot: RateLimitsSnapshot,
+        dialect: Dialect,
+        out: &mut Vec<Change>,
+    ) {
+        if snapshot.rate_limits.is_empty() {
+            return;
+        }
+        let fetched = snapshot.fetched_at_epoch_seconds.map(|t| t.get());
+        let mut ids = Vec::new();
+        for limit in snapshot.rate_limits {
+            let id = limit.limit_id.clone();
+            // An older observation does not override a fresher one.
+            let older = self.rate_limits.get(&id).is_some_and(|e| {
+                matches!((fetched, e.fetched_at_epoch_seconds), (Some(new), Some(old)) if new < old)
+            });
+            if older {
+                continue;
+            }
+            self.rate_limits.insert(
+                id.clone(),
+                RateLimitEntry {
+                    rate_limit: limit,
+                    fetched_at_epoch_seconds: fetched,
+                    stale: false,
+                    dialect,
+                },
+            );
+            ids.push(id);
+        }
+        cap_map(&mut self.rate_limits, self.limits.rate_limits);
+        if !ids.is_empty() {
+            out.push(Change::RateLimits { limit_ids: ids });
+        }
+    }
+}
+
+/// A patch field: omitted keeps, `null` clears, a string replaces.
+pub(super) fn patch_str(field: &mut Option<String>, v: Option<&Value>) {
+    match v {
+        None => {}
+        Some(Value::String(s)) => *field = Some(s.clone()),
+        Some(Value::Null) => *field = None,
+        Some(_) => {}
+    }
+}
