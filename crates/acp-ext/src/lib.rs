@@ -7,13 +7,16 @@
 pub mod check;
 pub mod choice;
 pub mod demo;
+pub mod finding;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod output;
+pub mod present;
 pub mod probe;
 pub mod serve;
 pub mod state;
 pub mod tap;
 pub(crate) mod time;
+pub mod transcript;
 pub mod watch;

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::check::input::{self, Format, Item};
 use crate::output::Style;
+use crate::present::{duration, serde_name, short_id, shorten};
 
 /// How to fold and print.
 #[derive(Debug, Clone, Copy)]
@@ -497,57 +498,4 @@ fn print_state(
         }
     }
     Ok(())
-}
-
-/// A value's serde name (`in_progress`, `completed`, …).
-fn serde_name(v: &impl serde::Serialize) -> String {
-    match serde_json::to_value(v) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => "?".to_owned(),
-    }
-}
-
-/// A run id short enough to leave its state and name on the row: codex's
-/// child session ids run to about 85 characters; the start and the end
-/// are what tell two apart.
-pub(crate) fn short_id(id: &str) -> String {
-    let n = id.chars().count();
-    if n <= 32 {
-        return id.to_owned();
-    }
-    let head: String = id.chars().take(10).collect();
-    let tail: String = id.chars().skip(n - 20).collect();
-    format!("{head}…{tail}")
-}
-
-fn shorten(s: &str, max: usize) -> String {
-    let one_line = s.replace('\n', " ");
-    if one_line.chars().count() <= max {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
-    format!("{cut}…")
-}
-
-fn duration(secs: f64) -> String {
-    let s = secs as u64;
-    match s {
-        s if s >= 86400 && s % 86400 == 0 => format!("{}d", s / 86400),
-        s if s >= 3600 && s % 3600 == 0 => format!("{}h", s / 3600),
-        s if s >= 60 && s % 60 == 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(duration(18000.0), "5h");
-        assert_eq!(duration(604800.0), "7d");
-        assert_eq!(duration(90.0), "90s");
-    }
 }

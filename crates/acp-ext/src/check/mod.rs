@@ -59,47 +59,13 @@ use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
 use acp_extension_core::namespace::{self, Namespace, NamespaceSet, split_method};
 use acp_extension_core::negotiation::{self, Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::finding::{Finding, Severity};
 use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
 pub use acp_extension_core::connection::{Direction, Limits};
 use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
-
-/// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum Severity {
-    /// Contract drift worth knowing (unknown keys).
-    Info,
-    /// Legal but suspicious (fractional epoch seconds).
-    Warning,
-    /// Breaks the contract.
-    Error,
-}
-
-// Lowest first.
-crate::choice::choices!(Severity, "severity" {
-    Info = "info",
-    Warning = "warning" | "warn",
-    Error = "error",
-});
-
-/// One problem found in a message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Finding {
-    /// Stable rule id (see the README's rule table).
-    pub rule: &'static str,
-    /// How bad it is.
-    pub severity: Severity,
-    /// JSON pointer inside the message.
-    pub path: String,
-    /// One-line explanation.
-    pub message: String,
-}
 
 impl From<SequenceFinding> for Finding {
     fn from(f: SequenceFinding) -> Self {
@@ -108,21 +74,6 @@ impl From<SequenceFinding> for Finding {
 }
 
 impl Finding {
-    /// A finding of `rule` at `path`.
-    pub fn new(
-        rule: &'static str,
-        severity: Severity,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            rule,
-            severity,
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-
     /// A finding of a rule of the table (its id and severity) at `path`.
     pub fn of(rule: &RuleInfo, path: impl Into<String>, message: impl Into<String>) -> Self {
         Self::new(rule.id, rule.severity, path, message)

@@ -189,18 +189,10 @@ impl HumanReport {
     /// Writes every group: a header per rule, then `file:line  pointer  message`.
     pub fn write(&self, out: &mut (impl Write + ?Sized), style: Style) -> io::Result<()> {
         for ((Reverse(severity), rule), g) in &self.groups {
-            let tag = match severity {
-                Severity::Error => style.bad("error"),
-                Severity::Warning => style.warn("warning"),
-                Severity::Info => style.accent("info"),
-            };
+            let tag = crate::present::severity(*severity, style);
             writeln!(out, "{tag} {} ({})", style.bold(rule), g.count)?;
             for f in &g.shown {
-                let path = if f.finding.path.is_empty() {
-                    "(root)"
-                } else {
-                    &f.finding.path
-                };
+                let path = crate::present::pointer(&f.finding.path);
                 writeln!(
                     out,
                     "  {}  {}  {}",

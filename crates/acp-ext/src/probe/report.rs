@@ -490,17 +490,7 @@ impl Report {
             count(Severity::Info)
         )?;
         for f in &self.findings {
-            let sev = match f.severity {
-                Severity::Error => style.bad("error"),
-                Severity::Warning => style.warn("warning"),
-                _ => style.dim("info"),
-            };
-            let at = if f.path.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", f.path)
-            };
-            writeln!(out, "  {sev} [{}]{at}: {}", f.rule, f.message)?;
+            writeln!(out, "  {}", crate::present::finding(f, style))?;
         }
         for l in &self.stderr_tail {
             writeln!(out, "  {}", style.dim(&format!("stderr: {l}")))?;

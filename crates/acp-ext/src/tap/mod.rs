@@ -52,8 +52,6 @@ pub mod fuzzing;
 pub(crate) mod guard;
 mod monitor;
 mod process;
-mod record;
-mod redact;
 #[cfg(test)]
 mod tests;
 
@@ -71,11 +69,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::transcript::record::{RAW_LIMIT, RecordFormat, RecordWriter, dir_name};
+pub use crate::transcript::redact::{REDACTED, Redactor};
 #[cfg(unix)]
 pub use guard::{GUARD_ARG, guard_main};
 pub use monitor::NOT_JSON;
-pub use record::{RAW_LIMIT, RecordFormat, RecordWriter, dir_name};
-pub use redact::{REDACTED, Redactor};
 
 use crate::check::{Checker, Direction, Finding};
 use crate::output::Style;
@@ -350,26 +348,12 @@ impl FindingSink {
         // Findings are best effort: a failing sink must not stop the tap.
         let _ = match self {
             Self::Stderr(style) => {
-                let sev = serde_json::to_value(f.severity)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                let sev = match f.severity {
-                    crate::check::Severity::Error => style.bad(&sev),
-                    _ => style.warn(&sev),
-                };
                 let method = method.map(|m| format!(" {m}")).unwrap_or_default();
-                let at = if f.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {}", f.path)
-                };
                 writeln!(
                     io::stderr().lock(),
-                    "acp-ext tap: {} #{index}{method}: {sev} [{}]{at}: {}",
+                    "acp-ext tap: {} #{index}{method}: {}",
                     dir_name(direction),
-                    f.rule,
-                    f.message
+                    crate::present::finding(f, *style)
                 )
             }
             Self::Writer(out) => {

@@ -31,11 +31,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[cfg(any(test, feature = "fuzzing"))]
-use super::record::RecordFormat;
-use super::record::{RecordWriter, dir_name};
 use super::{Counters, FindingSink, Validator};
 use crate::check::{Direction, Finding, Severity};
+#[cfg(any(test, feature = "fuzzing"))]
+use crate::transcript::record::RecordFormat;
+use crate::transcript::record::{RecordWriter, dir_name};
 
 /// Index of a direction in per-direction arrays.
 pub(crate) fn slot(direction: Direction) -> usize {

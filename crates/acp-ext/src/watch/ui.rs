@@ -14,14 +14,7 @@ use ratatui::widgets::{Block, Cell, List, ListItem, ListState, Paragraph, Row, T
 
 use super::{App, Pane};
 use crate::check::Severity;
-
-fn serde_name(v: &impl serde::Serialize) -> String {
-    match serde_json::to_value(v) {
-        Ok(serde_json::Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => "?".to_owned(),
-    }
-}
+use crate::present::{serde_name, short_id, shorten};
 
 fn state_style(state: &str) -> Style {
     match state {
@@ -48,15 +41,6 @@ fn pane_block(app: &App, pane: Pane, title: String) -> Block<'static> {
     } else {
         block
     }
-}
-
-fn shorten(s: &str, max: usize) -> String {
-    let one_line = s.replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= max {
-        return one_line;
-    }
-    let cut: String = one_line.chars().take(max.saturating_sub(1)).collect();
-    format!("{cut}…")
 }
 
 /// The run tree of the selected session.
@@ -307,7 +291,7 @@ fn run_lines(
     let state = run.state_name().to_owned();
     let indent = "  ".repeat(depth);
     let marker = if expanded { "▾" } else { "▸" };
-    let id = crate::state::short_id(id);
+    let id = short_id(id);
     let id = id.as_str();
     let mut spans = vec![
         Span::raw(format!("{indent}{marker} {id} ")),

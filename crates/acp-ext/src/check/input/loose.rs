@@ -355,7 +355,7 @@ pub(super) fn classify(v: Value, src: &str, line: u64, sink: &mut dyn FnMut(Item
 
 fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut dyn FnMut(Item)) {
     let at = |k: &str| format!("{src}/{k}");
-    if is_tap_line(&o) {
+    if crate::transcript::is_record_line(&o) {
         if let Some(msg) = o.remove("msg") {
             let dir = o
                 .get("dir")

@@ -41,6 +41,7 @@
 use std::fmt;
 use std::io::{self, BufRead, Read};
 
+use crate::transcript::RecordLine;
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
 use serde::Deserialize;
@@ -224,7 +225,7 @@ pub fn detect(first_line: &[u8]) -> Format {
     let Ok(Value::Object(o)) = serde_json::from_slice::<Value>(trimmed) else {
         return Format::Loose;
     };
-    if is_tap_line(&o) {
+    if crate::transcript::is_record_line(&o) {
         Format::Tap
     } else if is_trace_line(&o) {
         Format::Trace
@@ -233,10 +234,6 @@ pub fn detect(first_line: &[u8]) -> Format {
     } else {
         Format::Loose
     }
-}
-
-fn is_tap_line(o: &Map<String, Value>) -> bool {
-    o.get("dir").is_some_and(Value::is_string) && (o.contains_key("msg") || o.contains_key("raw"))
 }
 
 fn is_trace_line(o: &Map<String, Value>) -> bool {
@@ -351,33 +348,29 @@ fn read_lines<R: BufRead>(
 }
 
 fn tap_line(v: Value, line: u64, sink: &mut dyn FnMut(Item)) {
-    let Value::Object(mut o) = v else {
+    let Value::Object(o) = v else {
         return classify(v, "", line, sink);
     };
-    if !is_tap_line(&o) {
+    if !crate::transcript::is_record_line(&o) {
         return classify(Value::Object(o), "", line, sink);
     }
-    let dir = o
-        .get("dir")
-        .and_then(Value::as_str)
-        .and_then(Direction::from_tap)
-        .unwrap_or(Direction::Unknown);
-    if let Some(msg) = o.remove("msg") {
-        sink(Item::Record(
-            Record::new(line, dir, msg).rebased(vec![("", "/msg".to_owned())]),
-        ));
-    } else if let Some(raw) = o.get("raw") {
-        let text = raw.as_str().unwrap_or_default();
-        let shown: String = text.chars().take(60).collect();
-        let more = if text.chars().count() > 60 { "…" } else { "" };
-        sink(not_json(
-            line,
-            "/raw",
-            format!(
-                "the {} bytes on the wire were {shown:?}{more}",
-                dir.as_str()
-            ),
-        ));
+    match crate::transcript::read_line(o) {
+        Some(RecordLine::Message { direction, message }) => sink(Item::Record(
+            Record::new(line, direction, message).rebased(vec![("", "/msg".to_owned())]),
+        )),
+        Some(RecordLine::Raw { direction, text }) => {
+            let shown: String = text.chars().take(60).collect();
+            let more = if text.chars().count() > 60 { "…" } else { "" };
+            sink(not_json(
+                line,
+                "/raw",
+                format!(
+                    "the {} bytes on the wire were {shown:?}{more}",
+                    direction.as_str()
+                ),
+            ));
+        }
+        _ => {}
     }
 }
 

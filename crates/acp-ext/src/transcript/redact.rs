@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use crate::check::Direction;
+use acp_extension_core::connection::Direction;
 
 /// What replaces a secret value in the record.
 pub const REDACTED: &str = "[REDACTED]";

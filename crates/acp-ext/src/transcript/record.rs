@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::redact::Redactor;
-use crate::check::Direction;
+use acp_extension_core::connection::Direction;
 
 /// Raw (non-JSON) lines are cut to this many bytes in the record.
 pub const RAW_LIMIT: usize = 64 * 1024;
