@@ -35,6 +35,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::capabilities::Feature;
 use crate::mcp_apps::{
     McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
     McpAppToolCallRequest, McpCallToolResult,
@@ -84,6 +85,33 @@ pub trait ExtensionNotificationMethod:
 {
     /// The namespace-relative path, such as `subagents/event`.
     const PATH: &'static str;
+}
+
+/// The feature that carries the contract method `path` (namespace-relative,
+/// such as `subagents/event`): what must be negotiated before it is sent.
+/// The one method → feature map of the crate; `acp-ext check`, the producer
+/// and `acp-ext serve` all read it. `None` for a path of no contract method.
+///
+/// ```
+/// use acp_extension_core::capabilities::Feature;
+/// use acp_extension_core::methods::{ALL_METHODS, feature_of};
+///
+/// assert_eq!(feature_of("session/steer_applied"), Some(Feature::Steering));
+/// assert!(ALL_METHODS.iter().all(|(path, _)| feature_of(path).is_some()));
+/// ```
+pub fn feature_of(path: &str) -> Option<Feature> {
+    Some(match path {
+        "subagents/event" => Feature::SubagentEvents,
+        "session/usage_update" => Feature::Usage,
+        "rate_limits/update" | "rate_limits/get" => Feature::RateLimits,
+        "session/steer" | "session/steer_applied" => Feature::Steering,
+        "session/goal" => Feature::Goal,
+        "session/history/read" => Feature::SessionHistory,
+        "subagents/list" | "subagents/cancel" | "subagents/output" => Feature::Subagents,
+        "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => Feature::McpApps,
+        "session/activity_update" => Feature::SessionActivity,
+        _ => return None,
+    })
 }
 
 /// Whether a method is a request or a notification.

@@ -322,10 +322,11 @@ impl AgentExtensions {
 
     fn notify<T: ExtensionNotificationMethod + Send + 'static>(
         &self,
-        feature: Feature,
         message: T,
     ) -> Result<(), SendError> {
-        self.require(feature)?;
+        if let Some(feature) = crate::methods::feature_of(T::PATH) {
+            self.require(feature)?;
+        }
         // Agent-only notifications stay off a plain client's wire (as
         // `acp-ext serve` does); `_meta` on standard traffic is not held back.
         if self.client_is_plain() && !self.plain_clients {
@@ -355,12 +356,12 @@ impl AgentExtensions {
             }
             update.set_usage_scope_id(self.namespace(), id);
         }
-        self.notify(Feature::Usage, update)
+        self.notify(update)
     }
 
     /// `rate_limits/update` (feature `rateLimits`).
     pub fn rate_limits_update(&self, snapshot: RateLimitsSnapshot) -> Result<(), SendError> {
-        self.notify(Feature::RateLimits, snapshot)
+        self.notify(snapshot)
     }
 
     /// `session/steer_applied` (feature `steering`): the steer with this id
@@ -371,10 +372,7 @@ impl AgentExtensions {
         session_id: &SessionId,
         steer_id: impl Into<String>,
     ) -> Result<(), SendError> {
-        self.notify(
-            Feature::Steering,
-            SteerApplied::new(&*session_id.0, steer_id.into()),
-        )
+        self.notify(SteerApplied::new(&*session_id.0, steer_id.into()))
     }
 
     /// One `subagents/event` (feature `subagentEvents`) built elsewhere: by
@@ -383,7 +381,9 @@ impl AgentExtensions {
     /// `acp-ext serve` does). The handle's own runs
     /// ([`AgentExtensions::subagent_emitter`]) need no such call.
     pub fn subagent_event(&self, event: SubagentEvent) -> Result<(), SendError> {
-        self.require(Feature::SubagentEvents)?;
+        if let Some(feature) = crate::methods::feature_of(SubagentEvent::PATH) {
+            self.require(feature)?;
+        }
         self.cx
             .send_notification(NamespacedNotification::new(self.namespace(), event))?;
         Ok(())
@@ -391,7 +391,7 @@ impl AgentExtensions {
 
     /// `session/activity_update` (feature `sessionActivity`).
     pub fn activity_update(&self, update: SessionActivityUpdate) -> Result<(), SendError> {
-        self.notify(Feature::SessionActivity, update)
+        self.notify(update)
     }
 
     /// A standard `session/update` for `session_id`, checked: its contract

@@ -101,19 +101,19 @@ impl Checker {
     ) {
         let what = format!("`{method}`");
         let at = "/method";
+        // The feature each method needs: the library's one map.
+        let Some(feature) = acp_extension_core::methods::feature_of(path) else {
+            return;
+        };
+        let needs = if feature == Feature::SubagentEvents {
+            "subagent events"
+        } else {
+            &what
+        };
+        let options = self.need(feature, needs, at, out).cloned();
         match path {
-            "subagents/event" => {
-                self.need(Feature::SubagentEvents, "subagent events", at, out);
-            }
-            "session/usage_update" => {
-                self.need(Feature::Usage, &what, at, out);
-            }
-            "rate_limits/update" => {
-                self.need(Feature::RateLimits, &what, at, out);
-            }
             "rate_limits/get" => {
-                if let Some(FeatureOptions::RateLimits(c)) =
-                    self.need(Feature::RateLimits, &what, at, out)
+                if let Some(FeatureOptions::RateLimits(c)) = &options
                     && c.query.is_none()
                 {
                     out.push(Finding::of(
@@ -124,8 +124,7 @@ impl Checker {
                 }
             }
             "session/steer" => {
-                if let Some(FeatureOptions::Steering(c)) =
-                    self.need(Feature::Steering, &what, at, out)
+                if let Some(FeatureOptions::Steering(c)) = &options
                     && c.transport != SteeringTransport::Request
                 {
                     out.push(Finding::of(
@@ -138,11 +137,8 @@ impl Checker {
                     ));
                 }
             }
-            "session/steer_applied" => {
-                self.need(Feature::Steering, &what, at, out);
-            }
             "session/goal" => {
-                if let Some(FeatureOptions::Goal(c)) = self.need(Feature::Goal, &what, at, out)
+                if let Some(FeatureOptions::Goal(c)) = &options
                     && let Some(action) = str_at(params, "action")
                 {
                     let listed = c
@@ -160,13 +156,8 @@ impl Checker {
                     }
                 }
             }
-            "session/history/read" => {
-                self.need(Feature::SessionHistory, &what, at, out);
-            }
             "subagents/list" | "subagents/cancel" | "subagents/output" => {
-                if let Some(FeatureOptions::Subagents(c)) =
-                    self.need(Feature::Subagents, &what, at, out)
-                {
+                if let Some(FeatureOptions::Subagents(c)) = &options {
                     let (flag, set) = match path {
                         "subagents/list" => ("list", c.list.is_some()),
                         "subagents/cancel" => ("cancel", c.cancel.is_some()),
@@ -182,12 +173,6 @@ impl Checker {
                         ));
                     }
                 }
-            }
-            "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => {
-                self.need(Feature::McpApps, &what, at, out);
-            }
-            "session/activity_update" => {
-                self.need(Feature::SessionActivity, &what, at, out);
             }
             _ => {}
         }

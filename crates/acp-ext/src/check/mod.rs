@@ -101,7 +101,7 @@ enum Support<'a> {
 pub struct Checker {
     /// The connection the checker follows on its own (through
     /// [`Checker::message`]); unused when it observes another one.
-    own: Connection,
+    own: Option<Box<Connection>>,
     /// Findings made as an observer, until taken.
     observed: Vec<Finding>,
     agent: Option<Advertisement>,
@@ -147,7 +147,7 @@ impl Checker {
     /// A checker with these state capacities.
     pub fn with_limits(limits: Limits) -> Self {
         Self {
-            own: Connection::with_limits(limits),
+            own: Some(Box::new(Connection::with_limits(limits))),
             ..Self::default()
         }
     }
@@ -165,7 +165,10 @@ impl Checker {
     /// How much state the checker's own connection holds right now
     /// (bounded by [`Limits`]).
     pub fn tracked_state(&self) -> TrackedState {
-        self.own.tracked()
+        self.own
+            .as_deref()
+            .map(Connection::tracked)
+            .unwrap_or_default()
     }
 
     /// Checks one JSON-RPC message (or a batch) and updates the connection
@@ -185,9 +188,10 @@ impl Checker {
         message: &Value,
         request_method: Option<&str>,
     ) -> Vec<Finding> {
-        let mut own = std::mem::take(&mut self.own);
+        // Taken out and put back as a box: the connection itself stays put.
+        let mut own = self.own.take().unwrap_or_default();
         own.follow_with_method(direction, message, request_method, &mut [self]);
-        self.own = own;
+        self.own = Some(own);
         self.take_findings()
     }
 

@@ -41,25 +41,20 @@ fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
 /// Whether the contract method `path` is served by an advertised feature
 /// (an unadvertised method is "not found" even with bad params).
 fn served(shared: &Shared, path: &str) -> bool {
-    let feature = match path {
-        "rate_limits/get" => Feature::RateLimits,
-        "session/steer" => Feature::Steering,
-        "session/goal" => Feature::Goal,
-        "session/history/read" => Feature::SessionHistory,
-        "subagents/list" | "subagents/cancel" | "subagents/output" => Feature::Subagents,
+    match acp_extension_core::methods::feature_of(path) {
         // Two-sided: served only when the client advertised it too.
-        "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => {
-            return shared.has(Feature::McpApps) && shared.lock().client.mcp_apps;
-        }
-        _ => return false,
-    };
-    shared.has(feature)
+        Some(Feature::McpApps) => shared.has(Feature::McpApps) && shared.lock().client.mcp_apps,
+        Some(feature) => shared.has(feature),
+        None => false,
+    }
 }
 
 /// Answers one extension request.
 pub(crate) fn request(shared: &Arc<Shared>, method: &str, params: &Value) -> Result<Value, Error> {
     let path = acp_extension_core::namespace::split_method(method).map_or("", |(_, p)| p);
-    if !served(shared, path) {
+    let is_request = acp_extension_core::methods::method_kind(method)
+        == Some(acp_extension_core::methods::MethodKind::Request);
+    if !is_request || !served(shared, path) {
         return Err(method_not_found(method));
     }
     let request = match ExtensionRequest::parse(method, params) {

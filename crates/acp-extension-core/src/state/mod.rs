@@ -135,7 +135,10 @@ pub struct Limits {
     pub sessions: usize,
     /// Subagent runs per session.
     pub runs_per_session: usize,
-    /// Characters of message text per run (the tail is kept).
+    /// Bytes of message text per run: the tail is kept. The text is
+    /// trimmed back to this many bytes when it grows past one and a half
+    /// times as many (a trim moves the whole tail, so it is not done on
+    /// every chunk); a run holds at most 1.5 × this.
     pub text_per_run: usize,
     /// Tool calls per run.
     pub tool_calls_per_run: usize,
@@ -400,7 +403,7 @@ pub struct ConnectionState {
     /// [`ConnectionState::message`] and the other entry points); unused
     /// when it observes another [`Connection`].
     #[serde(skip)]
-    own: Connection,
+    own: Option<Box<Connection>>,
     /// What the connection said about the message being folded.
     #[serde(skip)]
     now: Now,
@@ -499,7 +502,7 @@ impl ConnectionState {
     pub fn with_limits(limits: Limits) -> Self {
         Self {
             limits,
-            own: Connection::with_limits(limits.sequence),
+            own: Some(Box::new(Connection::with_limits(limits.sequence))),
             now: Now::default(),
             observed: Vec::new(),
             current_session: None,
@@ -581,7 +584,10 @@ impl ConnectionState {
     /// What the sequence rules' memory holds (bounded by
     /// [`Limits::sequence`]).
     pub fn tracked(&self) -> sequence::TrackedState {
-        self.own.tracked()
+        self.own
+            .as_deref()
+            .map(Connection::tracked)
+            .unwrap_or_default()
     }
 
     /// Folds one line of a transcript: a JSON-RPC message (or batch) as
@@ -624,9 +630,10 @@ impl ConnectionState {
         &mut self,
         f: impl FnOnce(&mut Connection, &mut [&mut dyn Observer]),
     ) -> Vec<Change> {
-        let mut own = std::mem::take(&mut self.own);
+        // Taken out and put back as a box: the connection itself stays put.
+        let mut own = self.own.take().unwrap_or_default();
         f(&mut own, &mut [self as &mut dyn Observer]);
-        self.own = own;
+        self.own = Some(own);
         self.take_changes()
     }
 
@@ -742,7 +749,9 @@ impl ConnectionState {
                 });
             }
         }
-        self.own.forget_pending();
+        if let Some(own) = self.own.as_mut() {
+            own.forget_pending();
+        }
         out
     }
 
@@ -887,7 +896,7 @@ fn cap_map<V>(map: &mut IndexMap<String, V>, cap: usize) {
 
 /// Keeps the last `cap` characters of `text` (on a char boundary).
 fn cap_text(text: &mut String, cap: usize) {
-    if text.len() > cap {
+    if text.len() > cap.saturating_add(cap / 2) {
         let mut cut = text.len() - cap;
         while !text.is_char_boundary(cut) {
             cut += 1;

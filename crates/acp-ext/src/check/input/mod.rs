@@ -154,7 +154,8 @@ pub fn read_parallel<R: BufRead + Send>(
     const BATCH: usize = 256;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
     std::thread::scope(|scope| {
-        let parser = scope.spawn(move || {
+        let builder = std::thread::Builder::new().name("acp-ext-read".into());
+        let parser = builder.spawn_scoped(scope, move || {
             let mut batch = Vec::with_capacity(BATCH);
             let result = read(reader, format, |item| {
                 batch.push(item);
@@ -174,9 +175,12 @@ pub fn read_parallel<R: BufRead + Send>(
                 sink(item);
             }
         }
-        parser
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
+        match parser {
+            Ok(handle) => handle
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked"))),
+            Err(e) => Err(e),
+        }
     })
 }
 
