@@ -763,81 +763,21 @@ impl Connection {
         out: &mut Vec<SequenceFinding>,
     ) {
         let Some(sid) = sid else { return };
-        let mut sections = Vec::new();
-        meta_sections(value, at, &mut sections);
-        for (at, _, map) in sections {
+        let found = crate::meta::sections(value, at);
+        for section in found.iter().filter(|s| !s.capabilities) {
+            let (at, map) = (&section.pointer, section.fields);
             if let Some(id) = map
                 .get("task")
                 .and_then(|t| t.get("taskId"))
                 .and_then(Value::as_str)
             {
-                let at = child(&child(&at, "task"), "taskId");
+                let at = child(&child(at, "task"), "taskId");
                 out.extend(self.seq.native_id(sid, id, &at));
             }
             if let Some(id) = map.get("turnId").and_then(Value::as_str) {
-                out.extend(self.seq.native_id(sid, id, &child(&at, "turnId")));
+                out.extend(self.seq.native_id(sid, id, &child(at, "turnId")));
             }
         }
-    }
-}
-
-/// Every `_meta.<ns>` section inside `value` (at any depth), with its
-/// pointer (under `at`) and namespace, except those of capability
-/// advertisements (a `_meta` whose owner is `agentCapabilities`,
-/// `clientCapabilities` or `capabilities`).
-pub fn meta_sections<'a>(
-    value: &'a Value,
-    at: &str,
-    out: &mut Vec<(String, Namespace, &'a Map<String, Value>)>,
-) {
-    let mut path = at.to_owned();
-    walk_sections(value, &mut path, None, out);
-}
-
-fn walk_sections<'a>(
-    value: &'a Value,
-    path: &mut String,
-    owner: Option<&str>,
-    out: &mut Vec<(String, Namespace, &'a Map<String, Value>)>,
-) {
-    let len = path.len();
-    match value {
-        Value::Object(obj) => {
-            for (k, x) in obj {
-                if !x.is_object() && !x.is_array() {
-                    continue;
-                }
-                crate::violation::push_child(path, k);
-                if k == "_meta" {
-                    let capabilities = matches!(
-                        owner,
-                        Some("agentCapabilities" | "clientCapabilities" | "capabilities")
-                    );
-                    if let (Value::Object(meta), false) = (x, capabilities) {
-                        for ns in Namespace::ALL {
-                            if let Some(Value::Object(map)) = meta.get(ns.key()) {
-                                out.push((child(path, ns.key()), ns, map));
-                            }
-                        }
-                    }
-                } else {
-                    walk_sections(x, path, Some(k), out);
-                }
-                path.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                if !x.is_object() && !x.is_array() {
-                    continue;
-                }
-                use std::fmt::Write as _;
-                let _ = write!(path, "/{i}");
-                walk_sections(x, path, owner, out);
-                path.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

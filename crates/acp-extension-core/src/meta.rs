@@ -520,12 +520,59 @@ pub fn epoch_findings(value: &Value, at: &str, extension: bool) -> Vec<EpochFind
     if extension {
         epochs(value, &mut path, &mut out);
     } else {
-        meta_epochs(value, &mut path, None, &mut out);
+        for section in sections(value, at).into_iter().filter(|s| !s.capabilities) {
+            let mut path = section.pointer;
+            epochs_in(section.fields, &mut path, &mut out);
+        }
     }
     out
 }
 
-fn meta_epochs(v: &Value, path: &mut String, owner: Option<&str>, out: &mut Vec<EpochFinding>) {
+/// One `_meta.<ns>` section inside a message part ([`sections`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Section<'a> {
+    /// Its JSON pointer (`…/_meta/<ns>`).
+    pub pointer: String,
+    /// Its namespace.
+    pub namespace: Namespace,
+    /// Its fields.
+    pub fields: &'a Map,
+    /// Whether it belongs to a capability advertisement (a `_meta` of
+    /// `agentCapabilities`, `clientCapabilities` or `capabilities`): an
+    /// advertisement, not message metadata.
+    pub capabilities: bool,
+}
+
+/// Every `_meta.<ns>` section inside `value`, at any depth, in document
+/// order; `at` is `value`'s own pointer. The one walk over `_meta` the
+/// epoch rules, the connection's sequence rules and `acp-ext check` share.
+///
+/// ```
+/// use acp_extension_core::meta::sections;
+/// use serde_json::json;
+///
+/// let params = json!({"update": {"_meta": {"ua": {"turnId": "t"}}},
+///     "agentCapabilities": {"_meta": {"lody": {"usage": {"version": 1}}}}});
+/// let found = sections(&params, "/params");
+/// assert_eq!(found[0].pointer, "/params/update/_meta/ua");
+/// assert!(!found[0].capabilities && found[1].capabilities);
+/// ```
+pub fn sections<'a>(value: &'a Value, at: &str) -> Vec<Section<'a>> {
+    let mut out = Vec::new();
+    // One pointer buffer for the walk: a pointer string is made only for a
+    // section found.
+    let mut path = at.to_owned();
+    walk_sections(value, &mut path, None, &mut out);
+    out
+}
+
+fn walk_sections<'a>(
+    v: &'a Value,
+    path: &mut String,
+    owner: Option<&str>,
+    out: &mut Vec<Section<'a>>,
+) {
     let len = path.len();
     match v {
         Value::Object(obj) => {
@@ -535,22 +582,24 @@ fn meta_epochs(v: &Value, path: &mut String, owner: Option<&str>, out: &mut Vec<
                 }
                 crate::violation::push_child(path, k);
                 if k == "_meta" {
-                    let capabilities = matches!(
-                        owner,
-                        Some("agentCapabilities" | "clientCapabilities" | "capabilities")
-                    );
-                    if let (Value::Object(meta), false) = (x, capabilities) {
-                        for ns in crate::namespace::Namespace::ALL {
-                            if let Some(Value::Object(section)) = meta.get(ns.key()) {
-                                let here = path.len();
-                                crate::violation::push_child(path, ns.key());
-                                epochs_in(section, path, out);
-                                path.truncate(here);
+                    if let Value::Object(meta) = x {
+                        let capabilities = matches!(
+                            owner,
+                            Some("agentCapabilities" | "clientCapabilities" | "capabilities")
+                        );
+                        for namespace in Namespace::ALL {
+                            if let Some(Value::Object(fields)) = meta.get(namespace.key()) {
+                                out.push(Section {
+                                    pointer: child(path, namespace.key()),
+                                    namespace,
+                                    fields,
+                                    capabilities,
+                                });
                             }
                         }
                     }
                 } else {
-                    meta_epochs(x, path, Some(k), out);
+                    walk_sections(x, path, Some(k), out);
                 }
                 path.truncate(len);
             }
@@ -562,7 +611,7 @@ fn meta_epochs(v: &Value, path: &mut String, owner: Option<&str>, out: &mut Vec<
                 }
                 use std::fmt::Write as _;
                 let _ = write!(path, "/{i}");
-                meta_epochs(x, path, owner, out);
+                walk_sections(x, path, owner, out);
                 path.truncate(len);
             }
         }

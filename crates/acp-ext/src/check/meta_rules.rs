@@ -18,23 +18,22 @@ impl Checker {
         if ext {
             epoch_rules(value, at, true, out);
         }
-        let mut sections = Vec::new();
-        find_sections(value, at, None, &mut sections);
+        let sections = acp_extension_core::meta::sections(value, at);
         for section in sections {
             if section.capabilities {
                 continue;
             }
-            let ns = section.ns;
-            let at = section.at.clone();
+            let ns = section.namespace;
+            let at = section.pointer.clone();
             self.namespace_use(dir, ns, &at, &|| format!("`_meta.{ns}`"), out);
-            for key in section.map.keys() {
+            for key in section.fields.keys() {
                 if !KNOWN_META_KEYS.contains(&key.as_str()) {
                     out.push(Finding::of(
                         &rules::UNKNOWN_META_KEY,
-                        child(&section.at, key),
+                        child(&section.pointer, key),
                         format!(
                             "`_meta.{}.{key}` is not defined by the contract",
-                            section.ns.key()
+                            section.namespace.key()
                         ),
                     ));
                 }
@@ -49,10 +48,14 @@ impl Checker {
         }
     }
 
-    pub(super) fn meta_fields(&mut self, section: &Section<'_>, out: &mut Vec<Finding>) {
-        for (key, value) in section.map {
-            let at = child(&section.at, key);
-            let what = format!("`_meta.{}.{key}`", section.ns.key());
+    pub(super) fn meta_fields(
+        &mut self,
+        section: &acp_extension_core::meta::Section<'_>,
+        out: &mut Vec<Finding>,
+    ) {
+        for (key, value) in section.fields {
+            let at = child(&section.pointer, key);
+            let what = format!("`_meta.{}.{key}`", section.namespace.key());
             match key.as_str() {
                 "forkAtTurn" => {
                     self.need(Feature::ForkAtTurn, &what, &at, out);
@@ -197,74 +200,6 @@ impl Checker {
                 ));
             }
         }
-    }
-}
-
-/// One `_meta.<ns>` section found in a message.
-pub(super) struct Section<'a> {
-    at: String,
-    ns: Namespace,
-    map: &'a Map<String, Value>,
-    capabilities: bool,
-}
-
-pub(super) fn find_sections<'a>(
-    v: &'a Value,
-    at: &str,
-    owner: Option<&str>,
-    out: &mut Vec<Section<'a>>,
-) {
-    // Capability sections are listed too (marked): their keys are judged
-    // apart.
-    let mut path = at.to_owned();
-    walk(v, &mut path, owner, out);
-}
-
-fn walk<'a>(v: &'a Value, path: &mut String, owner: Option<&str>, out: &mut Vec<Section<'a>>) {
-    let len = path.len();
-    match v {
-        Value::Object(obj) => {
-            for (k, x) in obj {
-                if !x.is_object() && !x.is_array() {
-                    continue;
-                }
-                acp_extension_core::violation::push_child(path, k);
-                if k == "_meta" {
-                    if let Value::Object(meta) = x {
-                        for ns in Namespace::ALL {
-                            if let Some(Value::Object(map)) = meta.get(ns.key()) {
-                                out.push(Section {
-                                    at: child(path, ns.key()),
-                                    ns,
-                                    map,
-                                    capabilities: matches!(
-                                        owner,
-                                        Some("agentCapabilities")
-                                            | Some("clientCapabilities")
-                                            | Some("capabilities")
-                                    ),
-                                });
-                            }
-                        }
-                    }
-                } else {
-                    walk(x, path, Some(k), out);
-                }
-                path.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (i, x) in items.iter().enumerate() {
-                if !x.is_object() && !x.is_array() {
-                    continue;
-                }
-                use std::fmt::Write as _;
-                let _ = write!(path, "/{i}");
-                walk(x, path, owner, out);
-                path.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

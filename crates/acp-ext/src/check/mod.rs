@@ -59,7 +59,7 @@ use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
 use acp_extension_core::namespace::{self, Namespace, NamespaceSet, split_method};
 use acp_extension_core::negotiation::{self, Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
 use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
