@@ -7,6 +7,11 @@
 //! derives serde, JSON Schema and the violation collector from the same
 //! field list, so the parser, the validator and the schema cannot disagree.
 //!
+//! A value that cannot be wrong needs no fallible constructor: small
+//! integers convert with `From` (`NonNegF64::from(3u32)`,
+//! `SafeInt::from(-1i32)`; [`Count`] and [`EpochSeconds`] from `u64`);
+//! `new` checks an arbitrary `f64`.
+//!
 //! ```
 //! use acp_extension_core::wire::{NonNegF64, Version1};
 //!
@@ -163,6 +168,37 @@ number_wrapper!(
     |n| n.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&n),
     { "type": "integer", "minimum": 0, "maximum": 9_007_199_254_740_991_i64 }
 );
+
+/// Infallible constructors: an integer of these types is always a valid
+/// value of the wrapper (exact in an `f64`, finite, in range), so literal
+/// numbers need no `new(…).unwrap()`.
+///
+/// ```
+/// use acp_extension_core::wire::{FiniteF64, NonNegF64, SafeInt, SafeUint};
+///
+/// assert_eq!(NonNegF64::from(3u32).get(), 3.0);
+/// assert_eq!(FiniteF64::from(-2i32).get(), -2.0);
+/// assert_eq!(SafeInt::from(-7i32).get(), -7.0);
+/// assert_eq!(SafeUint::from(42u32).get(), 42.0);
+/// ```
+macro_rules! from_exact_integers {
+    ($($name:ident: $($int:ty),+;)*) => {
+        $($(
+            impl From<$int> for $name {
+                fn from(n: $int) -> Self {
+                    Self(f64::from(n))
+                }
+            }
+        )+)*
+    };
+}
+
+from_exact_integers! {
+    NonNegF64: u8, u16, u32;
+    FiniteF64: u8, u16, u32, i8, i16, i32;
+    SafeInt: u8, u16, u32, i8, i16, i32;
+    SafeUint: u8, u16, u32;
+}
 
 number_wrapper!(
     /// A percentage: a finite number within 0..100, inclusive (a rate-limit
