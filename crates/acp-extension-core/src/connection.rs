@@ -484,9 +484,20 @@ impl Connection {
         request_method: Option<&str>,
         observers: &mut [&mut dyn Observer],
     ) {
-        for message in self.classify(direction, value, request_method) {
-            for o in observers.iter_mut() {
-                o.message(self, &message);
+        match value {
+            Value::Array(items) if !items.is_empty() => {
+                for message in self.classify(direction, value, request_method) {
+                    for o in observers.iter_mut() {
+                        o.message(self, &message);
+                    }
+                }
+            }
+            // One message (the common case): no list to build.
+            _ => {
+                let message = self.one(direction, value, request_method);
+                for o in observers.iter_mut() {
+                    o.message(self, &message);
+                }
             }
         }
     }

@@ -184,6 +184,36 @@ pub struct NoticeEntry {
 
 /// One subagent run, folded from its events (or from standard
 /// `subagent_update`s).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::state::{ConnectionState, Direction, Dialect};
+/// use serde_json::json;
+///
+/// let mut state = ConnectionState::new();
+/// let support = json!({"stream": ["text"], "progress": false, "outputRead": "none", "cancel": false});
+/// for params in [
+///     json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+///         "snapshot": {"state": "running", "name": "Reviewer", "support": support}}),
+///     json!({"version": 1, "sessionId": "s", "runId": "r", "type": "output",
+///         "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looks good."}}}),
+/// ] {
+///     state.ext_notification("_lody/subagents/event", &params);
+/// }
+/// let run = &state.session("s").unwrap().subagent_runs["r"];
+/// assert_eq!((run.state_name(), run.name()), ("running", Some("Reviewer")));
+/// assert!(run.is_live());
+/// assert_eq!(run.last_line(), Some("Looks good."));
+/// assert_eq!(run.dialect, Dialect::Extension);
+///
+/// // A standard `subagent_update` makes a run too, with only its own fields.
+/// state.raw_session_update(&json!({"sessionId": "s", "update": {"sessionUpdate": "subagent_update",
+///     "sessionId": "child", "title": "Worker", "state": {"state": "idle", "stopReason": "end_turn"}}}));
+/// let child = &state.session("s").unwrap().subagent_runs["child"];
+/// assert_eq!((child.state_name(), child.snapshot.is_none()), ("idle", true));
+/// assert_eq!(child.standard.as_ref().unwrap().title.as_deref(), Some("Worker"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
@@ -453,6 +483,28 @@ pub struct TurnUsageTotals {
 }
 
 /// A session's usage.
+///
+/// # Example
+///
+/// Cumulative `modelUsage` rows per scope; a counter that falls keeps its
+/// higher value, and the session's `total` sums the models.
+///
+/// ```
+/// use acp_extension_core::state::{ConnectionState, Direction};
+/// use serde_json::json;
+///
+/// let mut state = ConnectionState::new();
+/// for input in [100, 250, 200] {
+///     let row = json!({"inputTokens": input, "outputTokens": 10, "cacheReadInputTokens": 0});
+///     state.ext_notification("_lody/session/usage_update",
+///         &json!({"sessionId": "s", "usage": row, "modelUsage": {"model-a": row}}));
+/// }
+/// let usage = &state.session("s").unwrap().usage;
+/// let total = usage.total.as_ref().unwrap();
+/// assert_eq!(total.input_tokens.get(), 250);
+/// // The fall from 250 to 200 is recorded, not folded silently.
+/// assert!(state.invalid().any(|i| i.rule == "usage-total-decreased"));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
