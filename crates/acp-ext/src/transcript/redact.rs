@@ -3,11 +3,11 @@
 //! Redaction only ever touches the copy that goes to the record: the bytes
 //! forwarded between client and agent are never changed.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use acp_extension_core::connection::Direction;
+use acp_extension_core::connection::{Direction, PendingRequests};
 
 /// What replaces a secret value in the record.
 pub const REDACTED: &str = "[REDACTED]";
@@ -54,9 +54,9 @@ const MAX_PENDING: usize = 4096;
 /// ```
 #[derive(Debug, Default)]
 pub struct Redactor {
-    /// Elicitation requests awaiting their answer, by the direction they
-    /// travelled and JSON-encoded id: the keys to hide in the answer.
-    pending: HashMap<(u8, String), SecretKeys>,
+    /// Elicitation requests awaiting their answer (the connection's
+    /// bounded table of pending requests): the keys to hide in the answer.
+    pending: PendingRequests<SecretKeys>,
 }
 
 /// The property keys of one elicitation whose values are secret.
@@ -171,11 +171,8 @@ impl Redactor {
         let params = obj.get("params")?;
         let secrets = secret_keys(params);
         if let Some(id) = obj.get("id") {
-            if self.pending.len() >= MAX_PENDING {
-                self.pending.clear();
-            }
             self.pending
-                .insert(pending_key(direction, id), secrets.clone());
+                .insert(direction, id, secrets.clone(), MAX_PENDING);
         }
         if secrets.is_empty() {
             return None;
@@ -207,15 +204,7 @@ impl Redactor {
 
     fn answer(&mut self, direction: Direction, obj: &Map<String, Value>) -> Option<Value> {
         let result = obj.get("result")?.as_object()?;
-        let asked_by = match direction {
-            Direction::ClientToAgent => Direction::AgentToClient,
-            Direction::AgentToClient => Direction::ClientToAgent,
-            other => other,
-        };
-        let secrets = match obj
-            .get("id")
-            .map(|id| self.pending.remove(&pending_key(asked_by, id)))
-        {
+        let secrets = match obj.get("id").map(|id| self.pending.take(direction, id)) {
             Some(Some(secrets)) => secrets,
             // Never saw the request: hide every answer of anything shaped
             // like an elicitation answer.
@@ -234,17 +223,6 @@ impl Redactor {
         }
         Some(Value::Object(copy))
     }
-}
-
-/// A request by the direction it travelled and its id, compared by JSON
-/// text (`1` and `"1"` differ).
-fn pending_key(direction: Direction, id: &Value) -> (u8, String) {
-    let d = match direction {
-        Direction::ClientToAgent => 0,
-        Direction::AgentToClient => 1,
-        _ => 2,
-    };
-    (d, id.to_string())
 }
 
 fn looks_like_elicitation_answer(result: &Map<String, Value>) -> bool {
