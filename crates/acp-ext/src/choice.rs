@@ -1,5 +1,5 @@
 //! Closed sets of names for command-line choices (`--format`, `--record-format`,
-//! `--min-severity`, `--namespace`): each is declared once with [`choices!`],
+//! `--min-severity`, `--namespace`): each is declared once with `choices!`,
 //! which gives the enum its names, `ALL`, `Display` and `FromStr`, and one
 //! error type, [`UnknownChoice`], for every name that is not in the set.
 

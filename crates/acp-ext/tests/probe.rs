@@ -57,6 +57,38 @@ async fn probe_reads_every_extension_of_the_reference_agent() {
 }
 
 #[tokio::test]
+async fn a_standard_client_sees_the_reference_agents_runs_as_subagent_updates() {
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .client(probe::ClientDialect::Standard)
+        .prompt("/subagents 2")
+        .prompt("/slow 0.5");
+    let report = probe::run(serve(&[]), options).await.unwrap();
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    let runs = &report.prompts[0];
+    assert_eq!(runs.stop_reason.as_deref(), Some("end_turn"));
+    // Announced and ended on the root; the output on the child sessions.
+    assert_eq!(runs.updates.get("subagent_update"), Some(&4), "{runs:#?}");
+    assert!(runs.other_session_updates >= 2, "{runs:#?}");
+    assert!(runs.extension_notifications.is_empty(), "{runs:#?}");
+    // The steer went by `_session/steering` into the slow turn.
+    let steer = report
+        .queries
+        .iter()
+        .find(|q| q.method == "_session/steering")
+        .expect("a standard steer");
+    assert_eq!(steer.outcome.as_deref(), Some("injected"));
+    assert!(
+        report.prompts[1]
+            .answer
+            .as_deref()
+            .is_some_and(|a| a.contains("steered by")),
+        "{:#?}",
+        report.prompts[1]
+    );
+}
+
+#[tokio::test]
 async fn only_subsets_are_reported_and_queries_follow_the_advertisement() {
     let options = ProbeOptions::default().quiet(true).prompt("hello");
     let report = probe::run(

@@ -5,15 +5,24 @@
 //! usage update. A steer sent while a turn runs is injected, confirmed
 //! with `steer_applied` and echoed in the answer.
 //!
+//! It serves both kinds of client with the same code: a Core client gets
+//! `subagents/event` and steers on `_<ns>/session/steer`; a client of
+//! standard ACP (`clientCapabilities.subagents: {}`, as the official
+//! adapters' clients) gets the run as a `subagent_update` with a child
+//! session, and steers on `_session/steering` (advertised in
+//! `InitializeResponse._meta.steering`). The handle picks the dialect
+//! (feature `unstable_subagents`).
+//!
 //! It runs its turns off the SDK's dispatch loop (`cx.spawn`), which is
 //! what lets a steer be answered mid-turn.
 //!
 //! ```sh
 //! cargo run -p acp-extension-core --example agent            # an agent on stdio
 //! acp-ext probe --session --prompt hello -- target/debug/examples/agent
+//! acp-ext probe --client standard --session --prompt hello -- target/debug/examples/agent
 //! ```
 //!
-//! The CI runs the second line and requires no finding at all.
+//! The CI runs both probes and requires no finding at all.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,8 +34,11 @@ use acp_extension_core::capabilities::{
 };
 use acp_extension_core::methods::{AnyExtensionRequest, ExtensionResponse};
 use acp_extension_core::namespace::NamespaceSet;
-use acp_extension_core::producer::{AgentExtensions, ExtensionRequestHandler, handle_any};
+use acp_extension_core::producer::{
+    AgentExtensions, ExtensionRequestHandler, handle_any, handle_standard,
+};
 use acp_extension_core::session::{SteerOutcome, SteerRequest, SteerResponse, TitleSource};
+use acp_extension_core::standard::{StandardRequest, StandardResponse, advertise_steering};
 use acp_extension_core::subagent_emitter::{OutputIds, SnapshotPatch};
 use acp_extension_core::subagent_events::{
     OutputRead, SubagentSnapshot, SubagentState, SubagentStream, SubagentSupport,
@@ -173,7 +185,10 @@ async fn run_turn(
         let native = format!("explorer-{n}");
         let snapshot = SubagentSnapshot::new(SubagentState::Running, support)
             .name("Explorer")
-            .started_at_epoch_seconds(EpochSeconds::now());
+            .started_at_epoch_seconds(EpochSeconds::now())
+            // A direct child of the session (a standard client needs the
+            // lineage to place it; absent means "not known yet").
+            .parent_run_id(None);
         runs.start(&native, snapshot).await?;
         let chunk = json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "Looked around the workspace."}});
@@ -217,8 +232,13 @@ async fn run_turn(
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> agent_client_protocol::Result<()> {
     let state = Arc::new(State::default());
-    let (on_init, on_new, on_prompt, on_ext) =
-        (state.clone(), state.clone(), state.clone(), state.clone());
+    let (on_init, on_new, on_prompt, on_ext, on_standard) = (
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+        state.clone(),
+    );
     Agent
         .v1()
         .name("acp-extension-core-example")
@@ -226,12 +246,15 @@ async fn main() -> agent_client_protocol::Result<()> {
             async move |request: InitializeRequest,
                         responder: Responder<InitializeResponse>,
                         cx: ConnectionTo<Client>| {
-                let response = InitializeResponse::new(ProtocolVersion::V1)
-                    .agent_info(Implementation::new(
-                        "acp-extension-core-example",
-                        env!("CARGO_PKG_VERSION"),
-                    ))
-                    .agent_capabilities(capabilities());
+                // Steering for standard clients too: `_meta.steering`.
+                let response = advertise_steering(
+                    InitializeResponse::new(ProtocolVersion::V1)
+                        .agent_info(Implementation::new(
+                            "acp-extension-core-example",
+                            env!("CARGO_PKG_VERSION"),
+                        ))
+                        .agent_capabilities(capabilities()),
+                );
                 let ext = AgentExtensions::from_initialize(cx, &request, &response);
                 *on_init.ext.lock().unwrap_or_else(|p| p.into_inner()) = Some(ext);
                 responder.respond(response)
@@ -277,6 +300,17 @@ async fn main() -> agent_client_protocol::Result<()> {
                         _cx: ConnectionTo<Client>| {
                 let handler = Handler(on_ext.clone());
                 responder.respond_with_result(handle_any(&handler, request).await)
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            // `_session/steering` and `_session/goal`, served by the same
+            // handler.
+            async move |request: StandardRequest,
+                        responder: Responder<StandardResponse>,
+                        _cx: ConnectionTo<Client>| {
+                let handler = Handler(on_standard.clone());
+                responder.respond_with_result(handle_standard(&handler, request).await)
             },
             agent_client_protocol::on_receive_request!(),
         )

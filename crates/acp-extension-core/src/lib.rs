@@ -37,8 +37,14 @@
 //! features that are not active, and hands out the subagent emitter and
 //! the usage accumulator already bound to that namespace. Run each prompt
 //! off the SDK's dispatch loop so that steers are answered mid-turn (see
-//! [`producer`]). `examples/agent.rs` is a complete adapter; the project's
-//! CI probes it with `acp-ext probe` and requires no finding.
+//! [`producer`]). To a client of standard ACP (the official adapters'
+//! clients: `subagents: {}`, no extensions) the same handle writes
+//! subagent runs as standard `subagent_update`s and child sessions
+//! (feature `unstable_subagents`, [`standard`]), and
+//! [`producer::handle_standard`] serves its `_session/steering` and
+//! `_session/goal`. `examples/agent.rs` is a complete adapter for both; the
+//! project's CI probes it with `acp-ext probe` as both kinds of client and
+//! requires no finding.
 //!
 //! The SDK's ids go where an id goes: [`producer::AgentExtensions`] takes
 //! `&SessionId`; the contract types keep the contract's plain strings, so
@@ -87,6 +93,7 @@
 //! |---|---|---|
 //! | `schema` | yes | JSON Schema (draft 2020-12) of every payload kind: `validate::Kind::schema`, `validate::all_schemas`, the `schema` module (pulls in `schemars`) |
 //! | `unstable_session_fork` | no | [`meta::HasMeta`] for the SDK's `ForkSessionRequest` / `ForkSessionResponse`, where `_meta.<ns>.forkAtTurn` rides (enables the SDK's `unstable_session_fork`) |
+//! | `unstable_subagents` | no | the standard dialect of subagent runs: [`producer::AgentExtensions`] writes a client that advertised standard `subagents` (and not `subagentEvents`) `subagent_update`s and child sessions, through `standard::StandardSubagents` (enables the SDK's `unstable_subagents`) |
 //!
 //! The crate enables no feature of [`agent_client_protocol`]: no transport
 //! (`stdio`, `process`) and no `unstable` type unless you ask for one.
@@ -100,9 +107,11 @@
 //! (a prompt's `usage`, about one operation of `session/usage_update`),
 //! `unstable_session_set_title`, and, ungated, `notice`, `compaction_update`,
 //! `session_info_update` titles and `usage_update` (context occupancy and
-//! cumulative cost). The types and the producer speak the extensions' own
-//! messages; [`state`] reads the standard counterparts too, from JSON, so a
-//! client needs none of those SDK features to fold them.
+//! cumulative cost). The types speak the extensions' own messages; the
+//! producer writes standard subagent runs with this crate's
+//! `unstable_subagents` feature; [`state`] reads the standard counterparts
+//! too, from JSON, so a client needs none of those SDK features to fold
+//! them.
 //!
 //! # `serde_json` features
 //!
@@ -123,7 +132,9 @@
 //! 2. one module per contract area, on the ground floor: [`namespace`],
 //!    [`capabilities`], [`session`], [`usage`], [`rate_limits`],
 //!    [`elicitation`], [`mcp_apps`], [`subagent_events`],
-//!    [`subagent_emitter`], [`plan_mode`]; and `schema` (with the feature),
+//!    [`subagent_emitter`], [`plan_mode`], [`standard`] (the standard ACP
+//!    dialect of the same facts, over `session` and `subagent_events`); and
+//!    `schema` (with the feature),
 //!    the generator the schemas share. Three areas are indexes over the
 //!    others and import them: [`negotiation`] (over `capabilities` and
 //!    `namespace`), [`meta`] (the `_meta.<ns>` fields: `session`,
@@ -168,6 +179,7 @@ pub mod negotiation;
 pub mod plan_mode;
 pub mod rate_limits;
 pub mod session;
+pub mod standard;
 pub mod subagent_emitter;
 pub mod subagent_events;
 pub mod usage;

@@ -387,6 +387,11 @@ pub struct Negotiated {
     /// or `_meta.lody` in its capabilities, even an empty one). A client
     /// that did not is a plain ACP client.
     pub client_speaks_extensions: bool,
+    /// Whether the client advertised standard ACP subagents
+    /// (`clientCapabilities.subagents` is an object): it reads
+    /// `subagent_update` and child sessions (see
+    /// [`crate::standard::SubagentDialect`]).
+    pub client_subagents: bool,
 }
 
 /// Negotiates from both capabilities objects (`agentCapabilities` of the
@@ -426,6 +431,7 @@ pub fn negotiate(agent_capabilities: &Value, client_capabilities: &Value) -> Neg
             .get("_meta")
             .and_then(Value::as_object)
             .is_some_and(|m| Namespace::ALL.iter().any(|ns| m.contains_key(ns.key()))),
+        client_subagents: crate::standard::client_reads_subagent_updates(client_capabilities),
     }
 }
 
@@ -526,6 +532,20 @@ impl Negotiated {
         /// The client's elicitation options, when active.
         elicitation, Elicitation, Elicitation, ElicitationCapability
     );
+
+    /// How the client reads subagent runs: Core when `subagentEvents` is
+    /// active, else standard when the client advertised standard
+    /// `subagents`; `None` when it reads neither.
+    pub fn subagent_dialect(&self) -> Option<crate::standard::SubagentDialect> {
+        use crate::standard::SubagentDialect;
+        if self.is_active(Feature::SubagentEvents) {
+            Some(SubagentDialect::Core)
+        } else if self.client_subagents {
+            Some(SubagentDialect::Standard)
+        } else {
+            None
+        }
+    }
 
     /// Whether the client advertised `elicitation: {version: 1, answerNotes: true}`.
     pub fn answer_notes(&self) -> bool {

@@ -103,11 +103,12 @@ use crate::negotiation::Negotiated;
 use crate::rate_limits::{RateLimitsGetRequest, RateLimitsSnapshot};
 use crate::session::{
     EmptyResponse, GoalControlRequest, GoalControlResponse, GoalSnapshot, NoticeMeta,
-    SessionActivityUpdate, SessionHistoryReadRequest, SteerApplied, SteerRequest, SteerResponse,
-    SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse, SubagentsListRequest,
-    SubagentsListResponse, TitleSource,
+    SessionActivityUpdate, SessionHistoryReadRequest, SteerApplied, SteerOutcome, SteerRequest,
+    SteerResponse, SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse,
+    SubagentsListRequest, SubagentsListResponse, TitleSource,
 };
-use crate::subagent_emitter::{AcpNotificationSink, OutputIds, SnapshotPatch, SubagentEmitter};
+use crate::standard::{StandardRequest, StandardResponse, SteeringResponse, SubagentDialect};
+use crate::subagent_emitter::{EmittedEvent, EventSink, OutputIds, SnapshotPatch, SubagentEmitter};
 use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, SubagentSnapshot};
 use crate::usage::{ModelUsage, ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
 
@@ -143,6 +144,10 @@ pub enum SendError {
     /// that already ended): there is nothing to send it for.
     #[error("no live subagent run for native id {0:?}; nothing was sent")]
     UnknownRun(String),
+    /// An event that is not a valid [`SubagentEvent`] (from an emitter's
+    /// unchecked paths) where the handle must read it to translate it.
+    #[error("an invalid subagent event; it was not sent")]
+    InvalidEvent(Vec<crate::violation::Violation>),
     /// A usage scope id over 256 characters.
     #[error(transparent)]
     ScopeId(#[from] ScopeIdTooLong),
@@ -181,6 +186,9 @@ pub struct AgentExtensions {
 struct SessionParts {
     runs: Option<SessionRuns>,
     ledger: Option<SessionUsageAccumulator>,
+    /// The runs as written in the standard dialect.
+    #[cfg(feature = "unstable_subagents")]
+    standard: Option<crate::standard::StandardSubagents>,
 }
 
 impl std::fmt::Debug for AgentExtensions {
@@ -375,18 +383,73 @@ impl AgentExtensions {
         self.notify(SteerApplied::new(&*session_id.0, steer_id.into()))
     }
 
-    /// One `subagents/event` (feature `subagentEvents`) built elsewhere: by
-    /// a [`SubagentEmitter`] of the agent's own that is not bound to this
-    /// handle (one that keeps its runs beside other per-run state, as
-    /// `acp-ext serve` does). The handle's own runs
-    /// ([`AgentExtensions::subagent_emitter`]) need no such call.
-    pub fn subagent_event(&self, event: SubagentEvent) -> Result<(), SendError> {
-        if let Some(feature) = crate::methods::feature_of(SubagentEvent::PATH) {
-            self.require(feature)?;
+    /// How this connection's client reads subagent runs
+    /// ([`Negotiated::subagent_dialect`]): Core `subagents/event`, or (with
+    /// the `unstable_subagents` feature) standard `subagent_update` and
+    /// child sessions; `None` when it reads neither (or only the standard
+    /// dialect, and the feature is off).
+    pub fn subagent_dialect(&self) -> Option<SubagentDialect> {
+        match self.negotiated.subagent_dialect() {
+            Some(SubagentDialect::Standard) if !cfg!(feature = "unstable_subagents") => None,
+            other => other,
         }
-        self.cx
-            .send_notification(NamespacedNotification::new(self.namespace(), event))?;
-        Ok(())
+    }
+
+    /// One subagent event, written as the client reads it
+    /// ([`AgentExtensions::subagent_dialect`]): as `subagents/event` in this
+    /// handle's namespace, or (standard clients) as the `subagent_update`s
+    /// and child-session updates of `standard::StandardSubagents`,
+    /// which keeps what it wrote of each root session's runs until
+    /// [`AgentExtensions::forget_session`]. [`SendError::NotNegotiated`]
+    /// when the client reads neither.
+    ///
+    /// For events built elsewhere: by a [`SubagentEmitter`] of the agent's
+    /// own that is not bound to this handle (one that keeps its runs
+    /// beside other per-run state, as `acp-ext serve` does). The handle's
+    /// own runs ([`AgentExtensions::subagent_emitter`]) come here too.
+    pub fn subagent_event(&self, event: SubagentEvent) -> Result<(), SendError> {
+        match self.subagent_dialect() {
+            Some(SubagentDialect::Core) => {
+                self.cx
+                    .send_notification(NamespacedNotification::new(self.namespace(), event))?;
+                Ok(())
+            }
+            #[cfg(feature = "unstable_subagents")]
+            Some(SubagentDialect::Standard) => {
+                let root = SessionId::new(event.session_id());
+                let notifications = self.parts(&root, |p| {
+                    p.standard
+                        .get_or_insert_with(|| {
+                            crate::standard::StandardSubagents::new(root.clone())
+                        })
+                        .event(&event)
+                });
+                for n in notifications {
+                    self.cx.send_notification(n)?;
+                }
+                Ok(())
+            }
+            _ => Err(SendError::NotNegotiated(Feature::SubagentEvents)),
+        }
+    }
+
+    /// For a standard client: the run whose child session is `child`, in
+    /// root session `session_id` (a `session/cancel` of a child session
+    /// cancels that run). `None` without the `unstable_subagents` feature.
+    pub fn standard_child_run(&self, session_id: &SessionId, child: &SessionId) -> Option<String> {
+        #[cfg(feature = "unstable_subagents")]
+        {
+            self.parts(session_id, |p| {
+                p.standard
+                    .as_ref()
+                    .and_then(|s| s.run_of(&child.0).map(str::to_owned))
+            })
+        }
+        #[cfg(not(feature = "unstable_subagents"))]
+        {
+            let _ = (session_id, child);
+            None
+        }
     }
 
     /// `session/activity_update` (feature `sessionActivity`).
@@ -496,20 +559,19 @@ impl AgentExtensions {
         f(sessions.entry(session_id.0.to_string()).or_default())
     }
 
-    /// The subagent runs of root session `session_id`, sending
-    /// `subagents/event` in this handle's namespace: the same runs on every
-    /// call and every clone of the handle (one emitter per session); `None`
-    /// unless both peers advertised `subagentEvents`.
+    /// The subagent runs of root session `session_id`, written as the
+    /// client reads them ([`AgentExtensions::subagent_event`]): the same
+    /// runs on every call and every clone of the handle (one emitter per
+    /// session); `None` when the client reads no subagent dialect
+    /// ([`AgentExtensions::subagent_dialect`]).
     pub fn subagent_emitter(&self, session_id: &SessionId) -> Option<SessionRuns> {
-        if !self.is_active(Feature::SubagentEvents) {
-            return None;
-        }
+        self.subagent_dialect()?;
         Some(self.parts(session_id, |p| {
             p.runs
                 .get_or_insert_with(|| SessionRuns {
                     emitter: Arc::new(futures::lock::Mutex::new(SubagentEmitter::new(
                         &*session_id.0,
-                        AcpNotificationSink::new(self.cx.clone(), self.namespace()),
+                        HandleSink(self.clone()),
                     ))),
                 })
                 .clone()
@@ -583,7 +645,25 @@ impl AgentExtensions {
 /// dropped silently; `start` of a run that is already live sends nothing.
 #[derive(Clone)]
 pub struct SessionRuns {
-    emitter: Arc<futures::lock::Mutex<SubagentEmitter<AcpNotificationSink>>>,
+    emitter: Arc<futures::lock::Mutex<SubagentEmitter<HandleSink>>>,
+}
+
+/// The sink of the handle's own emitters: every event through
+/// [`AgentExtensions::subagent_event`].
+struct HandleSink(AgentExtensions);
+
+impl EventSink for HandleSink {
+    type Error = SendError;
+    fn send(
+        &mut self,
+        event: EmittedEvent,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        let result = event
+            .to_typed()
+            .map_err(SendError::InvalidEvent)
+            .and_then(|e| self.0.subagent_event(e));
+        std::future::ready(result)
+    }
 }
 
 impl std::fmt::Debug for SessionRuns {
@@ -596,8 +676,7 @@ impl SessionRuns {
     async fn live_or_unknown(
         &self,
         native_id: &str,
-    ) -> Result<futures::lock::MutexGuard<'_, SubagentEmitter<AcpNotificationSink>>, SendError>
-    {
+    ) -> Result<futures::lock::MutexGuard<'_, SubagentEmitter<HandleSink>>, SendError> {
         let emitter = self.emitter.lock().await;
         if emitter.live(native_id) {
             Ok(emitter)
@@ -613,16 +692,15 @@ impl SessionRuns {
         native_id: impl Into<String>,
         snapshot: SubagentSnapshot,
     ) -> Result<(), SendError> {
-        Ok(self.emitter.lock().await.start(native_id, snapshot).await?)
+        self.emitter.lock().await.start(native_id, snapshot).await
     }
 
     /// Patches the live run of `native_id` and sends its full snapshot.
     pub async fn snapshot(&self, native_id: &str, patch: SnapshotPatch) -> Result<(), SendError> {
-        Ok(self
-            .live_or_unknown(native_id)
+        self.live_or_unknown(native_id)
             .await?
             .snapshot(native_id, patch)
-            .await?)
+            .await
     }
 
     /// Sends progress for the live run of `native_id`.
@@ -631,11 +709,10 @@ impl SessionRuns {
         native_id: &str,
         progress: SubagentProgress,
     ) -> Result<(), SendError> {
-        Ok(self
-            .live_or_unknown(native_id)
+        self.live_or_unknown(native_id)
             .await?
             .progress(native_id, progress)
-            .await?)
+            .await
     }
 
     /// Sends one output update for the live run of `native_id`.
@@ -645,11 +722,10 @@ impl SessionRuns {
         update: SubagentOutput,
         ids: OutputIds,
     ) -> Result<(), SendError> {
-        Ok(self
-            .live_or_unknown(native_id)
+        self.live_or_unknown(native_id)
             .await?
             .output(native_id, update, ids)
-            .await?)
+            .await
     }
 
     /// Like [`SessionRuns::output`] for an untyped update (an invalid one
@@ -660,16 +736,15 @@ impl SessionRuns {
         update: Value,
         ids: OutputIds,
     ) -> Result<(), SendError> {
-        Ok(self
-            .live_or_unknown(native_id)
+        self.live_or_unknown(native_id)
             .await?
             .output_value(native_id, update, ids)
-            .await?)
+            .await
     }
 
     /// Marks every live run lost (`unknown`, `disconnected`).
     pub async fn disconnect(&self) -> Result<(), SendError> {
-        Ok(self.emitter.lock().await.disconnect().await?)
+        self.emitter.lock().await.disconnect().await
     }
 
     /// Whether `native_id` has a live run.
@@ -770,6 +845,70 @@ pub async fn handle_request<H: ExtensionRequestHandler + ?Sized>(
         #[allow(unreachable_patterns)]
         other => return Err(method_not_implemented(other.path())),
     })
+}
+
+/// Serves the official adapters' requests ([`StandardRequest`]:
+/// `_session/steering`, `_session/goal`) with the same handler as the
+/// contract's, so an agent takes steers and goals from both kinds of
+/// client:
+///
+/// - `_session/steering` calls [`ExtensionRequestHandler::steer`] with the
+///   request's `steerId` if it carries one, else a fresh
+///   `standard-steer-<n>` (a standard client gets no `steer_applied`; the
+///   handle refuses it to such a client). `injected` answers `injected`;
+///   `failed` answers `promptRequired` (`noRunningTurn`) when the client
+///   asked for it with `idleBehavior: "promptRequired"`, else `failed`:
+///   nothing was injected, and a prompt is what the client should send
+///   next either way.
+/// - `_session/goal` calls [`ExtensionRequestHandler::goal`] and answers
+///   `{}` (the official adapters answer no snapshot).
+///
+/// ```
+/// use acp_extension_core::producer::{handle_standard, ExtensionRequestHandler};
+/// use acp_extension_core::session::{SteerOutcome, SteerRequest, SteerResponse};
+/// use acp_extension_core::standard::{StandardRequest, StandardResponse, SteeringResponse};
+/// use agent_client_protocol::JsonRpcMessage;
+///
+/// struct Idle;
+/// impl ExtensionRequestHandler for Idle {
+///     async fn steer(&self, _: SteerRequest) -> agent_client_protocol::Result<SteerResponse> {
+///         Ok(SteerResponse::new(SteerOutcome::Failed)) // no turn runs
+///     }
+/// }
+///
+/// let steer = StandardRequest::parse_message("_session/steering", &serde_json::json!({
+///     "sessionId": "s", "prompt": [], "_meta": {"steering": {"idleBehavior": "promptRequired"}}}))?;
+/// let answer = futures::executor::block_on(handle_standard(&Idle, steer))?;
+/// assert_eq!(answer, StandardResponse::Steering(SteeringResponse::no_running_turn()));
+/// # Ok::<_, agent_client_protocol::Error>(())
+/// ```
+pub async fn handle_standard<H: ExtensionRequestHandler + ?Sized>(
+    handler: &H,
+    request: StandardRequest,
+) -> Result<StandardResponse, Error> {
+    static STEERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    match request {
+        StandardRequest::Steering(r) => {
+            let n = STEERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let outcome = handler
+                .steer(r.to_core(format!("standard-steer-{n}")))
+                .await?
+                .outcome;
+            Ok(StandardResponse::Steering(
+                match (outcome, r.prompt_required()) {
+                    (SteerOutcome::Injected, _) => SteeringResponse::Injected,
+                    (_, true) => SteeringResponse::no_running_turn(),
+                    (other, false) => SteeringResponse::from_core(other),
+                },
+            ))
+        }
+        StandardRequest::Goal(r) => {
+            handler.goal(r).await?;
+            Ok(StandardResponse::Goal)
+        }
+        #[allow(unreachable_patterns)]
+        other => Err(method_not_implemented(other.method())),
+    }
 }
 
 /// [`handle_request`] for the SDK's typed message: the request as it

@@ -132,7 +132,9 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
             let r = runs
                 .start(
                     "child",
-                    SubagentSnapshot::new(SubagentState::Running, support),
+                    SubagentSnapshot::new(SubagentState::Running, support)
+                        .name("Explorer".to_owned())
+                        .parent_run_id(None),
                 )
                 .await;
             record("subagent", r);
@@ -406,6 +408,52 @@ async fn a_ua_client_gets_ua_and_no_subagent_events_without_the_flag() {
     let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
     assert!(methods.contains(&"_ua/session/usage_update"), "{methods:?}");
     assert!(!methods.iter().any(|m| m.contains("subagents/event")));
+}
+
+#[tokio::test]
+async fn a_standard_client_gets_subagent_updates_and_no_extension() {
+    // Standard `subagents: {}` and no extension at all: the official
+    // adapters' client.
+    let caps = ClientCapabilities::new()
+        .subagents(agent_client_protocol::v1::schema::SubagentCapabilities::new());
+    let (lines, outcomes) = connect_with(caps).await;
+    let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
+    assert!(
+        !methods
+            .iter()
+            .any(|m| m.starts_with("_lody/") || m.starts_with("_ua/")),
+        "{methods:?}"
+    );
+    for what in ["subagent", "subagent again"] {
+        let outcome = outcomes.iter().find(|(w, _)| *w == what).unwrap();
+        assert!(outcome.1.is_ok(), "{outcomes:?}");
+    }
+    let unknown = outcomes.iter().find(|(w, _)| *w == "unknown run").unwrap();
+    assert!(
+        unknown.1.as_ref().unwrap_err().contains("stranger"),
+        "{outcomes:?}"
+    );
+    // The run is announced on the root session, then patched to idle.
+    let updates: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["params"]["update"]["sessionUpdate"] == "subagent_update")
+        .collect();
+    assert_eq!(updates.len(), 2, "{lines:#?}");
+    let child = updates[0]["params"]["update"]["sessionId"]
+        .as_str()
+        .unwrap();
+    assert!(child.starts_with("s1:subagent:"), "{child}");
+    assert_eq!(
+        updates[0]["params"],
+        json!({"sessionId": "s1", "update": {"sessionUpdate": "subagent_update",
+            "sessionId": child, "title": "Explorer", "capabilities": {},
+            "state": {"state": "running"}}})
+    );
+    assert_eq!(
+        updates[1]["params"],
+        json!({"sessionId": "s1", "update": {"sessionUpdate": "subagent_update",
+            "sessionId": child, "state": {"state": "idle", "stopReason": "end_turn"}}})
+    );
 }
 
 #[test]

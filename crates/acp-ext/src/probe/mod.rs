@@ -851,9 +851,28 @@ async fn prompts(
         .negotiated
         .steering()
         .is_some_and(|st| st.transport == SteeringTransport::Request);
+    // A standard client steers on `_session/steering`, when the agent
+    // advertises it, asking for `promptRequired` as a client should.
+    let standard_steering = options.client == ClientDialect::Standard
+        && acp_extension_core::standard::advertises_steering(&init.result);
     let mut last_turn: Option<String> = None;
     for (i, text) in options.prompts.iter().enumerate() {
-        let steer = steer_by_request.then(|| (init.ns, format!("probe-steer-{}", i + 1)));
+        let content = json!([{"type": "text", "text": "Also keep the public API stable."}]);
+        let steer = if standard_steering {
+            Some((
+                acp_extension_core::standard::STEERING_METHOD.to_owned(),
+                json!({"sessionId": session_id, "prompt": content,
+                    "_meta": {"steering": {"idleBehavior": "promptRequired"}}}),
+            ))
+        } else if steer_by_request && options.client != ClientDialect::Standard {
+            Some((
+                init.ns.method("session/steer"),
+                json!({"sessionId": session_id, "steerId": format!("probe-steer-{}", i + 1),
+                    "prompt": content}),
+            ))
+        } else {
+            None
+        };
         let (r, took, steered) = prompt(cx, session_id, text, steer, options.timeout).await;
         if let Some(turn) = r
             .as_ref()
@@ -891,8 +910,8 @@ async fn prompts(
 }
 
 /// One `session/prompt`: its answer, the turn's time (taken when the answer
-/// arrives), and the steer sent into it. With `steer` (the namespace and
-/// the steer id), one steer goes 100 ms into a turn that is still running;
+/// arrives), and the steer sent into it. With `steer` (the steer request's
+/// method and params), one steer goes 100 ms into a turn that is still running;
 /// a turn that ends sooner is not steered, and its time is its own. The
 /// checker judges the steer's timing (`steer-answered-after-turn`,
 /// `steer-not-applied`).
@@ -900,7 +919,7 @@ async fn prompt(
     cx: &AgentCx,
     session_id: &str,
     text: &str,
-    steer: Option<(Namespace, String)>,
+    steer: Option<(String, Value)>,
     timeout: Duration,
 ) -> (Result<Value, RequestError>, Duration, Option<QueryResult>) {
     let started = Instant::now();
@@ -915,19 +934,13 @@ async fn prompt(
         (r, started.elapsed())
     };
     tokio::pin!(prompt);
-    let Some((ns, steer_id)) = steer else {
+    let Some((method, params)) = steer else {
         let (r, took) = prompt.await;
         return (r, took, None);
     };
     tokio::select! {
         (r, took) = &mut prompt => (r, took, None),
         () = tokio::time::sleep(Duration::from_millis(100)) => {
-            let method = ns.method("session/steer");
-            let params = json!({
-                "sessionId": session_id,
-                "steerId": steer_id,
-                "prompt": [{"type": "text", "text": "Also keep the public API stable."}],
-            });
             let steer = request(cx, &method, params, timeout);
             let ((r, took), s) = tokio::join!(&mut prompt, steer);
             let outcome = s

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use acp_extension_core::namespace::split_method;
+use acp_extension_core::standard::{GOAL_METHOD, STEERING_METHOD};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error, UntypedMessage};
 use serde_json::Value;
 
@@ -80,6 +81,7 @@ fn answer(shared: &Arc<Shared>, method: &str, params: &Value, cx: &Cx) -> Result
         "session/list" => sessions::list(shared, params),
         "session/close" => sessions::close(shared, params),
         "session/set_config_option" => sessions::set_config_option(shared, params),
+        STEERING_METHOD | GOAL_METHOD => ext::standard_request(shared, method, params),
         other if split_method(other).is_some() => ext::request(shared, other, params),
         other => Err(method_not_found(other)),
     }

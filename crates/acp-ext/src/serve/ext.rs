@@ -16,9 +16,12 @@ use acp_extension_core::rate_limits::{
     RateLimit, RateLimitScope, RateLimitWindow, RateLimitsSnapshot,
 };
 use acp_extension_core::session::{
-    EmptyResponse, GoalControlRequest, GoalControlResponse, GoalStatus, SteerOutcome,
+    EmptyResponse, GoalControlRequest, GoalControlResponse, GoalSnapshot, GoalStatus, SteerOutcome,
     SteerResponse, SubagentCancelRequest, SubagentOutputRequest, SubagentOutputResponse,
     SubagentsListRequest, SubagentsListResponse,
+};
+use acp_extension_core::standard::{
+    GOAL_METHOD, STEERING_METHOD, SteeringRequest, SteeringResponse,
 };
 use acp_extension_core::wire::{EpochSeconds, Percent};
 use agent_client_protocol::Error;
@@ -65,15 +68,7 @@ pub(crate) fn request(shared: &Arc<Shared>, method: &str, params: &Value) -> Res
     match request {
         ExtensionRequest::RateLimitsGet(_) => to_value(rate_limits(&shared.lock())),
         ExtensionRequest::SessionSteer(r) => {
-            let text = r
-                .prompt
-                .iter()
-                .filter_map(|b| match b.block() {
-                    ContentBlock::Text(t) => Some(t.text.clone()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
+            let text = steer_text(r.content_blocks());
             steer(shared, &r.session_id, r.steer_id, text)
         }
         ExtensionRequest::SessionGoal(r) => goal(shared, r),
@@ -171,44 +166,157 @@ fn steer(
     steer_id: String,
     text: String,
 ) -> Result<Value, Error> {
+    let injected = inject(shared, session_id, steer_id, text, false)?;
+    to_value(SteerResponse::new(if injected {
+        SteerOutcome::Injected
+    } else {
+        SteerOutcome::Failed
+    }))
+}
+
+/// Hands a steer to the session's running turn; whether there was one.
+fn inject(
+    shared: &Arc<Shared>,
+    session_id: &str,
+    steer_id: String,
+    text: String,
+    standard: bool,
+) -> Result<bool, Error> {
     let mut inner = shared.lock();
     let session = open_session(&mut inner, session_id)?;
     let live = session.live.as_ref().expect("open");
-    let outcome = match &live.turn {
-        Some(turn) if turn.steer.send(Steer { steer_id, text }).is_ok() => SteerOutcome::Injected,
-        _ => SteerOutcome::Failed,
+    let steer = Steer {
+        steer_id,
+        text,
+        standard,
     };
-    to_value(SteerResponse::new(outcome))
+    Ok(matches!(&live.turn, Some(turn) if turn.steer.send(steer).is_ok()))
+}
+
+/// The text of a steer's content blocks.
+fn steer_text<'a>(blocks: impl Iterator<Item = &'a ContentBlock>) -> String {
+    blocks
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The official adapters' requests, served beside the contract's when
+/// their feature is advertised: `_session/steering` (steering) and
+/// `_session/goal` (goal).
+pub(crate) fn standard_request(
+    shared: &Arc<Shared>,
+    method: &str,
+    params: &Value,
+) -> Result<Value, Error> {
+    match method {
+        STEERING_METHOD if shared.has(Feature::Steering) => {
+            let r: SteeringRequest = super::params::parse(params)?;
+            // No steer id reaches a standard client (it gets no
+            // `steer_applied`); the request's own, if any, is kept.
+            let steer_id = r
+                .steer_id
+                .clone()
+                .unwrap_or_else(|| STEERING_METHOD.to_owned());
+            let injected = inject(
+                shared,
+                &r.session_id.0,
+                steer_id,
+                steer_text(r.prompt.iter()),
+                true,
+            )?;
+            // serve never starts a turn of its own: without
+            // `promptRequired`, a steer with no turn running fails.
+            to_value(match (injected, r.prompt_required()) {
+                (true, _) => SteeringResponse::Injected,
+                (false, true) => SteeringResponse::no_running_turn(),
+                (false, false) => SteeringResponse::Failed,
+            })
+        }
+        GOAL_METHOD if shared.has(Feature::Goal) => {
+            let request: GoalControlRequest = super::params::parse(params)?;
+            goal_update(shared, request)?;
+            to_value(EmptyResponse::new())
+        }
+        other => Err(method_not_found(other)),
+    }
 }
 
 /// `session/goal`: the status-only actions (`pause`, `clear`), accepted
 /// while a prompt runs; `set` and `resume` start work and travel on
 /// `session/prompt` as `_meta.<ns>.goalControl`.
 fn goal(shared: &Arc<Shared>, request: GoalControlRequest) -> Result<Value, Error> {
-    let (session_id, pause) = match &request {
-        GoalControlRequest::Pause(r) => (r.session_id.clone(), true),
-        GoalControlRequest::Clear(r) => (r.session_id.clone(), false),
+    if let GoalControlRequest::Set(_) | GoalControlRequest::Resume(_) = &request {
+        return Err(invalid_params(
+            "action",
+            format!(
+                "{:?} starts work: send it as session/prompt _meta.<ns>.goalControl (promptActions); this request accepts pause and clear (controlActions)",
+                request.tag()
+            ),
+        ));
+    }
+    to_value(GoalControlResponse::new(goal_update(shared, request)?))
+}
+
+/// Applies a goal action to the session's goal and publishes the snapshot
+/// on `session_info_update`; returns it. `set` and `resume`
+/// only change the goal here (`_session/goal`); the contract's request
+/// refuses them, as they travel on `session/prompt`.
+fn goal_update(
+    shared: &Arc<Shared>,
+    request: GoalControlRequest,
+) -> Result<Option<GoalSnapshot>, Error> {
+    let now = time::now();
+    let mut inner = shared.lock();
+    let ns = inner.client.ns;
+    let session_id = match &request {
+        GoalControlRequest::Set(r) => r.session_id.clone(),
+        GoalControlRequest::Pause(r)
+        | GoalControlRequest::Resume(r)
+        | GoalControlRequest::Clear(r) => r.session_id.clone(),
         other => {
             return Err(invalid_params(
                 "action",
-                format!(
-                    "{:?} starts work: send it as session/prompt _meta.<ns>.goalControl (promptActions); this request accepts pause and clear (controlActions)",
-                    other.tag()
-                ),
+                format!("{:?} is not served", other.tag()),
             ));
         }
     };
-    let mut inner = shared.lock();
-    let ns = inner.client.ns;
     let session = open_session(&mut inner, &session_id)?;
-    if pause {
-        if let Some(g) = &mut session.goal {
-            g.status = GoalStatus::Paused;
-            g.last_reason = Some("paused by the client".to_owned());
-            g.updated = time::now();
+    match request {
+        GoalControlRequest::Set(r) => {
+            session.goal = Some(Goal {
+                objective: r.objective,
+                status: GoalStatus::Active,
+                iterations: 0,
+                last_reason: None,
+                created: now,
+                updated: now,
+                tokens_used: 0,
+            });
         }
-    } else {
-        session.goal = None;
+        GoalControlRequest::Pause(_) | GoalControlRequest::Resume(_) => {
+            let resume = matches!(request, GoalControlRequest::Resume(_));
+            if let Some(g) = &mut session.goal {
+                g.status = if resume {
+                    GoalStatus::Active
+                } else {
+                    GoalStatus::Paused
+                };
+                g.last_reason = Some(
+                    if resume {
+                        "resumed by the client"
+                    } else {
+                        "paused by the client"
+                    }
+                    .to_owned(),
+                );
+                g.updated = now;
+            }
+        }
+        _ => session.goal = None,
     }
     let snapshot = session.goal.as_ref().map(Goal::snapshot);
     shared.update(
@@ -221,7 +329,7 @@ fn goal(shared: &Arc<Shared>, request: GoalControlRequest) -> Result<Value, Erro
             ),
         ),
     );
-    to_value(GoalControlResponse::new(snapshot))
+    Ok(snapshot)
 }
 
 /// The app's HTML document (`text/html;profile=mcp-app`).
@@ -268,7 +376,7 @@ fn unknown_task(session_id: &str, task_id: &str) -> Error {
 fn subagents_cancel(shared: &Arc<Shared>, r: SubagentCancelRequest) -> Result<Value, Error> {
     let mut guard = shared.lock();
     let inner = &mut *guard;
-    let (ns, events) = (inner.client.ns, inner.client.subagent_events);
+    let (ns, events) = (inner.client.ns, inner.client.reads_runs);
     let session = open_session(inner, &r.session_id)?;
     let live = session.live.as_mut().expect("open");
     if live.runs.get(&r.task_id).is_none() {

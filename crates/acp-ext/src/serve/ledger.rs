@@ -106,6 +106,14 @@ impl Runs {
         self.records.iter_mut().find(|r| r.task_id == task_id)
     }
 
+    /// The task id of the run with this run id.
+    pub(crate) fn task_of_run(&self, run_id: &str) -> Option<&str> {
+        self.records
+            .iter()
+            .find(|r| r.agent_id.as_deref() == Some(run_id))
+            .map(|r| r.task_id.as_str())
+    }
+
     /// The task ids of the live runs, oldest first.
     pub(crate) fn live_task_ids(&self) -> Vec<String> {
         self.records

@@ -73,7 +73,7 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Resul
         inner.initialized = true;
         inner.client = ClientSide {
             ns,
-            subagent_events: negotiated.is_active(Feature::SubagentEvents),
+            reads_runs: negotiated.subagent_dialect().is_some(),
             answer_notes: negotiated.answer_notes(),
             elicitation_form,
             boolean_config,
@@ -82,14 +82,19 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Resul
     }
     // ACP v1 is the only version this agent speaks; a client asking for a
     // newer one gets v1 and decides whether to continue.
-    to_value(
-        InitializeResponse::new(ProtocolVersion::V1)
-            .agent_capabilities(capabilities)
-            .agent_info(
-                Implementation::new("acp-ext-serve", env!("CARGO_PKG_VERSION"))
-                    .title("ACP Extension Core reference agent".to_string()),
-            ),
-    )
+    let response = InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(capabilities)
+        .agent_info(
+            Implementation::new("acp-ext-serve", env!("CARGO_PKG_VERSION"))
+                .title("ACP Extension Core reference agent".to_string()),
+        );
+    // `_session/steering` is served with steering, and advertised where the
+    // official adapters advertise it.
+    if shared.has(Feature::Steering) {
+        to_value(acp_extension_core::standard::advertise_steering(response))
+    } else {
+        to_value(response)
+    }
 }
 
 /// Contract metadata read from a session request's `_meta`.
@@ -439,7 +444,7 @@ pub(crate) fn close(shared: &Arc<Shared>, params: &Value) -> Result<Value, Error
     let id = request.session_id.to_string();
     let mut inner = shared.lock();
     let ns = inner.client.ns;
-    let events = inner.client.subagent_events;
+    let events = inner.client.reads_runs;
     let Some(session) = inner.sessions.get_mut(&id) else {
         return Err(unknown_session(&id));
     };
@@ -504,7 +509,11 @@ pub(crate) fn set_config_option(shared: &Arc<Shared>, params: &Value) -> Result<
 /// in flight it cancels the session's background work. Unknown ids are a
 /// no-op (it is a notification).
 pub(crate) fn cancel(shared: &Arc<Shared>, session_id: &str, _cx: &Cx) {
-    let inner = shared.lock();
+    let mut inner = shared.lock();
+    if !inner.sessions.contains_key(session_id) {
+        cancel_child(shared, &mut inner, session_id);
+        return;
+    }
     if let Some(live) = inner.sessions.get(session_id).and_then(|s| s.live.as_ref()) {
         match &live.turn {
             Some(turn) => turn.cancel.cancel(),
@@ -514,6 +523,38 @@ pub(crate) fn cancel(shared: &Arc<Shared>, session_id: &str, _cx: &Cx) {
                 }
             }
         }
+    }
+}
+
+/// `session/cancel` of a standard client's child session: cancels the
+/// subagent run written as that child (as `_<ns>/subagents/cancel` does).
+fn cancel_child(shared: &Arc<Shared>, inner: &mut Inner, child: &str) {
+    let Some(ext) = shared.handle() else { return };
+    let (ns, events) = (inner.client.ns, inner.client.reads_runs);
+    let child = agent_client_protocol::v1::schema::SessionId::new(child);
+    for (root, session) in inner.sessions.iter_mut() {
+        let Some(run) = ext.standard_child_run(
+            &agent_client_protocol::v1::schema::SessionId::new(root.as_str()),
+            &child,
+        ) else {
+            continue;
+        };
+        let Some(live) = session.live.as_mut() else {
+            return;
+        };
+        let task = live.runs.task_of_run(&run).map(str::to_owned);
+        if let Some(task) = task {
+            super::runs::cancel_run(
+                shared,
+                ns,
+                events,
+                root,
+                live,
+                &task,
+                "cancelled by the client",
+            );
+        }
+        return;
     }
 }
 

@@ -84,8 +84,9 @@ pub(crate) struct AppCall {
 pub(crate) struct ClientSide {
     /// The namespace of every extension message the agent sends.
     pub(crate) ns: Namespace,
-    /// `subagentEvents` negotiated (both sides advertised it).
-    pub(crate) subagent_events: bool,
+    /// The client reads subagent runs: Core `subagentEvents` negotiated,
+    /// or standard `subagents` advertised (the handle writes the dialect).
+    pub(crate) reads_runs: bool,
     /// The client advertised `elicitation: {version: 1, answerNotes: true}`.
     pub(crate) answer_notes: bool,
     /// The client supports standard ACP form elicitation.
@@ -100,7 +101,7 @@ impl Default for ClientSide {
     fn default() -> Self {
         Self {
             ns: Namespace::Lody,
-            subagent_events: false,
+            reads_runs: false,
             answer_notes: false,
             elicitation_form: false,
             boolean_config: false,
@@ -243,6 +244,8 @@ impl Session {
 pub(crate) struct Steer {
     pub(crate) steer_id: String,
     pub(crate) text: String,
+    /// It came on `_session/steering`: no `steer_applied` follows.
+    pub(crate) standard: bool,
 }
 
 /// The prompt slot: at most one turn per session.
@@ -366,6 +369,11 @@ impl Shared {
         *self.ext.lock().unwrap_or_else(|e| e.into_inner()) = Some(ext);
     }
 
+    /// The connection's handle, once bound.
+    pub(crate) fn handle(&self) -> Option<AgentExtensions> {
+        self.ext.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Sends through the connection's handle. A refusal other than the
     /// plain-client policy is a bug of serve's: it is reported on stderr
     /// (the message is not sent). A closed connection is not an error
@@ -427,7 +435,7 @@ impl Shared {
         {
             let mut inner = self.lock();
             inner.closing = true;
-            let events = inner.client.subagent_events;
+            let events = inner.client.reads_runs;
             let mut sessions: Vec<&mut Session> = inner.sessions.values_mut().collect();
             sessions.sort_by_key(|s| s.seq);
             for session in sessions {

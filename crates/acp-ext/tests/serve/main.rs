@@ -332,3 +332,4 @@ mod lifecycle;
 mod mcp_apps;
 mod prompts;
 mod robustness;
+mod standard;

@@ -38,7 +38,7 @@ use agent_client_protocol::v1::schema::{
     PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptRequest,
     PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, SessionInfoUpdate,
     SessionUpdate, StopReason, StringPropertySchema, ToolCall, ToolCallContent, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, Usage, UsageUpdate,
 };
 use agent_client_protocol::{Error, ErrorCode, RequestCancellation, UntypedMessage};
 use indexmap::IndexMap;
@@ -250,7 +250,7 @@ pub(crate) struct Turn {
     turn_id: String,
     generation: u64,
     ns: Namespace,
-    subagent_events: bool,
+    reads_runs: bool,
     answer_notes: bool,
     elicitation_form: bool,
     mcp_apps: bool,
@@ -260,6 +260,9 @@ pub(crate) struct Turn {
     cancel: Cancel,
     steer_rx: mpsc::UnboundedReceiver<Steer>,
     request_cancel: Option<RequestCancellation>,
+    /// The turn's tokens once accounted (input, output, cache reads): the
+    /// prompt response's standard `usage`.
+    accounted: Option<(u64, u64, u64)>,
     answer: String,
     /// Messages said in this turn (each its own `messageId`).
     messages: std::sync::Mutex<u64>,
@@ -318,7 +321,7 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
         turn_id,
         generation,
         ns: client.ns,
-        subagent_events: client.subagent_events,
+        reads_runs: client.reads_runs,
         answer_notes: client.answer_notes,
         elicitation_form: client.elicitation_form,
         mcp_apps: client.mcp_apps,
@@ -328,6 +331,7 @@ pub(crate) fn prepare(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<T
         cancel,
         steer_rx,
         request_cancel: None,
+        accounted: None,
         answer: String::new(),
         messages: std::sync::Mutex::new(0),
         finished: false,
@@ -555,7 +559,7 @@ impl Turn {
 
     /// Sends subagent events, only when both peers negotiated them.
     fn emit_events(&self, events: Vec<SubagentEvent>) {
-        if self.subagent_events {
+        if self.reads_runs {
             for e in events {
                 self.shared.subagent_event(e);
             }
@@ -580,6 +584,7 @@ impl Turn {
     /// turn id is the operation id).
     fn account(&mut self) -> Step {
         let (input, output, cache) = self.tokens();
+        self.accounted = Some((input, output, cache));
         let cost = round_cost(input as f64 * 3e-6 + output as f64 * 15e-6 + cache as f64 * 3e-7);
         let (sid, turn_id) = (self.session_id.clone(), self.turn_id.clone());
         let (ext_update, used, total_cost) = self.with(|session, _| {
@@ -660,7 +665,12 @@ impl Turn {
             Err(Stop::Cancelled) => StopReason::Cancelled,
             Err(Stop::Failed(e)) => return Err(e),
         };
-        serde_json::to_value(PromptResponse::new(stop).meta(meta))
+        // The turn's tokens in the standard form too (what a client of the
+        // official adapters reads).
+        let usage = self.accounted.map(|(input, output, cache)| {
+            Usage::new(input + output + cache, input, output).cached_read_tokens(cache)
+        });
+        serde_json::to_value(PromptResponse::new(stop).usage(usage).meta(meta))
             .map_err(Error::into_internal_error)
     }
 

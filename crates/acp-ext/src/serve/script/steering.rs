@@ -34,9 +34,11 @@ impl Turn {
 
     pub(super) fn apply_steer(&self, steer: &Steer, announce: bool) {
         let sid = SessionId::new(self.session_id.as_str());
-        self.shared.send("session/steer_applied", |ext| {
-            ext.steer_applied(&sid, steer.steer_id.clone())
-        });
+        if !steer.standard {
+            self.shared.send("session/steer_applied", |ext| {
+                ext.steer_applied(&sid, steer.steer_id.clone())
+            });
+        }
         if announce {
             self.say("commentary", &format!("Steering applied: {}", steer.text));
         }

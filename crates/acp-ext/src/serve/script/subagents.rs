@@ -51,7 +51,9 @@ impl Turn {
                     .name(name.clone())
                     .description(description.clone())
                     .model_id(super::super::ledger::DEFAULT_MODEL)
-                    .started_at_epoch_seconds(now);
+                    .started_at_epoch_seconds(now)
+                    // A direct child of the root session.
+                    .parent_run_id(None);
                 kids.push(Kid {
                     task: task.clone(),
                     call: call.clone(),
@@ -205,7 +207,7 @@ impl Turn {
     /// end marked disconnected gets its root tool call's `failed` update
     /// directly.
     pub(super) fn fail_subagent_call(&self, task_id: &str, call_id: &str) {
-        let (ns, events) = (self.ns, self.subagent_events);
+        let (ns, events) = (self.ns, self.reads_runs);
         let (shared, sid) = (&self.shared, &self.session_id);
         // A closed session's runs were ended by `session/close`.
         let _ = self.live(|l| {

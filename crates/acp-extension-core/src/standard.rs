@@ -1,0 +1,546 @@
+//! The standard ACP dialect of the same facts: what an agent writes to a
+//! client that reads standard ACP and not the extensions, and the requests
+//! such a client sends.
+//!
+//! The official adapters (`codex-acp`, `claude-agent-acp`) report subagents
+//! as standard `subagent_update`s with child sessions, take steers on
+//! `_session/steering` and goal control on `_session/goal`, and report
+//! context occupancy as `usage_update`. A client built on the standard
+//! types reads that and nothing of the extensions. This module holds that
+//! dialect's side of the library:
+//!
+//! - [`SubagentDialect`]: which of the two a connection's client reads;
+//! - `StandardSubagents` (feature `unstable_subagents`): one root
+//!   session's Core subagent events turned into standard `subagent_update`s
+//!   on the parent and the child's own `session/update`s under the child's
+//!   session id (what the producer writes for such a client, see
+//!   [`crate::producer::AgentExtensions::subagent_event`]);
+//! - [`SteeringRequest`] / [`SteeringResponse`] (`_session/steering`) and
+//!   its advertisement ([`advertise_steering`]); `_session/goal` takes the
+//!   same params as the contract's goal request
+//!   ([`crate::session::GoalControlRequest`]) and answers `{}`; both as one
+//!   SDK message, [`StandardRequest`], which
+//!   [`crate::producer::handle_standard`] serves with the agent's
+//!   [`crate::producer::ExtensionRequestHandler`].
+//!
+//! # What the standard dialect loses
+//!
+//! Translating a Core run into a standard child session keeps its name
+//! (`title`), description, cancel support and state; the rest has no
+//! standard slot:
+//!
+//! | Core | standard | lost |
+//! |---|---|---|
+//! | first `snapshot` of a run | announcing `subagent_update` on the parent session (the root, or the parent run's child session) with `title`, `description`, `capabilities.cancel`, `state` | `parentToolCallId`, `modelId`, `summary`, `startedAtEpochSeconds`, `endedAtEpochSeconds`, `outputIncomplete`, `support.stream` / `progress` / `outputRead` |
+//! | later `snapshot`s | a `subagent_update` patch with only what changed (nothing when nothing did) | as above |
+//! | `pending`, `running` | `{state:"running"}` | pending and running become one |
+//! | `completed` | `{state:"idle", stopReason:"end_turn"}` | |
+//! | `cancelled` | `{state:"idle", stopReason:"cancelled"}` | |
+//! | `failed` | `{state:"idle", stopReason:"error", error:{code:-32603, message}}` (`reason.message`, else `reason.code`) | the reason code |
+//! | `unknown` | `{state:"unknown"}` | the reason |
+//! | `output` | the update as the child session's own `session/update` | `nativeTurnId`, `messageId` |
+//! | `progress` | nothing | every counter |
+//! | a run whose `parentRunId` is absent (lineage unknown) | held back until a snapshot names its parent (the standard forbids guessing one); its output meanwhile is dropped | |
+//!
+//! A standard child session is reusable, a Core run is not: each run gets
+//! a child session of its own, `<root session id>:subagent:<run id>`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use agent_client_protocol::v1::schema::{ContentBlock, SessionId};
+use agent_client_protocol::{JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, UntypedMessage};
+
+use crate::session::{AcpContentBlock, GoalControlRequest, SteerOutcome, SteerRequest};
+
+/// The method of a standard steer request (the official adapters').
+pub const STEERING_METHOD: &str = "_session/steering";
+
+/// The method of a standard goal request (the official adapters'): params
+/// as [`crate::session::GoalControlRequest`], result `{}`.
+pub const GOAL_METHOD: &str = "_session/goal";
+
+/// How a connection's client reads subagent runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SubagentDialect {
+    /// ACP Extension Core: `subagents/event` (both peers advertised
+    /// `subagentEvents`).
+    Core,
+    /// Standard ACP: `subagent_update` and child sessions (the client
+    /// advertised `clientCapabilities.subagents` and not `subagentEvents`).
+    Standard,
+}
+
+/// Params of `_session/steering`: steer the running turn of `sessionId`
+/// with `prompt`.
+///
+/// ```
+/// use acp_extension_core::standard::SteeringRequest;
+///
+/// let steer: SteeringRequest = serde_json::from_value(serde_json::json!({
+///     "sessionId": "s1", "prompt": [{"type": "text", "text": "Use the retry helper"}],
+///     "_meta": {"steering": {"idleBehavior": "promptRequired"}}}))?;
+/// assert!(steer.prompt_required());
+/// assert_eq!(steer.to_core("st-1").steer_id, "st-1");
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SteeringRequest {
+    /// The session.
+    pub session_id: SessionId,
+    /// The steering content.
+    pub prompt: Vec<ContentBlock>,
+    /// A Core steer id passed along (the official adapters ignore it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steer_id: Option<String>,
+    /// `_meta`; `steering.idleBehavior` is the only key the adapters read.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl SteeringRequest {
+    /// A steer of `session_id` with `prompt`, asking for `promptRequired`
+    /// when no turn runs (what a client should always ask for).
+    pub fn new(session_id: impl Into<SessionId>, prompt: Vec<ContentBlock>) -> Self {
+        let mut meta = Map::new();
+        meta.insert(
+            "steering".into(),
+            serde_json::json!({"idleBehavior": "promptRequired"}),
+        );
+        Self {
+            session_id: session_id.into(),
+            prompt,
+            steer_id: None,
+            meta: Some(meta),
+        }
+    }
+
+    /// `_meta.steering.idleBehavior`, when present.
+    pub fn idle_behavior(&self) -> Option<&str> {
+        self.meta
+            .as_ref()?
+            .get("steering")?
+            .get("idleBehavior")?
+            .as_str()
+    }
+
+    /// Whether the client asked to be told `promptRequired` when no turn
+    /// runs, instead of the agent starting one.
+    pub fn prompt_required(&self) -> bool {
+        self.idle_behavior() == Some("promptRequired")
+    }
+
+    /// The contract's steer request with the same content, under
+    /// `steer_id` (the request's own `steerId` wins when it has one).
+    pub fn to_core(&self, steer_id: impl Into<String>) -> SteerRequest {
+        let steer_id = self.steer_id.clone().unwrap_or_else(|| steer_id.into());
+        SteerRequest::new(
+            &*self.session_id.0,
+            self.prompt
+                .iter()
+                .cloned()
+                .map(AcpContentBlock::from)
+                .collect::<Vec<_>>(),
+            steer_id,
+        )
+    }
+}
+
+/// Result of `_session/steering`.
+///
+/// ```
+/// use acp_extension_core::standard::SteeringResponse;
+///
+/// let idle = SteeringResponse::PromptRequired { reason: "noRunningTurn".into() };
+/// assert_eq!(serde_json::to_value(&idle)?,
+///     serde_json::json!({"outcome": "promptRequired", "reason": "noRunningTurn"}));
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SteeringResponse {
+    /// A turn was running and the content went into it (accepted, not
+    /// necessarily applied).
+    Injected,
+    /// No turn runs and the client asked for this answer: nothing was
+    /// started; send a `session/prompt`.
+    PromptRequired {
+        /// Why (`noRunningTurn`).
+        reason: String,
+    },
+    /// No turn ran and the agent started one (the adapters' default when
+    /// the client did not ask for `promptRequired`).
+    StartedNewTurn,
+    /// It could not be injected.
+    Failed,
+}
+
+impl SteeringResponse {
+    /// `promptRequired` for want of a running turn.
+    pub fn no_running_turn() -> Self {
+        Self::PromptRequired {
+            reason: "noRunningTurn".to_owned(),
+        }
+    }
+
+    /// The standard answer for a Core outcome.
+    pub fn from_core(outcome: SteerOutcome) -> Self {
+        match outcome {
+            SteerOutcome::Injected => Self::Injected,
+            _ => Self::Failed,
+        }
+    }
+}
+
+/// Adds the standard steering advertisement, `_meta.steering:
+/// {supported: true}`, to an initialize response's top-level `_meta`
+/// (where the official adapters put it; not in `agentCapabilities`).
+///
+/// ```
+/// use acp_extension_core::standard::{advertise_steering, advertises_steering};
+/// use agent_client_protocol::schema::ProtocolVersion;
+/// use agent_client_protocol::v1::schema::InitializeResponse;
+///
+/// let response = advertise_steering(InitializeResponse::new(ProtocolVersion::V1));
+/// assert!(advertises_steering(&serde_json::to_value(&response)?));
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+pub fn advertise_steering(
+    mut response: agent_client_protocol::v1::schema::InitializeResponse,
+) -> agent_client_protocol::v1::schema::InitializeResponse {
+    response
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert("steering".into(), serde_json::json!({"supported": true}));
+    response
+}
+
+/// `_session/steering` or `_session/goal` as one SDK message, for an
+/// agent's `on_receive_request` handler (see
+/// [`crate::producer::handle_standard`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StandardRequest {
+    /// `_session/steering`.
+    Steering(SteeringRequest),
+    /// `_session/goal`.
+    Goal(GoalControlRequest),
+}
+
+/// The result of a [`StandardRequest`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StandardResponse {
+    /// `_session/steering`'s outcome.
+    Steering(SteeringResponse),
+    /// `_session/goal`'s `{}`.
+    Goal,
+}
+
+impl StandardRequest {
+    /// Its method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::Steering(_) => STEERING_METHOD,
+            Self::Goal(_) => GOAL_METHOD,
+        }
+    }
+}
+
+fn invalid_params(method: &str, e: serde_json::Error) -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params()
+        .data(serde_json::json!({"method": method, "reason": e.to_string()}))
+}
+
+impl JsonRpcMessage for StandardRequest {
+    fn matches_method(method: &str) -> bool {
+        method == STEERING_METHOD || method == GOAL_METHOD
+    }
+    fn method(&self) -> &str {
+        StandardRequest::method(self)
+    }
+    fn to_untyped_message(&self) -> Result<UntypedMessage, agent_client_protocol::Error> {
+        let params = match self {
+            Self::Steering(r) => serde_json::to_value(r),
+            Self::Goal(r) => serde_json::to_value(r),
+        }
+        .map_err(agent_client_protocol::Error::into_internal_error)?;
+        Ok(UntypedMessage {
+            method: self.method().to_owned(),
+            params,
+        })
+    }
+    fn parse_message(method: &str, params: &Value) -> Result<Self, agent_client_protocol::Error> {
+        match method {
+            STEERING_METHOD => serde_json::from_value(params.clone())
+                .map(Self::Steering)
+                .map_err(|e| invalid_params(method, e)),
+            GOAL_METHOD => serde_json::from_value(params.clone())
+                .map(Self::Goal)
+                .map_err(|e| invalid_params(method, e)),
+            _ => Err(agent_client_protocol::Error::method_not_found()),
+        }
+    }
+}
+
+impl JsonRpcRequest for StandardRequest {
+    type Response = StandardResponse;
+}
+
+impl JsonRpcResponse for StandardResponse {
+    fn into_json(self, _method: &str) -> Result<Value, agent_client_protocol::Error> {
+        match self {
+            Self::Steering(r) => {
+                serde_json::to_value(r).map_err(agent_client_protocol::Error::into_internal_error)
+            }
+            Self::Goal => Ok(Value::Object(Map::new())),
+        }
+    }
+    fn from_json(method: &str, value: Value) -> Result<Self, agent_client_protocol::Error> {
+        match method {
+            STEERING_METHOD => serde_json::from_value(value)
+                .map(Self::Steering)
+                .map_err(|e| invalid_params(method, e)),
+            _ => Ok(Self::Goal),
+        }
+    }
+}
+
+/// Whether an initialize result (JSON) advertises standard steering.
+pub fn advertises_steering(initialize_result: &Value) -> bool {
+    initialize_result
+        .get("_meta")
+        .and_then(|m| m.get("steering"))
+        .and_then(|s| s.get("supported"))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// Whether client capabilities (JSON) advertise standard subagents
+/// (`subagents` is an object).
+pub fn client_reads_subagent_updates(client_capabilities: &Value) -> bool {
+    client_capabilities
+        .get("subagents")
+        .is_some_and(Value::is_object)
+}
+
+/// The child session id a run gets in the standard dialect.
+pub fn child_session_id(root: &str, run_id: &str) -> SessionId {
+    SessionId::new(format!("{root}:subagent:{run_id}"))
+}
+
+#[cfg(feature = "unstable_subagents")]
+pub use subagents::StandardSubagents;
+
+#[cfg(feature = "unstable_subagents")]
+mod subagents {
+    use std::collections::HashMap;
+
+    use agent_client_protocol::v1::schema::{
+        ErrorStopReason, IdleStateUpdate, IdleStopReason, RunningStateUpdate,
+        SessionCancelCapabilities, SessionId, SessionNotification, SessionUpdate, StateUpdate,
+        SubagentSessionCapabilities, SubagentUpdate, UnknownStateUpdate,
+    };
+
+    use super::child_session_id;
+    use crate::subagent_events::{
+        SubagentEvent, SubagentEventPayload, SubagentSnapshot, SubagentState,
+    };
+    use crate::wire::MaybeUndefined;
+
+    /// What was last written of one run.
+    #[derive(Debug, Clone)]
+    struct Child {
+        session: SessionId,
+        /// Where its `subagent_update`s go (the root, or the parent run's
+        /// child session).
+        parent: SessionId,
+        title: Option<String>,
+        description: Option<String>,
+        cancel: bool,
+        state: StateUpdate,
+    }
+
+    /// One root session's subagent runs, written in the standard dialect:
+    /// each Core [`SubagentEvent`] becomes the standard notifications a
+    /// client of `subagent_update` reads (see the [module
+    /// docs](super#what-the-standard-dialect-loses) for the mapping and
+    /// what it loses).
+    ///
+    /// ```
+    /// use acp_extension_core::standard::StandardSubagents;
+    /// use acp_extension_core::subagent_events::{
+    ///     OutputRead, SubagentEvent, SubagentSnapshot, SubagentState, SubagentSupport,
+    /// };
+    /// use acp_extension_core::wire::NonEmptyString;
+    ///
+    /// let mut runs = StandardSubagents::new("root");
+    /// let support = SubagentSupport::new(vec![], false, OutputRead::None, true);
+    /// let snapshot = SubagentSnapshot::new(SubagentState::Running, support)
+    ///     .name("Explorer".to_owned())
+    ///     .parent_run_id(None);
+    /// let event = SubagentEvent::new(NonEmptyString::new("root")?, NonEmptyString::new("run-1")?, snapshot);
+    /// let out = runs.event(&event);
+    /// assert_eq!(serde_json::to_value(&out[0])?, serde_json::json!({
+    ///     "sessionId": "root",
+    ///     "update": {"sessionUpdate": "subagent_update", "sessionId": "root:subagent:run-1",
+    ///         "title": "Explorer", "capabilities": {"cancel": {}}, "state": {"state": "running"}}}));
+    /// # Ok::<_, Box<dyn std::error::Error>>(())
+    /// ```
+    #[derive(Debug, Clone)]
+    pub struct StandardSubagents {
+        root: SessionId,
+        children: HashMap<String, Child>,
+    }
+
+    impl StandardSubagents {
+        /// The runs of root session `root`.
+        pub fn new(root: impl Into<SessionId>) -> Self {
+            Self {
+                root: root.into(),
+                children: HashMap::new(),
+            }
+        }
+
+        /// The child session of run `run_id`, once announced.
+        pub fn child_session(&self, run_id: &str) -> Option<&SessionId> {
+            self.children.get(run_id).map(|c| &c.session)
+        }
+
+        /// The run whose child session is `session_id` (a client cancels a
+        /// child with `session/cancel` on its session).
+        pub fn run_of(&self, session_id: &str) -> Option<&str> {
+            self.children
+                .iter()
+                .find(|(_, c)| &*c.session.0 == session_id)
+                .map(|(run, _)| run.as_str())
+        }
+
+        /// The notifications that carry `event` to a standard client, in
+        /// order (none for progress, for a change of nothing the dialect
+        /// carries, for output of a run not announced, and for an event of
+        /// another root session).
+        pub fn event(&mut self, event: &SubagentEvent) -> Vec<SessionNotification> {
+            if event.session_id() != &*self.root.0 {
+                return Vec::new();
+            }
+            match &event.payload {
+                SubagentEventPayload::Snapshot(s) => self.snapshot(event.run_id(), s),
+                SubagentEventPayload::Output(o) => {
+                    let Some(child) = self.children.get(event.run_id()) else {
+                        return Vec::new();
+                    };
+                    match SessionUpdate::try_from(o.update.clone()) {
+                        Ok(update) => vec![SessionNotification::new(child.session.clone(), update)],
+                        Err(_) => Vec::new(),
+                    }
+                }
+                SubagentEventPayload::Progress(_) => Vec::new(),
+                #[allow(unreachable_patterns)]
+                _ => Vec::new(),
+            }
+        }
+
+        fn snapshot(&mut self, run_id: &str, s: &SubagentSnapshot) -> Vec<SessionNotification> {
+            let state = state_update(s);
+            let cancel = s.support.cancel;
+            if let Some(child) = self.children.get_mut(run_id) {
+                let mut patch = SubagentUpdate::new(child.session.clone());
+                let mut changed = false;
+                if s.name != child.title {
+                    patch = patch.title(s.name.clone());
+                    child.title.clone_from(&s.name);
+                    changed = true;
+                }
+                if s.description != child.description {
+                    patch = patch.description(s.description.clone());
+                    child.description.clone_from(&s.description);
+                    changed = true;
+                }
+                if cancel != child.cancel {
+                    patch = patch.capabilities(capabilities(cancel));
+                    child.cancel = cancel;
+                    changed = true;
+                }
+                if state != child.state {
+                    patch = patch.state(state.clone());
+                    child.state = state;
+                    changed = true;
+                }
+                if !changed {
+                    return Vec::new();
+                }
+                let parent = child.parent.clone();
+                return vec![SessionNotification::new(
+                    parent,
+                    SessionUpdate::SubagentUpdate(patch),
+                )];
+            }
+            // The first snapshot announces the run, on its parent.
+            let parent = match &s.parent_run_id {
+                MaybeUndefined::Null => self.root.clone(),
+                MaybeUndefined::Value(p) => match self.children.get(p) {
+                    Some(c) => c.session.clone(),
+                    None => return Vec::new(),
+                },
+                MaybeUndefined::Undefined => return Vec::new(),
+            };
+            let session = child_session_id(&self.root.0, run_id);
+            let mut update = SubagentUpdate::new(session.clone())
+                .capabilities(capabilities(cancel))
+                .state(state.clone());
+            if let Some(t) = &s.name {
+                update = update.title(t.clone());
+            }
+            if let Some(d) = &s.description {
+                update = update.description(d.clone());
+            }
+            self.children.insert(
+                run_id.to_owned(),
+                Child {
+                    session,
+                    parent: parent.clone(),
+                    title: s.name.clone(),
+                    description: s.description.clone(),
+                    cancel,
+                    state,
+                },
+            );
+            vec![SessionNotification::new(
+                parent,
+                SessionUpdate::SubagentUpdate(update),
+            )]
+        }
+    }
+
+    fn capabilities(cancel: bool) -> SubagentSessionCapabilities {
+        SubagentSessionCapabilities::new().cancel(cancel.then(SessionCancelCapabilities::new))
+    }
+
+    /// The standard state of a Core snapshot.
+    fn state_update(s: &SubagentSnapshot) -> StateUpdate {
+        let idle =
+            |reason: IdleStopReason| StateUpdate::Idle(IdleStateUpdate::new().stop_reason(reason));
+        match s.state {
+            SubagentState::Pending | SubagentState::Running => {
+                StateUpdate::Running(RunningStateUpdate::new())
+            }
+            SubagentState::Completed => idle(IdleStopReason::EndTurn),
+            SubagentState::Cancelled => idle(IdleStopReason::Cancelled),
+            SubagentState::Failed => {
+                let message = s.reason.as_ref().map_or_else(
+                    || "Subagent work failed".to_owned(),
+                    |r| r.message.clone().unwrap_or_else(|| r.code.to_string()),
+                );
+                idle(IdleStopReason::Error(ErrorStopReason::new().error(
+                    agent_client_protocol::v1::schema::Error::new(-32603, message),
+                )))
+            }
+            _ => StateUpdate::Unknown(UnknownStateUpdate::new()),
+        }
+    }
+}
