@@ -6,8 +6,8 @@
 use acp_extension_core::negotiation::negotiate;
 use acp_extension_core::session::{GoalControlRequest, SteerOutcome};
 use acp_extension_core::standard::{
-    GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest, SteeringResponse,
-    SubagentDialect, advertises_steering,
+    CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
+    SteeringResponse, SubagentDialect, advertises_steering,
 };
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde_json::{Value, json};
@@ -267,4 +267,279 @@ fn steering_requests_and_answers_have_the_adapters_shapes() {
         &json!({"protocolVersion": 1, "_meta": {"steering": {"supported": true}}})
     ));
     assert!(!advertises_steering(&json!({"protocolVersion": 1})));
+}
+
+/// `CoreSubagents` on one `session/update`'s params: the events as JSON.
+fn core_events(runs: &mut CoreSubagents, params: Value) -> Option<Vec<Value>> {
+    runs.session_update(&params).map(|events| {
+        events
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
+    })
+}
+
+fn std_update(session: &str, update: Value) -> Value {
+    json!({"sessionId": session, "update": update})
+}
+
+#[test]
+fn codex_style_children_become_core_runs() {
+    let mut runs = CoreSubagents::new();
+    // codex announces without a state: a pending run.
+    let announce = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "capabilities": {}, "title": "Explorer 1",
+            "description": "Find the flaky test"}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(announce.len(), 1);
+    let run = announce[0]["runId"].as_str().unwrap().to_owned();
+    assert_ne!(run, "root:subagent:t1", "a native id is never a run id");
+    assert_eq!(
+        announce[0],
+        json!({"version": 1, "sessionId": "root", "runId": run, "type": "snapshot",
+            "snapshot": {"state": "pending", "parentRunId": null, "name": "Explorer 1",
+                "description": "Find the flaky test",
+                "support": {"stream": ["text", "thought", "tool", "plan"], "progress": false,
+                    "outputRead": "none", "cancel": false}}})
+    );
+    // The cancel capability and the running state: one snapshot each.
+    let cancel = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "capabilities": {"cancel": {}}}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(cancel[0]["snapshot"]["support"]["cancel"], true);
+    let running = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "requires_action"}}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(running[0]["snapshot"]["state"], "running");
+    // A repeated state says nothing new.
+    let again = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
+        ),
+    )
+    .unwrap();
+    assert!(again.is_empty());
+    // The child's chunk is output; its usage has no Core slot.
+    let chunk = core_events(
+        &mut runs,
+        std_update(
+            "root:subagent:t1",
+            json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Found it"}}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(chunk[0]["type"], "output");
+    assert_eq!(chunk[0]["runId"], run.as_str());
+    assert_eq!(chunk[0]["update"]["content"]["text"], "Found it");
+    let usage = core_events(
+        &mut runs,
+        std_update(
+            "root:subagent:t1",
+            json!({"sessionUpdate": "usage_update", "used": 1, "size": 2}),
+        ),
+    )
+    .unwrap();
+    assert!(usage.is_empty());
+    // A nested child: announced on its parent's session.
+    let nested = core_events(
+        &mut runs,
+        std_update(
+            "root:subagent:t1",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t2", "state": {"state": "running"}}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(nested[0]["sessionId"], "root");
+    assert_eq!(nested[0]["snapshot"]["parentRunId"], run.as_str());
+    // idle/end_turn ends the run; running again is a new run.
+    let done = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "idle", "stopReason": "end_turn"}}),
+        ),
+    )
+    .unwrap();
+    assert_eq!(done[0]["snapshot"]["state"], "completed");
+    assert_eq!(runs.child_of_run(&run), Some("root:subagent:t1"));
+    let late = core_events(
+        &mut runs,
+        std_update(
+            "root:subagent:t1",
+            json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "late"}}),
+        ),
+    )
+    .unwrap();
+    assert!(late.is_empty(), "no output after the end: {late:?}");
+    let rerun = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
+        ),
+    )
+    .unwrap();
+    assert_ne!(rerun[0]["runId"], run.as_str());
+    assert_eq!(rerun[0]["snapshot"]["state"], "running");
+    // Root traffic is not subagent traffic.
+    assert!(
+        core_events(
+            &mut runs,
+            std_update(
+                "root",
+                json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "x"}})
+            )
+        )
+        .is_none()
+    );
+}
+
+#[test]
+fn standard_end_states_map_to_core_as_documented() {
+    let cases = [
+        (
+            json!({"state": "idle", "stopReason": "cancelled"}),
+            json!({"state": "cancelled"}),
+        ),
+        (
+            json!({"state": "idle", "stopReason": "max_tokens"}),
+            json!({"state": "completed"}),
+        ),
+        (
+            json!({"state": "idle", "stopReason": "error", "error": {"code": -32603, "message": "boom"}}),
+            json!({"state": "failed", "reason": {"code": "error", "message": "boom"}}),
+        ),
+        (
+            json!({"state": "idle"}),
+            json!({"state": "unknown", "reason": {"code": "lost"}, "outputIncomplete": true}),
+        ),
+        (
+            json!({"state": "unknown"}),
+            json!({"state": "unknown", "reason": {"code": "disconnected"}, "outputIncomplete": true}),
+        ),
+    ];
+    for (state, expected) in cases {
+        let mut runs = CoreSubagents::new();
+        let events = core_events(
+            &mut runs,
+            std_update(
+                "root",
+                json!({"sessionUpdate": "subagent_update",
+                "sessionId": "c", "state": state}),
+            ),
+        )
+        .unwrap();
+        for (k, v) in expected.as_object().unwrap() {
+            assert_eq!(&events[0]["snapshot"][k], v, "{state} → {k}");
+        }
+    }
+}
+
+#[test]
+fn core_to_standard_to_core_keeps_what_both_dialects_carry() {
+    let mut to_standard = StandardSubagents::new("root");
+    let mut to_core = CoreSubagents::new();
+    let core_in = [
+        snapshot(
+            "a",
+            json!({"state": "running", "support": support(true), "parentRunId": null,
+                "name": "Explorer", "description": "Look around", "modelId": "m"}),
+        ),
+        event(
+            json!({"version": 1, "sessionId": "root", "runId": "a", "type": "output",
+            "update": {"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": "Done looking"}}}),
+        ),
+        snapshot(
+            "b",
+            json!({"state": "running", "support": support(false), "parentRunId": "a",
+                "name": "Reader"}),
+        ),
+        snapshot(
+            "b",
+            json!({"state": "failed", "support": support(false), "parentRunId": "a",
+                "name": "Reader", "reason": {"code": "error", "message": "no file"}}),
+        ),
+        snapshot(
+            "a",
+            json!({"state": "completed", "support": support(true), "parentRunId": null,
+                "name": "Explorer", "description": "Look around"}),
+        ),
+    ];
+    let mut core_out = Vec::new();
+    for e in &core_in {
+        for n in to_standard.event(e) {
+            let params = serde_json::to_value(&n).unwrap();
+            core_out.extend(to_core.session_update(&params).expect("subagent traffic"));
+        }
+    }
+    let states: Vec<(String, String)> = core_out
+        .iter()
+        .filter_map(|e| {
+            e.snapshot()
+                .map(|s| (e.run_id().to_owned(), s.state.to_string()))
+        })
+        .collect();
+    // Two runs with their own ids, the states kept.
+    let (a, b) = (&states[0].0, &states[1].0);
+    assert_ne!(a, b);
+    assert_eq!(
+        states
+            .iter()
+            .map(|(r, s)| (r == a, s.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            (true, "running"),
+            (false, "running"),
+            (false, "failed"),
+            (true, "completed")
+        ]
+    );
+    let first = core_out[0].snapshot().unwrap();
+    assert_eq!(first.name.as_deref(), Some("Explorer"));
+    assert_eq!(first.description.as_deref(), Some("Look around"));
+    assert!(first.support.cancel);
+    // The nested run's parent is the first run, and the failure its reason.
+    let nested = core_out.iter().filter_map(|e| e.snapshot()).nth(1).unwrap();
+    assert_eq!(
+        serde_json::to_value(nested).unwrap()["parentRunId"],
+        json!(a)
+    );
+    let failed = core_out.iter().filter_map(|e| e.snapshot()).nth(2).unwrap();
+    assert_eq!(
+        failed.reason.as_ref().unwrap().message.as_deref(),
+        Some("no file")
+    );
+    // The output arrives on the first run.
+    let output = core_out.iter().find(|e| e.output().is_some()).unwrap();
+    assert_eq!(output.run_id(), a);
+    // What the standard dialect does not carry is gone (documented): the model.
+    assert!(first.model_id.is_none());
 }
