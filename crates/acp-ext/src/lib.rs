@@ -1,9 +1,10 @@
 //! Library behind the `acp-ext` command-line tool: printing helpers and
-//! the long-running commands (check, state, watch, tap, probe, serve, demo),
+//! the long-running commands (check, state, watch, tap, bridge, probe, serve, demo),
 //! so that they can be driven from tests and from other crates.
 
 #![deny(missing_docs)]
 
+pub mod bridge;
 pub mod check;
 pub mod choice;
 pub mod demo;

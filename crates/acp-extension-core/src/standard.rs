@@ -383,7 +383,8 @@ struct StandardChild {
 /// `unknown` with `outputIncomplete` and reason `lost`; `unknown` is
 /// `unknown` with reason `disconnected`. A child's `agent_message_chunk`,
 /// `agent_thought_chunk`, `tool_call`, `tool_call_update` and `plan` are
-/// `output`; its other updates (usage, config, titles, session messages)
+/// `output` (output of a child that is not running begins a new `running`
+/// run first: it works again); its other updates (usage, config, titles, session messages)
 /// have no Core slot and are dropped. `cwd` and `additionalDirectories`
 /// are lost.
 ///
@@ -449,16 +450,26 @@ impl CoreSubagents {
             }
             return Some(self.subagent_update(sid, child, update));
         }
-        let child = self.children.get(sid)?;
+        let child = self.children.get_mut(sid)?;
         if !OUTPUT_KINDS.contains(&kind) {
             return Some(Vec::new());
         }
+        // Output of a child that is not running (codex streams a resumed
+        // child's first chunk before its `running`): it works again, so a
+        // new run begins.
+        let mut out = Vec::new();
+        if !matches!(&child.run, Some((_, false))) {
+            child.state = Some(serde_json::json!({"state": "running"}));
+            out = self.snapshot(sid);
+        }
+        let child = self.children.get(sid)?;
         let Some((run, false)) = &child.run else {
-            return Some(Vec::new());
+            return Some(out);
         };
         let event = serde_json::json!({"version": 1, "sessionId": child.root, "runId": run,
             "type": "output", "update": update});
-        Some(serde_json::from_value(event).ok().into_iter().collect())
+        out.extend(serde_json::from_value(event).ok());
+        Some(out)
     }
 
     fn subagent_update(
@@ -492,6 +503,16 @@ impl CoreSubagents {
         if let Some(st) = update.get("state") {
             entry.state = st.is_object().then(|| st.clone());
         }
+        self.snapshot(child)
+    }
+
+    /// The snapshot event of `child` as it now stands (starting a run when
+    /// it has none, or when an ended child runs again); none when nothing
+    /// changed.
+    fn snapshot(&mut self, child: &str) -> Vec<crate::subagent_events::SubagentEvent> {
+        let Some(entry) = self.children.get_mut(child) else {
+            return Vec::new();
+        };
         let (state, reason, incomplete) = core_state(entry.state.as_ref());
         let live = matches!(state, "pending" | "running");
         // A new run when there is none, or when an ended child runs again.

@@ -386,16 +386,42 @@ fn codex_style_children_become_core_runs() {
     .unwrap();
     assert_eq!(done[0]["snapshot"]["state"], "completed");
     assert_eq!(runs.child_of_run(&run), Some("root:subagent:t1"));
+    // Output of an ended child: it works again, so a new run begins
+    // (codex streams a resumed child's first chunk before its `running`).
     let late = core_events(
         &mut runs,
         std_update(
             "root:subagent:t1",
             json!({"sessionUpdate": "agent_message_chunk",
-            "content": {"type": "text", "text": "late"}}),
+            "content": {"type": "text", "text": "again"}}),
         ),
     )
     .unwrap();
-    assert!(late.is_empty(), "no output after the end: {late:?}");
+    assert_eq!(late.len(), 2, "{late:?}");
+    assert_eq!(late[0]["snapshot"]["state"], "running");
+    let second = late[0]["runId"].as_str().unwrap().to_owned();
+    assert_ne!(second, run);
+    assert_eq!(late[1]["runId"], second.as_str());
+    assert_eq!(late[1]["update"]["content"]["text"], "again");
+    // Its `running` then says nothing new; its end ends the second run.
+    let running_again = core_events(
+        &mut runs,
+        std_update(
+            "root",
+            json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
+        ),
+    )
+    .unwrap();
+    assert!(running_again.is_empty(), "{running_again:?}");
+    let cancelled = core_events(
+        &mut runs,
+        std_update("root", json!({"sessionUpdate": "subagent_update",
+            "sessionId": "root:subagent:t1", "state": {"state": "idle", "stopReason": "cancelled"}})),
+    )
+    .unwrap();
+    assert_eq!(cancelled[0]["runId"], second.as_str());
+    assert_eq!(cancelled[0]["snapshot"]["state"], "cancelled");
     let rerun = core_events(
         &mut runs,
         std_update(
@@ -406,6 +432,7 @@ fn codex_style_children_become_core_runs() {
     )
     .unwrap();
     assert_ne!(rerun[0]["runId"], run.as_str());
+    assert_ne!(rerun[0]["runId"], second.as_str());
     assert_eq!(rerun[0]["snapshot"]["state"], "running");
     // Root traffic is not subagent traffic.
     assert!(

@@ -54,6 +54,11 @@ pub struct ProbeOptions {
     pub quiet: bool,
     /// Which dialect the probe speaks as a client.
     pub client: ClientDialect,
+    /// Steer each prompt's turn that still runs after 100 ms, when the
+    /// agent takes steers by request (`_<ns>/session/steer`, or a standard
+    /// client's `_session/steering`). On by default; a steer changes what
+    /// the agent does next, so a scripted run may turn it off.
+    pub steer: bool,
     /// A binary that runs the tap's guard ([`crate::tap::GUARD_ARG`])
     /// between the probe and the agent, so that the agent's process group
     /// ends even when the probe is killed; `acp-ext probe` passes itself.
@@ -90,6 +95,7 @@ impl Default for ProbeOptions {
             timeout: Duration::from_secs(30),
             quiet: false,
             client: ClientDialect::Core,
+            steer: true,
             agent_guard: None,
         }
     }
@@ -136,6 +142,13 @@ impl ProbeOptions {
     #[must_use]
     pub fn client(mut self, client: ClientDialect) -> Self {
         self.client = client;
+        self
+    }
+
+    /// Sets whether the probe steers running turns ([`ProbeOptions::steer`]).
+    #[must_use]
+    pub fn steer(mut self, steer: bool) -> Self {
+        self.steer = steer;
         self
     }
 
@@ -853,8 +866,10 @@ async fn prompts(
         .is_some_and(|st| st.transport == SteeringTransport::Request);
     // A standard client steers on `_session/steering`, when the agent
     // advertises it, asking for `promptRequired` as a client should.
-    let standard_steering = options.client == ClientDialect::Standard
+    let standard_steering = options.steer
+        && options.client == ClientDialect::Standard
         && acp_extension_core::standard::advertises_steering(&init.result);
+    let steer_by_request = options.steer && steer_by_request;
     let mut last_turn: Option<String> = None;
     for (i, text) in options.prompts.iter().enumerate() {
         let content = json!([{"type": "text", "text": "Also keep the public API stable."}]);

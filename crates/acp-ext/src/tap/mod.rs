@@ -51,7 +51,7 @@ pub mod fuzzing;
 #[cfg(unix)]
 pub(crate) mod guard;
 mod monitor;
-mod process;
+pub(crate) mod process;
 #[cfg(test)]
 mod tests;
 

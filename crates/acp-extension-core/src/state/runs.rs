@@ -8,8 +8,8 @@
 //! A standard child session is one run for its whole life. `idle` is not
 //! terminal: when an idle child runs again (codex's `send_input`, claude's
 //! re-delegation) the run begins a new generation
-//! ([`StandardRun::generations`]); its output is kept and the next
-//! generation's text starts on a new line; `stopReason` and `error` are the
+//! ([`StandardRun::generations`]); its output is kept and the text it
+//! sends after an `idle` starts on a new line; `stopReason` and `error` are the
 //! latest idle's, cleared when it runs again.
 
 use serde_json::{Map, Value};
@@ -360,6 +360,10 @@ impl ConnectionState {
                 if next == "idle" {
                     std.stop_reason = str_at(state, "stopReason").map(str::to_owned);
                     std.error = state.get("error").filter(|e| !e.is_null()).cloned();
+                    // Whatever it says next is another message, even when
+                    // it comes before its `running` (codex streams a
+                    // resumed child's first chunk first).
+                    run.message_ended = true;
                 } else {
                     std.stop_reason = None;
                     std.error = None;

@@ -1,0 +1,248 @@
+//! `acp-ext bridge`: a proxy between a client and an agent that speak
+//! different dialects of the same facts, ACP Extension Core and standard
+//! ACP (the official adapters' `subagent_update`s, `_session/steering`,
+//! `_session/goal`).
+//!
+//! It runs the agent as the tap does (its own process group, signals
+//! forwarded, its exit status returned, no process left behind), reads
+//! every line both ways, and rewrites only what it translates; every other
+//! line passes byte for byte. What the client reads is `--to core`,
+//! `--to standard`, or (`auto`, the default) what its `initialize`
+//! advertised: Core for `subagentEvents`, standard for `subagents: {}`.
+//! What the agent writes is read from its `initialize` result: Core when
+//! it advertised `subagentEvents`, standard otherwise.
+//!
+//! # A Core agent for a standard client ([`Mode::ToStandard`])
+//!
+//! - `initialize`: the client's capabilities gain
+//!   `_meta.<ns>.subagentEvents`, so the agent writes its runs; the
+//!   agent's result gains `_meta.steering: {supported: true}` when it
+//!   steers by request.
+//! - `_<ns>/subagents/event` becomes `subagent_update`s on the parent and
+//!   the child's own `session/update`s
+//!   ([`acp_extension_core::standard::StandardSubagents`], whose docs list
+//!   what is lost: progress, `modelId`, `summary`, times,
+//!   `parentToolCallId`, output ids).
+//! - `_session/steering` becomes `_<ns>/session/steer` (steer id
+//!   `bridge:<request id>`, or the request's own `steerId`); `injected` stays
+//!   `injected`, `failed` becomes `promptRequired` (`noRunningTurn`) when the
+//!   client asked for it, else `failed`. `_session/goal` becomes
+//!   `_<ns>/session/goal`, answered `{}` (the snapshot is dropped).
+//! - To a client that advertised no extension at all, the agent's other
+//!   extension notifications (`steer_applied`, usage, activity, rate
+//!   limits) are dropped, as an agent would not send them to it.
+//! - Lost: `session/cancel` of a child session (Core cancels by native
+//!   task id, which the bridge does not know).
+//!
+//! # A standard agent for a Core client ([`Mode::ToCore`])
+//!
+//! - `initialize`: the client's capabilities gain `subagents: {}`, so the
+//!   agent announces its children; its result gains `subagentEvents`, and
+//!   `steering` (request transport, `upstreamTurn: same`, `configPolicy:
+//!   active`, which the adapters do not state) when it advertised
+//!   `_meta.steering`.
+//! - `subagent_update`s and the children's own updates become
+//!   `_<ns>/subagents/event` snapshots and output
+//!   ([`acp_extension_core::standard::CoreSubagents`]: a new run each time
+//!   a child runs again; the blocked flag of `requires_action`, `cwd`, and a
+//!   child's updates other than messages, thoughts, tool calls and plans
+//!   are lost).
+//! - `_<ns>/session/steer` becomes `_session/steering` with `idleBehavior:
+//!   promptRequired` and the steer id passed along; `injected` is answered
+//!   `injected` after a synthesized `_<ns>/session/steer_applied` ("applied"
+//!   then means "accepted": the adapters confirm nothing more),
+//!   `promptRequired` is a `-32600` error, anything else `failed`.
+//! - Lost: `session_message`s (Core has no inter-session messages; they
+//!   pass as they are), child permission requests are not re-routed to the
+//!   root, `_claude/rateLimit`, turn usage and quota are not turned into
+//!   `_<ns>/rate_limits/update` or `_<ns>/session/usage_update`.
+//!
+//! Batches, lines that are not JSON, and every message not named above
+//! pass unchanged. Requests are never invented: a translated request keeps
+//! its id, so responses pair as they would without the bridge.
+
+mod translate;
+
+use std::ffi::OsStr;
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::Duration;
+
+pub use translate::{BridgeTarget, Dialect, Mode, Out, Translator};
+
+use crate::tap::process;
+
+/// How long the bridge waits, after the agent exited, for the rest of its
+/// output to reach the client.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+/// Options of [`run`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct BridgeOptions {
+    /// What the client reads.
+    pub to: BridgeTarget,
+    /// A binary that runs the tap's guard between the bridge and the agent
+    /// (`acp-ext bridge` passes itself), so the agent's process group ends
+    /// even when the bridge is killed.
+    pub guard: Option<PathBuf>,
+}
+
+impl BridgeOptions {
+    /// Options writing `to` for the client.
+    pub fn new(to: BridgeTarget) -> Self {
+        Self { to, guard: None }
+    }
+
+    /// Runs the agent under the guard binary `exe`.
+    #[must_use]
+    pub fn agent_guard(mut self, exe: impl Into<PathBuf>) -> Self {
+        self.guard = Some(exe.into());
+        self
+    }
+}
+
+/// What a bridge run ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BridgeOutcome {
+    /// The agent's exit code (128 + the signal that killed it).
+    pub exit_code: i32,
+    /// Where it translated.
+    pub mode: Mode,
+    /// Lines rewritten: from the client, from the agent.
+    pub translated: [u64; 2],
+}
+
+/// Runs `program` with `args` as the agent behind a bridge on this
+/// process's stdin and stdout, until the agent exits.
+///
+/// # Errors
+///
+/// Spawning the agent (kind `NotFound` when the program does not exist).
+pub fn run<I, S>(
+    program: impl AsRef<OsStr>,
+    args: I,
+    options: BridgeOptions,
+) -> io::Result<BridgeOutcome>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let signals = process::SignalForwarder::install()?;
+    let mut child = match process::spawn(program.as_ref(), args, options.guard.as_deref()) {
+        Ok(child) => child,
+        Err(e) => {
+            signals.close();
+            return Err(e);
+        }
+    };
+    signals.set_child(&child);
+    let agent_in = child.stdin.take().expect("stdin is piped");
+    let agent_out = child.stdout.take().expect("stdout is piped");
+    let (client_in, client_out) = process::client_stdio()?;
+
+    let translator = Arc::new(Mutex::new(Translator::new(options.to)));
+    let to_client: Arc<Mutex<Option<Box<dyn Write + Send>>>> =
+        Arc::new(Mutex::new(Some(Box::new(client_out))));
+    let to_agent: Arc<Mutex<Option<Box<dyn Write + Send>>>> =
+        Arc::new(Mutex::new(Some(Box::new(agent_in))));
+
+    // Client → agent; on the client's EOF, close the agent's stdin.
+    {
+        let (translator, to_client, to_agent) = (
+            Arc::clone(&translator),
+            Arc::clone(&to_client),
+            Arc::clone(&to_agent),
+        );
+        thread::Builder::new()
+            .name("bridge-c2a".into())
+            .spawn(move || {
+                pump(client_in, |line| {
+                    let out = lock(&translator).from_client(line);
+                    deliver(out, &to_agent, &to_client)
+                });
+                lock(&to_agent).take();
+                // The client sees a closed pipe if the agent stopped reading.
+                process::close_stdin();
+            })?;
+    }
+    // Agent → client; at the agent's EOF, close the client's side.
+    let (drained_tx, drained_rx) = mpsc::channel::<()>();
+    {
+        let (translator, to_client, to_agent) = (
+            Arc::clone(&translator),
+            Arc::clone(&to_client),
+            Arc::clone(&to_agent),
+        );
+        thread::Builder::new()
+            .name("bridge-a2c".into())
+            .spawn(move || {
+                pump(agent_out, |line| {
+                    let out = lock(&translator).from_agent(line);
+                    deliver(out, &to_agent, &to_client)
+                });
+                lock(&to_client).take();
+                process::close_stdout();
+                let _ = drained_tx.send(());
+            })?;
+    }
+
+    let status = signals.wait(&mut child)?;
+    let _ = drained_rx.recv_timeout(DRAIN_AFTER_EXIT);
+    signals.close();
+    let t = lock(&translator);
+    Ok(BridgeOutcome {
+        exit_code: process::exit_code(status),
+        mode: t.mode(),
+        translated: t.translated,
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Reads `input` line by line (each with its newline, the last one
+/// possibly without) until EOF or until `each` says stop.
+fn pump(input: impl io::Read, mut each: impl FnMut(&[u8]) -> bool) {
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if !each(&line) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Writes each line where it goes; `false` once the side it reads from
+/// can no longer be written to.
+fn deliver(
+    out: Vec<Out>,
+    to_agent: &Mutex<Option<Box<dyn Write + Send>>>,
+    to_client: &Mutex<Option<Box<dyn Write + Send>>>,
+) -> bool {
+    let mut ok = true;
+    for o in out {
+        let (target, bytes) = match o {
+            Out::ToAgent(b) => (to_agent, b),
+            Out::ToClient(b) => (to_client, b),
+        };
+        let mut w = lock(target);
+        if let Some(writer) = w.as_mut()
+            && (writer.write_all(&bytes).is_err() || writer.flush().is_err())
+        {
+            w.take();
+            ok = false;
+        }
+    }
+    ok
+}

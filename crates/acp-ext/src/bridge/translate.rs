@@ -1,0 +1,498 @@
+//! The bridge's translation, line by line, with no process: what each line
+//! from the client or the agent becomes (see the [module docs](super)).
+
+use std::collections::HashMap;
+
+use acp_extension_core::namespace::{Namespace, split_method};
+use acp_extension_core::negotiation::write_namespace;
+use acp_extension_core::standard::{
+    CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
+    SteeringResponse, advertises_steering,
+};
+use acp_extension_core::subagent_events::{SUBAGENT_EVENT_PATH, SubagentEvent};
+use serde_json::{Map, Value, json};
+
+/// What the client reads, as `--to` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum BridgeTarget {
+    /// ACP Extension Core: `subagents/event`, `_<ns>/session/steer`.
+    Core,
+    /// Standard ACP: `subagent_update` and child sessions,
+    /// `_session/steering`, `_session/goal`.
+    Standard,
+    /// What the client's `initialize` advertises: Core when it advertised
+    /// `subagentEvents`, standard when it advertised standard `subagents`,
+    /// otherwise nothing is translated.
+    #[default]
+    Auto,
+}
+
+crate::choice::choices!(BridgeTarget, "bridge target" {
+    Core = "core",
+    Standard = "standard",
+    Auto = "auto",
+});
+
+/// Which dialect one side speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Dialect {
+    /// ACP Extension Core.
+    Core,
+    /// Standard ACP (the official adapters' dialect).
+    Standard,
+    /// Neither (a client that advertised neither).
+    Plain,
+}
+
+/// Where the bridge translates, once both halves of `initialize` were seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    /// Nothing to translate (or `initialize` not seen yet): every line
+    /// passes as it is.
+    Pass,
+    /// A Core agent for a client of standard ACP.
+    ToStandard,
+    /// An agent of standard ACP for a Core client.
+    ToCore,
+}
+
+impl Mode {
+    /// `pass`, `to_standard` or `to_core`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Pass => "pass",
+            Mode::ToStandard => "to_standard",
+            Mode::ToCore => "to_core",
+        }
+    }
+}
+
+/// One line the bridge writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// To the agent's stdin.
+    ToAgent(Vec<u8>),
+    /// To the client (this process's stdout).
+    ToClient(Vec<u8>),
+}
+
+/// A translated request awaiting its response.
+#[derive(Debug, Clone)]
+enum Pending {
+    /// `_session/steering` sent on as a Core steer.
+    Steering { prompt_required: bool },
+    /// `_session/goal` sent on as a Core goal request.
+    Goal,
+    /// A Core steer sent on as `_session/steering`.
+    CoreSteer {
+        session_id: String,
+        steer_id: String,
+    },
+}
+
+/// The bridge's state: both sides' dialects, the translated requests in
+/// flight, and each dialect's run tables.
+#[derive(Debug)]
+pub struct Translator {
+    target: BridgeTarget,
+    init_id: Option<Value>,
+    client: Option<Dialect>,
+    /// The client advertised no extension at all.
+    client_plain: bool,
+    /// The namespace the client reads (events written to it).
+    client_ns: Namespace,
+    /// The namespace the agent reads (requests written to it).
+    agent_ns: Namespace,
+    mode: Mode,
+    pending: HashMap<String, Pending>,
+    to_standard: HashMap<String, StandardSubagents>,
+    to_core: CoreSubagents,
+    /// Lines translated, by the way they went.
+    pub translated: [u64; 2],
+}
+
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn line(v: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec(v).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+/// Whether `_meta.ua` or `_meta.lody` of `caps` holds `feature`.
+fn core_feature(caps: &Value, feature: &str) -> bool {
+    Namespace::ALL.iter().any(|ns| {
+        caps.get("_meta")
+            .and_then(|m| m.get(ns.key()))
+            .and_then(|m| m.get(feature))
+            .is_some_and(Value::is_object)
+    })
+}
+
+impl Translator {
+    /// A bridge writing `target` to its client.
+    pub fn new(target: BridgeTarget) -> Self {
+        Self {
+            target,
+            init_id: None,
+            client: None,
+            client_plain: false,
+            client_ns: Namespace::Lody,
+            agent_ns: Namespace::Lody,
+            mode: Mode::Pass,
+            pending: HashMap::new(),
+            to_standard: HashMap::new(),
+            to_core: CoreSubagents::new(),
+            translated: [0, 0],
+        }
+    }
+
+    /// Where it translates (known once `initialize` was answered).
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// One line from the client: what to write, and where.
+    pub fn from_client(&mut self, raw: &[u8]) -> Vec<Out> {
+        let pass = || vec![Out::ToAgent(raw.to_vec())];
+        let Ok(mut msg) = serde_json::from_slice::<Value>(raw) else {
+            return pass();
+        };
+        let (Some(method), Some(id)) = (
+            msg.get("method").and_then(Value::as_str).map(str::to_owned),
+            msg.get("id").cloned(),
+        ) else {
+            return pass();
+        };
+        if method == "initialize" {
+            return match self.initialize_request(&mut msg, id) {
+                true => {
+                    self.translated[0] += 1;
+                    vec![Out::ToAgent(line(&msg))]
+                }
+                false => pass(),
+            };
+        }
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let out = match self.mode {
+            Mode::ToStandard => self.standard_request(&method, &id, &params),
+            Mode::ToCore => self.core_request(&method, &id, &params),
+            Mode::Pass => None,
+        };
+        match out {
+            Some(out) => {
+                self.translated[0] += 1;
+                vec![out]
+            }
+            None => pass(),
+        }
+    }
+
+    /// One line from the agent: what to write, and where.
+    pub fn from_agent(&mut self, raw: &[u8]) -> Vec<Out> {
+        let pass = || vec![Out::ToClient(raw.to_vec())];
+        let Ok(mut msg) = serde_json::from_slice::<Value>(raw) else {
+            return pass();
+        };
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        let out = match (method, msg.get("id").cloned()) {
+            (None, Some(id)) => self.response(&mut msg, &id),
+            (Some(method), None) => self.notification(&method, &msg),
+            _ => None,
+        };
+        match out {
+            Some(out) => {
+                self.translated[1] += 1;
+                out
+            }
+            None => pass(),
+        }
+    }
+
+    /// Decides what the client reads and adds what the agent must see to
+    /// write what the bridge translates; whether the request changed.
+    fn initialize_request(&mut self, msg: &mut Value, id: Value) -> bool {
+        self.init_id = Some(id);
+        let caps = msg
+            .pointer("/params/clientCapabilities")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.client_plain = !Namespace::ALL
+            .iter()
+            .any(|ns| caps.get("_meta").and_then(|m| m.get(ns.key())).is_some());
+        self.client_ns = write_namespace(&caps);
+        let client = match self.target {
+            BridgeTarget::Core => Dialect::Core,
+            BridgeTarget::Standard => Dialect::Standard,
+            BridgeTarget::Auto if core_feature(&caps, "subagentEvents") => Dialect::Core,
+            BridgeTarget::Auto
+                if acp_extension_core::standard::client_reads_subagent_updates(&caps) =>
+            {
+                Dialect::Standard
+            }
+            BridgeTarget::Auto => Dialect::Plain,
+        };
+        self.client = Some(client);
+        let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) else {
+            return false;
+        };
+        let caps = params
+            .entry("clientCapabilities")
+            .or_insert_with(|| Value::Object(Map::new()));
+        let Some(caps) = caps.as_object_mut() else {
+            return false;
+        };
+        match client {
+            // A Core agent writes subagent events only to a client that
+            // advertised them; a standard agent reads `subagents`.
+            Dialect::Standard if !core_feature(&Value::Object(caps.clone()), "subagentEvents") => {
+                let meta = caps
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Some(meta) = meta.as_object_mut() else {
+                    return false;
+                };
+                let section = meta
+                    .entry(self.client_ns.key())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Some(section) = section.as_object_mut() else {
+                    return false;
+                };
+                section.insert("subagentEvents".into(), json!({"version": 1}));
+                true
+            }
+            Dialect::Core if !caps.get("subagents").is_some_and(Value::is_object) => {
+                caps.insert("subagents".into(), json!({}));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The agent's `initialize` result: what the agent writes, hence the
+    /// mode; the advertisement the client reads.
+    fn initialize_result(&mut self, result: &mut Value) -> bool {
+        let caps = result
+            .get("agentCapabilities")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.agent_ns = write_namespace(&caps);
+        let agent = if core_feature(&caps, "subagentEvents") {
+            Dialect::Core
+        } else {
+            Dialect::Standard
+        };
+        self.mode = match (agent, self.client) {
+            (Dialect::Core, Some(Dialect::Standard)) => Mode::ToStandard,
+            (Dialect::Standard, Some(Dialect::Core)) => Mode::ToCore,
+            _ => Mode::Pass,
+        };
+        match self.mode {
+            Mode::ToStandard => {
+                let steering = Namespace::ALL.iter().any(|ns| {
+                    caps.pointer(&format!("/_meta/{}/steering/transport", ns.key()))
+                        .and_then(Value::as_str)
+                        == Some("request")
+                });
+                if !steering || advertises_steering(result) {
+                    return false;
+                }
+                let Some(r) = result.as_object_mut() else {
+                    return false;
+                };
+                let meta = r
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                match meta.as_object_mut() {
+                    Some(m) => {
+                        m.insert("steering".into(), json!({"supported": true}));
+                        true
+                    }
+                    None => false,
+                }
+            }
+            Mode::ToCore => {
+                let steering = advertises_steering(result);
+                let Some(r) = result.as_object_mut() else {
+                    return false;
+                };
+                let caps = r
+                    .entry("agentCapabilities")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Some(caps) = caps.as_object_mut() else {
+                    return false;
+                };
+                let meta = caps
+                    .entry("_meta")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Some(meta) = meta.as_object_mut() else {
+                    return false;
+                };
+                let section = meta
+                    .entry(self.client_ns.key())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                let Some(section) = section.as_object_mut() else {
+                    return false;
+                };
+                section.insert("subagentEvents".into(), json!({"version": 1}));
+                if steering {
+                    section.insert(
+                        "steering".into(),
+                        json!({"version": 1, "transport": "request", "upstreamTurn": "same",
+                            "configPolicy": "active"}),
+                    );
+                }
+                true
+            }
+            Mode::Pass => false,
+        }
+    }
+
+    /// A standard client's request to a Core agent.
+    fn standard_request(&mut self, method: &str, id: &Value, params: &Value) -> Option<Out> {
+        match method {
+            STEERING_METHOD => {
+                let r: SteeringRequest = serde_json::from_value(params.clone()).ok()?;
+                let steer_id = r.steer_id.clone().unwrap_or_else(|| format!("bridge:{id}"));
+                let core = r.to_core(steer_id);
+                self.pending.insert(
+                    id_key(id),
+                    Pending::Steering {
+                        prompt_required: r.prompt_required(),
+                    },
+                );
+                let params = serde_json::to_value(core).ok()?;
+                Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
+                    "method": self.agent_ns.method("session/steer"), "params": params}))))
+            }
+            GOAL_METHOD => {
+                self.pending.insert(id_key(id), Pending::Goal);
+                Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
+                    "method": self.agent_ns.method("session/goal"), "params": params}))))
+            }
+            _ => None,
+        }
+    }
+
+    /// A Core client's request to a standard agent.
+    fn core_request(&mut self, method: &str, id: &Value, params: &Value) -> Option<Out> {
+        let (_, path) = split_method(method)?;
+        if path != "session/steer" {
+            return None;
+        }
+        let session_id = params.get("sessionId")?.as_str()?.to_owned();
+        let steer_id = params.get("steerId")?.as_str()?.to_owned();
+        let prompt = params.get("prompt").cloned().unwrap_or_else(|| json!([]));
+        self.pending.insert(
+            id_key(id),
+            Pending::CoreSteer {
+                session_id: session_id.clone(),
+                steer_id: steer_id.clone(),
+            },
+        );
+        Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
+            "method": STEERING_METHOD, "params": {"sessionId": session_id, "prompt": prompt,
+                "steerId": steer_id, "_meta": {"steering": {"idleBehavior": "promptRequired"}}}}))))
+    }
+
+    /// A response from the agent: `initialize`'s, or a translated
+    /// request's.
+    fn response(&mut self, msg: &mut Value, id: &Value) -> Option<Vec<Out>> {
+        if self.init_id.as_ref() == Some(id) {
+            self.init_id = None;
+            let result = msg.get_mut("result")?;
+            return self
+                .initialize_result(result)
+                .then(|| vec![Out::ToClient(line(msg))]);
+        }
+        let pending = self.pending.remove(&id_key(id))?;
+        let result = msg.get("result")?;
+        let answer = match pending {
+            Pending::Steering { prompt_required } => {
+                let injected = result.get("outcome").and_then(Value::as_str) == Some("injected");
+                let response = match (injected, prompt_required) {
+                    (true, _) => SteeringResponse::Injected,
+                    (false, true) => SteeringResponse::no_running_turn(),
+                    (false, false) => SteeringResponse::Failed,
+                };
+                serde_json::to_value(response).ok()?
+            }
+            Pending::Goal => json!({}),
+            Pending::CoreSteer {
+                session_id,
+                steer_id,
+            } => {
+                return Some(match result.get("outcome").and_then(Value::as_str) {
+                    // Accepted: a synthesized `steer_applied` first (the
+                    // adapters send none; "applied" means "accepted").
+                    Some("injected" | "startedNewTurn") => vec![
+                        Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                            "method": self.client_ns.method("session/steer_applied"),
+                            "params": {"sessionId": session_id, "steerId": steer_id}}))),
+                        Out::ToClient(line(&json!({"jsonrpc": "2.0", "id": id,
+                            "result": {"outcome": "injected"}}))),
+                    ],
+                    Some("promptRequired") => vec![Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                        "id": id, "error": {"code": -32600,
+                            "message": "no turn is running; send session/prompt"}})))],
+                    _ => vec![Out::ToClient(line(&json!({"jsonrpc": "2.0", "id": id,
+                        "result": {"outcome": "failed"}})))],
+                });
+            }
+        };
+        Some(vec![Out::ToClient(line(
+            &json!({"jsonrpc": "2.0", "id": id, "result": answer}),
+        ))])
+    }
+
+    /// A notification from the agent.
+    fn notification(&mut self, method: &str, msg: &Value) -> Option<Vec<Out>> {
+        let params = msg.get("params")?;
+        match self.mode {
+            Mode::ToStandard => {
+                let (_, path) = split_method(method)?;
+                if path == SUBAGENT_EVENT_PATH {
+                    let event: SubagentEvent = serde_json::from_value(params.clone()).ok()?;
+                    let root = event.session_id().to_owned();
+                    let runs = self
+                        .to_standard
+                        .entry(root.clone())
+                        .or_insert_with(|| StandardSubagents::new(root));
+                    return Some(
+                        runs.event(&event)
+                            .iter()
+                            .filter_map(|n| serde_json::to_value(n).ok())
+                            .map(|p| {
+                                Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                                    "method": "session/update", "params": p})))
+                            })
+                            .collect(),
+                    );
+                }
+                // The agent's own notifications a plain client would not
+                // have got: the bridge made the client look extension-aware.
+                (self.client_plain && acp_extension_core::methods::method_kind(method).is_some())
+                    .then(Vec::new)
+            }
+            Mode::ToCore if method == "session/update" => {
+                let events = self.to_core.session_update(params)?;
+                Some(
+                    events
+                        .iter()
+                        .filter_map(|e| serde_json::to_value(e).ok())
+                        .map(|p| {
+                            Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                                "method": self.client_ns.method(SUBAGENT_EVENT_PATH), "params": p})))
+                        })
+                        .collect(),
+                )
+            }
+            _ => None,
+        }
+    }
+}
