@@ -167,7 +167,10 @@ async fn a_standard_agent_reaches_a_core_client_as_subagent_events() {
         .iter()
         .map(|r| r.feature.as_str())
         .collect();
-    assert_eq!(features, ["subagentEvents", "steering"]);
+    assert_eq!(
+        features,
+        ["subagentEvents", "usage", "rateLimits", "steering"]
+    );
     let prompt = &report.prompts[0];
     assert!(
         prompt
@@ -194,6 +197,26 @@ async fn a_standard_agent_reaches_a_core_client_as_subagent_events() {
         ]
     );
     assert_eq!(client_runs, agent_runs);
+    // claude's rate limit and codex's turn usage, in Core.
+    let limit = &client.rate_limits()["five_hour"];
+    assert!((limit.rate_limit.windows[0].used_percent.get() - 91.0).abs() < 1e-9);
+    assert_eq!(limit.rate_limit.scope.provider_id, "standard-scripted");
+    assert_eq!(
+        serde_json::to_value(&limit.rate_limit).unwrap(),
+        serde_json::to_value(&agent.rate_limits()["five_hour"].rate_limit).unwrap()
+    );
+    let usage = &client.session("s1").unwrap().usage;
+    assert_eq!(
+        serde_json::to_value(&usage.totals["gpt-5.5"]).unwrap(),
+        json!({"inputTokens": 200, "outputTokens": 60, "cacheReadInputTokens": 1000,
+            "cacheCreationInputTokens": 0, "reasoningOutputTokens": 40, "webSearchRequests": 0})
+    );
+    assert_eq!(
+        report.prompts[0]
+            .extension_notifications
+            .get("_lody/session/usage_update"),
+        Some(&1)
+    );
     // The failure's message became the Core reason.
     let failed = client
         .session("s1")
@@ -370,6 +393,52 @@ fn a_standard_steer_to_a_core_agent_asks_for_a_prompt_when_nothing_runs() {
             "params": {"sessionId": "s1", "steerId": "bridge:9"}}),
     );
     assert!(applied.is_empty());
+}
+
+#[test]
+fn a_core_agents_turn_usage_becomes_the_standard_prompt_usage() {
+    let mut t = Translator::new(BridgeTarget::Standard);
+    send(
+        &mut t,
+        true,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    );
+    send(
+        &mut t,
+        false,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"_meta": {"lody": {"subagentEvents": {"version": 1}}}}}}),
+    );
+    assert_eq!(t.mode(), Mode::ToStandard);
+    let prompt = json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+        "params": {"sessionId": "s", "prompt": []}});
+    // The prompt itself passes unchanged.
+    assert_eq!(send(&mut t, true, prompt.clone()), [("agent", prompt)]);
+    // The Core usage update is not for this client (no extension) …
+    let usage = send(
+        &mut t,
+        false,
+        json!({"jsonrpc": "2.0", "method": "_lody/session/usage_update", "params": {
+            "sessionId": "s", "usage": {"inputTokens": 10, "outputTokens": 5,
+                "cacheReadInputTokens": 100, "reasoningOutputTokens": 2}}}),
+    );
+    assert!(usage.is_empty());
+    // … but the turn's usage is in the answer, as a standard client reads it.
+    let answer = send(
+        &mut t,
+        false,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}),
+    );
+    assert_eq!(
+        answer,
+        [(
+            "client",
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn",
+                "usage": {"totalTokens": 117, "inputTokens": 10, "outputTokens": 7,
+                    "cachedReadTokens": 100, "cachedWriteTokens": 0, "thoughtTokens": 2}}})
+        )]
+    );
 }
 
 #[test]

@@ -494,6 +494,49 @@ fn bridged_runs_agree(name: &str, r: &Run) {
             assert_eq!(run.state_name(), expected, "{name}: {run:#?}\n{std:#?}");
         }
     }
+    // The turns' usage: every quota row of the agent's side is the same
+    // model's Core ledger on the client's side (reasoning in its own
+    // bucket, out of the output; cache writes in either spelling).
+    let quota = &agent_side.usage.turn_totals.quota_models;
+    assert!(!quota.is_empty(), "{name}: no quota rows");
+    for (model, counters) in quota {
+        let row = serde_json::to_value(&client_side.usage.totals[model]).unwrap();
+        let n = |k: &str| counters.get(k).copied().unwrap_or(0);
+        let reasoning = n("reasoningOutputTokens");
+        assert_eq!(row["inputTokens"], n("inputTokens"), "{name} {model}");
+        assert_eq!(
+            row["cacheReadInputTokens"],
+            n("cachedInputTokens"),
+            "{name} {model}"
+        );
+        assert_eq!(
+            row["cacheCreationInputTokens"],
+            n("cacheWriteInputTokens") + n("cachedWriteTokens"),
+            "{name} {model}"
+        );
+        assert_eq!(
+            row["outputTokens"].as_u64().unwrap()
+                + row["reasoningOutputTokens"].as_u64().unwrap_or(0),
+            n("outputTokens"),
+            "{name} {model}"
+        );
+        assert_eq!(
+            row["reasoningOutputTokens"].as_u64().unwrap_or(0),
+            reasoning
+        );
+    }
+    // Rate limits: claude's `_claude/rateLimit` rows, the same on both sides.
+    for (id, entry) in r.state.rate_limits() {
+        let there = client
+            .rate_limits()
+            .get(id)
+            .unwrap_or_else(|| panic!("{name}: rate limit {id} missing on the client's side"));
+        assert_eq!(
+            serde_json::to_value(&there.rate_limit).unwrap(),
+            serde_json::to_value(&entry.rate_limit).unwrap(),
+            "{name} {id}"
+        );
+    }
     // Names: the child's title.
     let titles: Vec<Option<&str>> = agent_side
         .subagent_runs
@@ -549,8 +592,11 @@ fn claude_agent_acp_through_the_bridge_for_a_core_client() {
         Via::Bridge,
         "claude-bridged",
         &agent,
-        &["spawn a helper"],
+        // claude reports its rate limit once a turn's usage is known.
+        &["hello", "spawn a helper", "hello"],
         Some(&node22),
     );
     bridged_runs_agree("claude", &r);
+    // claude reported its rate limit, which the client read in Core.
+    assert!(!r.state.rate_limits().is_empty(), "claude: no rate limit");
 }

@@ -328,6 +328,146 @@ pub fn client_reads_subagent_updates(client_capabilities: &Value) -> bool {
         .is_some_and(Value::is_object)
 }
 
+/// Epoch seconds from a number that may be seconds or milliseconds (the
+/// adapters pass vendors' timestamps through unscaled); `null` when absent
+/// or not positive.
+pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
+    match v.and_then(Value::as_f64) {
+        Some(n) if n >= 1e12 => serde_json::json!((n / 1000.0).floor() as u64),
+        Some(n) if n > 0.0 => serde_json::json!(n.floor() as u64),
+        _ => Value::Null,
+    }
+}
+
+/// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`, on a
+/// `usage_update`'s `_meta`) as Core `rate_limits/update` params: one limit
+/// per `rateLimitType`, `utilization` (a fraction) ×100, `resetsAt` epoch
+/// seconds, `providerId` as given (the agent's name). `None` for a status
+/// without `utilization` (claude below its warning threshold), except
+/// `rejected`, which is 100 %. Lost: `status` and the `overage*` fields.
+///
+/// ```
+/// use acp_extension_core::rate_limits::RateLimitsSnapshot;
+/// use acp_extension_core::standard::claude_rate_limits;
+/// use serde_json::json;
+///
+/// let info = json!({"status": "allowed_warning", "resetsAt": 1790092800,
+///     "rateLimitType": "five_hour", "utilization": 0.91});
+/// let params = claude_rate_limits(&info, "claude-agent-acp").unwrap();
+/// let snapshot: RateLimitsSnapshot = serde_json::from_value(params)?;
+/// let window = &snapshot.rate_limits[0].windows[0];
+/// assert!((window.used_percent.get() - 91.0).abs() < 1e-9);
+/// assert!(claude_rate_limits(&json!({"status": "allowed"}), "claude").is_none());
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+pub fn claude_rate_limits(info: &Value, provider: &str) -> Option<Value> {
+    let kind = info.get("rateLimitType").and_then(Value::as_str);
+    let seconds = match kind {
+        Some("five_hour") => serde_json::json!(18000),
+        Some(k) if k.starts_with("seven_day") => serde_json::json!(604800),
+        _ => Value::Null,
+    };
+    let utilization = match info.get("utilization").and_then(Value::as_f64) {
+        Some(u) => u,
+        None if info.get("status").and_then(Value::as_str) == Some("rejected") => 1.0,
+        None => return None,
+    };
+    Some(serde_json::json!({"rateLimits": [{
+        "limitId": kind.unwrap_or("claude"),
+        "scope": {"providerId": provider},
+        "windows": [{
+            "usedPercent": (utilization * 100.0).clamp(0.0, 100.0),
+            "windowDurationSeconds": seconds,
+            "resetsAtEpochSeconds": epoch_seconds(info.get("resetsAt")),
+        }],
+    }]}))
+}
+
+/// The per-model usage of one prompt, from its standard result: the rows of
+/// `_meta.quota.model_usage` (both official adapters send it), else one
+/// row `default` from `usage`. Counters are mapped into Core's disjoint
+/// buckets (`official-adapters.md` §9): `cachedInputTokens` /
+/// `cachedReadTokens` → `cacheReadInputTokens`; `cacheWriteInputTokens`
+/// (codex) / `cachedWriteTokens` (claude) → `cacheCreationInputTokens`;
+/// reasoning (`reasoningOutputTokens`, `thoughtTokens`) → its own bucket,
+/// taken out of `outputTokens` (OpenAI's output includes it). Cost stays
+/// unknown. Empty when the result reports nothing.
+///
+/// ```
+/// use acp_extension_core::standard::prompt_model_usage;
+/// use serde_json::json;
+///
+/// let result = json!({"stopReason": "end_turn", "_meta": {"quota": {"model_usage": [{"model": "gpt",
+///     "token_count": {"totalTokens": 1300, "inputTokens": 200, "cachedInputTokens": 1000,
+///         "cacheWriteInputTokens": 0, "outputTokens": 100, "reasoningOutputTokens": 40}}]}}});
+/// let rows = prompt_model_usage(&result);
+/// let row = serde_json::to_value(&rows["gpt"])?;
+/// assert_eq!(row, json!({"inputTokens": 200, "outputTokens": 60, "cacheReadInputTokens": 1000,
+///     "cacheCreationInputTokens": 0, "reasoningOutputTokens": 40}));
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+pub fn prompt_model_usage(result: &Value) -> indexmap::IndexMap<String, crate::usage::ModelUsage> {
+    fn row(c: &Value) -> Option<crate::usage::ModelUsage> {
+        let n = |k: &str| c.get(k).and_then(Value::as_u64);
+        let reasoning = n("reasoningOutputTokens").or(n("thoughtTokens"));
+        let output = n("outputTokens")?.saturating_sub(reasoning.unwrap_or(0));
+        let mut v = serde_json::json!({
+            "inputTokens": n("inputTokens")?,
+            "outputTokens": output,
+            "cacheReadInputTokens": n("cachedInputTokens").or(n("cachedReadTokens")).unwrap_or(0),
+        });
+        if let Some(w) = n("cacheWriteInputTokens").or(n("cachedWriteTokens")) {
+            v["cacheCreationInputTokens"] = w.into();
+        }
+        if let Some(r) = reasoning {
+            v["reasoningOutputTokens"] = r.into();
+        }
+        serde_json::from_value(v).ok()
+    }
+    let mut rows = indexmap::IndexMap::new();
+    let quota = result
+        .pointer("/_meta/quota/model_usage")
+        .and_then(Value::as_array);
+    for r in quota.into_iter().flatten() {
+        if let (Some(model), Some(usage)) = (
+            r.get("model").and_then(Value::as_str),
+            r.get("token_count").and_then(row),
+        ) {
+            rows.insert(model.to_owned(), usage);
+        }
+    }
+    if rows.is_empty()
+        && let Some(usage) = result.get("usage").and_then(row)
+    {
+        rows.insert("default".to_owned(), usage);
+    }
+    rows
+}
+
+/// A Core usage row as a standard prompt result's `usage`: `totalTokens`
+/// the sum of every bucket, `inputTokens`, `outputTokens` (reasoning
+/// included, as the adapters count it), `cachedReadTokens`,
+/// `cachedWriteTokens`, `thoughtTokens`.
+pub fn standard_prompt_usage(usage: &crate::usage::ModelUsage) -> Value {
+    let v = serde_json::to_value(usage).unwrap_or(Value::Null);
+    let n = |k: &str| v.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let (input, output, read, write, reasoning) = (
+        n("inputTokens"),
+        n("outputTokens"),
+        n("cacheReadInputTokens"),
+        n("cacheCreationInputTokens"),
+        n("reasoningOutputTokens"),
+    );
+    serde_json::json!({
+        "totalTokens": input + output + read + write + reasoning,
+        "inputTokens": input,
+        "outputTokens": output + reasoning,
+        "cachedReadTokens": read,
+        "cachedWriteTokens": write,
+        "thoughtTokens": reasoning,
+    })
+}
+
 /// The child session id a run gets in the standard dialect.
 pub fn child_session_id(root: &str, run_id: &str) -> SessionId {
     SessionId::new(format!("{root}:subagent:{run_id}"))

@@ -30,7 +30,11 @@
 //!   `_<ns>/session/goal`, answered `{}` (the snapshot is dropped).
 //! - To a client that advertised no extension at all, the agent's other
 //!   extension notifications (`steer_applied`, usage, activity, rate
-//!   limits) are dropped, as an agent would not send them to it.
+//!   limits) are dropped, as an agent would not send them to it. A prompt
+//!   result without `usage` gains the turn's usage, the last
+//!   `_<ns>/session/usage_update`'s `usage` during the prompt
+//!   ([`acp_extension_core::standard::standard_prompt_usage`]); a standard
+//!   `usage_update` cannot be made (Core has no context occupancy).
 //! - Lost: `session/cancel` of a child session (Core cancels by native
 //!   task id, which the bridge does not know).
 //!
@@ -52,10 +56,18 @@
 //!   `injected` after a synthesized `_<ns>/session/steer_applied` ("applied"
 //!   then means "accepted": the adapters confirm nothing more),
 //!   `promptRequired` is a `-32600` error, anything else `failed`.
+//! - claude's `_claude/rateLimit` (on a `usage_update`, which passes as it
+//!   is) is followed by `_<ns>/rate_limits/update`
+//!   ([`acp_extension_core::standard::claude_rate_limits`]: `status` and
+//!   the `overage*` fields are lost); a prompt result's `_meta.quota` rows
+//!   (else its `usage`) are accounted in the session's Core ledger (one
+//!   scope per connection, the prompt's request id as the operation) and
+//!   sent as `_<ns>/session/usage_update` before the answer
+//!   ([`acp_extension_core::standard::prompt_model_usage`]: cost stays
+//!   unknown). The result advertises `usage` and `rateLimits`.
 //! - Lost: `session_message`s (Core has no inter-session messages; they
 //!   pass as they are), child permission requests are not re-routed to the
-//!   root, `_claude/rateLimit`, turn usage and quota are not turned into
-//!   `_<ns>/rate_limits/update` or `_<ns>/session/usage_update`.
+//!   root.
 //!
 //! Batches, lines that are not JSON, and every message not named above
 //! pass unchanged. Requests are never invented: a translated request keeps

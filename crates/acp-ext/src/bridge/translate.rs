@@ -7,9 +7,11 @@ use acp_extension_core::namespace::{Namespace, split_method};
 use acp_extension_core::negotiation::write_namespace;
 use acp_extension_core::standard::{
     CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
-    SteeringResponse, advertises_steering,
+    SteeringResponse, advertises_steering, claude_rate_limits, prompt_model_usage,
+    standard_prompt_usage,
 };
 use acp_extension_core::subagent_events::{SUBAGENT_EVENT_PATH, SubagentEvent};
+use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
 use serde_json::{Map, Value, json};
 
 /// What the client reads, as `--to` says it.
@@ -91,6 +93,9 @@ enum Pending {
         session_id: String,
         steer_id: String,
     },
+    /// A `session/prompt`, passed as it is: its result carries the turn's
+    /// usage in the agent's dialect.
+    Prompt { session_id: String },
 }
 
 /// The bridge's state: both sides' dialects, the translated requests in
@@ -110,6 +115,13 @@ pub struct Translator {
     pending: HashMap<String, Pending>,
     to_standard: HashMap<String, StandardSubagents>,
     to_core: CoreSubagents,
+    /// The agent's `agentInfo.name` (the provider of its rate limits).
+    agent_name: String,
+    /// Per session, the Core ledger a standard agent's turn usage is
+    /// accounted in (one scope per connection).
+    ledgers: HashMap<String, SessionUsageAccumulator>,
+    /// Per session, the last turn usage a Core agent reported.
+    last_usage: HashMap<String, ModelUsage>,
     /// Lines translated, by the way they went.
     pub translated: [u64; 2],
 }
@@ -148,6 +160,9 @@ impl Translator {
             pending: HashMap::new(),
             to_standard: HashMap::new(),
             to_core: CoreSubagents::new(),
+            agent_name: String::new(),
+            ledgers: HashMap::new(),
+            last_usage: HashMap::new(),
             translated: [0, 0],
         }
     }
@@ -179,6 +194,20 @@ impl Translator {
             };
         }
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        if method == "session/prompt"
+            && self.mode != Mode::Pass
+            && let Some(sid) = params.get("sessionId").and_then(Value::as_str)
+        {
+            // Passed as it is; its result's usage is translated.
+            self.last_usage.remove(sid);
+            self.pending.insert(
+                id_key(&id),
+                Pending::Prompt {
+                    session_id: sid.to_owned(),
+                },
+            );
+            return pass();
+        }
         let out = match self.mode {
             Mode::ToStandard => self.standard_request(&method, &id, &params),
             Mode::ToCore => self.core_request(&method, &id, &params),
@@ -202,7 +231,7 @@ impl Translator {
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
         let out = match (method, msg.get("id").cloned()) {
             (None, Some(id)) => self.response(&mut msg, &id),
-            (Some(method), None) => self.notification(&method, &msg),
+            (Some(method), None) => self.notification(&method, &msg, raw),
             _ => None,
         };
         match out {
@@ -282,6 +311,11 @@ impl Translator {
             .cloned()
             .unwrap_or(Value::Null);
         self.agent_ns = write_namespace(&caps);
+        self.agent_name = result
+            .pointer("/agentInfo/name")
+            .and_then(Value::as_str)
+            .unwrap_or("agent")
+            .to_owned();
         let agent = if core_feature(&caps, "subagentEvents") {
             Dialect::Core
         } else {
@@ -340,6 +374,13 @@ impl Translator {
                     return false;
                 };
                 section.insert("subagentEvents".into(), json!({"version": 1}));
+                // Turn usage and claude's rate limits, translated below.
+                section
+                    .entry("usage")
+                    .or_insert_with(|| json!({"version": 1}));
+                section
+                    .entry("rateLimits")
+                    .or_insert_with(|| json!({"version": 1}));
                 if steering {
                     section.insert(
                         "steering".into(),
@@ -411,6 +452,9 @@ impl Translator {
                 .then(|| vec![Out::ToClient(line(msg))]);
         }
         let pending = self.pending.remove(&id_key(id))?;
+        if let Pending::Prompt { session_id } = pending {
+            return self.prompt_result(msg, id, &session_id);
+        }
         let result = msg.get("result")?;
         let answer = match pending {
             Pending::Steering { prompt_required } => {
@@ -423,6 +467,7 @@ impl Translator {
                 serde_json::to_value(response).ok()?
             }
             Pending::Goal => json!({}),
+            Pending::Prompt { .. } => return None,
             Pending::CoreSteer {
                 session_id,
                 steer_id,
@@ -450,8 +495,44 @@ impl Translator {
         ))])
     }
 
+    /// A prompt's result: a standard agent's turn usage accounted into the
+    /// session's Core ledger and sent before the answer; a Core agent's
+    /// last turn usage added to the answer as its standard `usage`.
+    fn prompt_result(&mut self, msg: &mut Value, id: &Value, sid: &str) -> Option<Vec<Out>> {
+        match self.mode {
+            Mode::ToCore => {
+                let rows = prompt_model_usage(msg.get("result")?);
+                if rows.is_empty() {
+                    return None;
+                }
+                let ns = self.client_ns;
+                let ledger = self
+                    .ledgers
+                    .entry(sid.to_owned())
+                    .or_insert_with(|| SessionUsageAccumulator::new().with_namespace(ns));
+                let update = ledger.update(sid, &id_key(id), &rows)?;
+                let params = serde_json::to_value(update).ok()?;
+                Some(vec![
+                    Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                        "method": ns.method("session/usage_update"), "params": params}))),
+                    Out::ToClient(line(msg)),
+                ])
+            }
+            Mode::ToStandard => {
+                let usage = self.last_usage.remove(sid)?;
+                let result = msg.get_mut("result")?.as_object_mut()?;
+                if result.contains_key("usage") {
+                    return None;
+                }
+                result.insert("usage".into(), standard_prompt_usage(&usage));
+                Some(vec![Out::ToClient(line(msg))])
+            }
+            Mode::Pass => None,
+        }
+    }
+
     /// A notification from the agent.
-    fn notification(&mut self, method: &str, msg: &Value) -> Option<Vec<Out>> {
+    fn notification(&mut self, method: &str, msg: &Value, raw: &[u8]) -> Option<Vec<Out>> {
         let params = msg.get("params")?;
         match self.mode {
             Mode::ToStandard => {
@@ -474,15 +555,27 @@ impl Translator {
                             .collect(),
                     );
                 }
+                if path == "session/usage_update"
+                    && let (Some(sid), Some(usage)) = (
+                        params.get("sessionId").and_then(Value::as_str),
+                        params
+                            .get("usage")
+                            .and_then(|u| serde_json::from_value::<ModelUsage>(u.clone()).ok()),
+                    )
+                {
+                    self.last_usage.insert(sid.to_owned(), usage);
+                }
                 // The agent's own notifications a plain client would not
                 // have got: the bridge made the client look extension-aware.
                 (self.client_plain && acp_extension_core::methods::method_kind(method).is_some())
                     .then(Vec::new)
             }
             Mode::ToCore if method == "session/update" => {
-                let events = self.to_core.session_update(params)?;
-                Some(
-                    events
+                let limits = params
+                    .pointer("/update/_meta/_claude~1rateLimit")
+                    .and_then(|info| claude_rate_limits(info, &self.agent_name));
+                let mut out: Vec<Out> = match self.to_core.session_update(params) {
+                    Some(events) => events
                         .iter()
                         .filter_map(|e| serde_json::to_value(e).ok())
                         .map(|p| {
@@ -490,7 +583,16 @@ impl Translator {
                                 "method": self.client_ns.method(SUBAGENT_EVENT_PATH), "params": p})))
                         })
                         .collect(),
-                )
+                    // Not subagent traffic: it passes as it is, and claude's
+                    // rate limit follows it.
+                    None if limits.is_some() => vec![Out::ToClient(raw.to_vec())],
+                    None => return None,
+                };
+                if let Some(limits) = limits {
+                    out.push(Out::ToClient(line(&json!({"jsonrpc": "2.0",
+                        "method": self.client_ns.method("rate_limits/update"), "params": limits}))));
+                }
+                Some(out)
             }
             _ => None,
         }

@@ -9,7 +9,8 @@ and 5) and nothing of ACP Extension Core.
   description, no state), each then `running` with the cancel capability,
   a message chunk, a tool call and a `usage_update` on its own session; the
   first ends `idle`/`end_turn`, the second `idle`/`error`. The parent gets a
-  message chunk, and the prompt result its `usage` and `_meta.quota`.
+  message chunk, a `usage_update` carrying claude's `_claude/rateLimit`, and
+  the prompt result codex's `usage` and `_meta.quota`.
   Without `subagents`, the prompt gets only the parent's chunk.
 - `_session/steering`: `injected` when the text says "inject", otherwise
   `promptRequired` (`noRunningTurn`) when the client asked for it, else
@@ -76,10 +77,20 @@ for line in sys.stdin:
                                     "error": {"code": -32603, "message": "Subagent work failed"}}})
         update("s1", {"sessionUpdate": "agent_message_chunk",
                       "content": {"type": "text", "text": "Both parts checked."}})
+        # claude's context update with its rate limit.
+        update("s1", {"sessionUpdate": "usage_update", "used": 53755, "size": 200000,
+                      "_meta": {"_claude/rateLimit": {
+                          "status": "allowed_warning", "resetsAt": 1790092800,
+                          "rateLimitType": "five_hour", "utilization": 0.91}}})
+        # codex's turn usage and quota.
+        count = {"totalTokens": 1300, "inputTokens": 200, "cachedInputTokens": 1000,
+                 "cacheWriteInputTokens": 0, "outputTokens": 100, "reasoningOutputTokens": 40}
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "stopReason": "end_turn",
             "usage": {"totalTokens": 1300, "inputTokens": 200, "cachedReadTokens": 1000,
                       "cachedWriteTokens": 0, "outputTokens": 100, "thoughtTokens": 40},
+            "_meta": {"quota": {"token_count": count,
+                                "model_usage": [{"model": "gpt-5.5", "token_count": count}]}},
         }})
     elif method == "_session/steering":
         text = " ".join(b.get("text", "") for b in params.get("prompt") or [])

@@ -25,6 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::methods::ExtensionNotification;
+use crate::standard::epoch_seconds as epoch;
 use crate::violation::Violation;
 
 pub(super) const USAGE: &str = "_acp_ext:session_usage_update";
@@ -68,14 +69,6 @@ fn drop_null_context_window(row: &mut Value) {
         && o.get("contextWindow").is_some_and(Value::is_null)
     {
         o.remove("contextWindow");
-    }
-}
-
-pub(super) fn epoch(v: Option<&Value>) -> Value {
-    match v.and_then(Value::as_f64) {
-        Some(n) if n >= 1e12 => json!((n / 1000.0).floor() as u64),
-        Some(n) if n > 0.0 => json!(n.floor() as u64),
-        _ => Value::Null,
     }
 }
 

@@ -2,7 +2,7 @@
 //! the turn usage of prompt results, and claude's rate-limit rows that
 //! ride on `usage_update`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::str_at;
 use super::*;
@@ -174,30 +174,12 @@ impl ConnectionState {
     /// status without `utilization` (claude below its warning threshold)
     /// makes no row, except `rejected`, which is 100 %.
     fn claude_rate_limit(&mut self, method: &str, info: &Value, out: &mut Vec<Change>) {
-        let kind = info.get("rateLimitType").and_then(Value::as_str);
-        let seconds = match kind {
-            Some("five_hour") => json!(18000),
-            Some(k) if k.starts_with("seven_day") => json!(604800),
-            _ => Value::Null,
-        };
+        let provider = self.agent_name().unwrap_or("claude").to_owned();
         // Below its warning threshold claude reports a status without a
         // figure: nothing for a row to hold (a rejection is 100 %).
-        let utilization = match info.get("utilization").and_then(Value::as_f64) {
-            Some(u) => u,
-            None if str_at(info, "status") == Some("rejected") => 1.0,
-            None => return,
+        let Some(mapped) = crate::standard::claude_rate_limits(info, &provider) else {
+            return;
         };
-        let percent = utilization * 100.0;
-        let provider = self.agent_name().unwrap_or("claude").to_owned();
-        let mapped = json!({"rateLimits": [{
-            "limitId": kind.unwrap_or("claude"),
-            "scope": {"providerId": provider},
-            "windows": [{
-                "usedPercent": percent.clamp(0.0, 100.0),
-                "windowDurationSeconds": seconds,
-                "resetsAtEpochSeconds": legacy::epoch(info.get("resetsAt")),
-            }],
-        }]});
         match serde_json::from_value::<RateLimitsSnapshot>(mapped) {
             Ok(snapshot) => self.upsert_rate_limits(snapshot, Dialect::Standard, out),
             Err(e) => self.record_invalid(
