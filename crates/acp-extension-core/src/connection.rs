@@ -363,6 +363,20 @@ pub trait Observer {
 pub use crate::sequence::Limits;
 
 /// One followed connection; see the [module docs](self).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::capabilities::{Feature, Side};
+/// use acp_extension_core::connection::{Connection, Direction};
+///
+/// let mut c = Connection::new();
+/// c.follow_line(Direction::Unknown, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"ua":{"subagentEvents":{"version":1}}}}}}"#, &mut []);
+/// c.follow_line(Direction::Unknown, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"_meta":{"ua":{"subagentEvents":{"version":1}}}}}}"#, &mut []);
+/// assert_eq!(c.supports(Side::Client, Feature::SubagentEvents), Some(true));
+/// assert_eq!(c.supports(Side::Agent, Feature::Usage), Some(false));
+/// assert_eq!(c.pending_requests().count(), 0); // the response found its request
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct Connection {
     limits: Limits,

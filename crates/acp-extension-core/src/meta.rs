@@ -306,6 +306,19 @@ pub trait HasMeta {
 }
 
 /// Typed access to contract fields on any [`HasMeta`] message.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::meta::{MetaExt, fields};
+/// use acp_extension_core::Namespace;
+/// use agent_client_protocol::v1::schema::ToolCall;
+///
+/// let call = ToolCall::new("call-1", "Read").with_ext::<fields::TurnId>(Namespace::Ua, "turn-3".to_owned());
+/// assert_eq!(serde_json::to_value(&call)?["_meta"], serde_json::json!({"ua": {"turnId": "turn-3"}}));
+/// assert_eq!(call.ext::<fields::TurnId>().unwrap().as_deref(), Some("turn-3"));
+/// # Ok::<_, serde_json::Error>(())
+/// ```
 pub trait MetaExt: HasMeta {
     /// Reads field `F` (`ua` first, then `lody`).
     fn ext<F: MetaField>(&self) -> Result<Option<F::Value>, MetaError> {

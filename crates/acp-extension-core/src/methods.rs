@@ -536,6 +536,23 @@ impl<T: ExtensionNotificationMethod + Send + 'static> JsonRpcNotification
 
 /// Every extension request, typed, as one SDK message: register a single
 /// handler for all of them.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::methods::{AnyExtensionRequest, ExtensionRequest};
+/// use acp_extension_core::Namespace;
+/// use agent_client_protocol::JsonRpcMessage;
+/// use serde_json::json;
+///
+/// let steer = AnyExtensionRequest::parse_message("_ua/session/steer",
+///     &json!({"sessionId": "s", "steerId": "st-1", "prompt": []}))?;
+/// assert_eq!(steer.namespace, Namespace::Ua);
+/// assert!(matches!(steer.request, ExtensionRequest::SessionSteer(_)));
+/// // Bad params are the SDK's invalid-params error, not a panic.
+/// assert!(AnyExtensionRequest::parse_message("_ua/session/steer", &json!({})).is_err());
+/// # Ok::<_, agent_client_protocol::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct AnyExtensionRequest {

@@ -27,6 +27,16 @@ use serde_json::Value;
 use crate::wire::Map;
 
 /// One spelling of the contract namespace.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::Namespace;
+///
+/// assert_eq!(Namespace::Ua.method("session/steer"), "_ua/session/steer");
+/// assert_eq!("lody".parse::<Namespace>().unwrap().key(), "lody");
+/// assert!("acp".parse::<Namespace>().is_err());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
@@ -88,6 +98,16 @@ impl FromStr for Namespace {
 
 /// Which namespaces a writer uses: one, or both at once (capability
 /// advertisement during the migration from `lody` to `ua`).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::namespace::NamespaceSet;
+/// use acp_extension_core::Namespace;
+///
+/// assert!(NamespaceSet::Both.contains(Namespace::Lody));
+/// assert_eq!(NamespaceSet::Ua.namespaces(), [Namespace::Ua]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum NamespaceSet {

@@ -175,6 +175,21 @@ impl FeatureAdvertisement {
 }
 
 /// Everything one peer advertised under `_meta.ua` / `_meta.lody`.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::capabilities::{Feature, Side};
+/// use acp_extension_core::negotiation::Advertisement;
+/// use serde_json::json;
+///
+/// let caps = json!({"_meta": {"ua": {"usage": {"version": 1}, "steering": {"version": 2}}}});
+/// let adv = Advertisement::read(&caps, Side::Agent);
+/// assert!(adv.supports(Feature::Usage));
+/// // A version the contract does not define is read, and not supported.
+/// assert!(!adv.supports(Feature::Steering));
+/// assert!(!adv.get(Feature::Steering).unwrap().is_valid());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Advertisement {
@@ -364,6 +379,24 @@ pub fn advertised_namespaces(capabilities: &Value) -> Option<NamespaceSet> {
 }
 
 /// The outcome of negotiation: what each peer advertised and what is active.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::capabilities::Feature;
+/// use acp_extension_core::negotiation::negotiate;
+/// use acp_extension_core::standard::SubagentDialect;
+/// use acp_extension_core::Namespace;
+/// use serde_json::json;
+///
+/// let agent = json!({"_meta": {"ua": {"subagentEvents": {"version": 1}, "usage": {"version": 1}}}});
+/// let client = json!({"_meta": {"ua": {"subagentEvents": {"version": 1}}}});
+/// let n = negotiate(&agent, &client);
+/// assert!(n.is_active(Feature::Usage)); // the agent's alone
+/// assert!(n.is_active(Feature::SubagentEvents)); // both advertised it
+/// assert_eq!(n.agent_writes, Namespace::Ua);
+/// assert_eq!(n.subagent_dialect(), Some(SubagentDialect::Core));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Negotiated {

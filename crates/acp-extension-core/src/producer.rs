@@ -113,6 +113,19 @@ use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, Su
 use crate::usage::{ModelUsage, ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
 
 /// Why [`AgentExtensions`] did not send a message.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::capabilities::Feature;
+/// use acp_extension_core::producer::SendError;
+///
+/// let refused = SendError::NotNegotiated(Feature::Goal);
+/// assert_eq!(refused.to_string(), "`goal` is not active on this connection; it was not sent");
+/// // In an SDK handler `?` turns it into an internal error that names it.
+/// let e: agent_client_protocol::Error = refused.into();
+/// assert_eq!(i32::from(e.code), -32603);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {

@@ -477,6 +477,30 @@ impl TrackedState {
 ///
 /// Feed it the events in connection order. Every method is cheap (hash
 /// lookups) and never panics, whatever the JSON.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::sequence::{SequenceRule, SequenceTracker};
+/// use serde_json::json;
+///
+/// let mut seq = SequenceTracker::new();
+/// let support = json!({"stream": [], "progress": false, "outputRead": "none", "cancel": false});
+/// // Output before the run's first snapshot is not folded.
+/// let early = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
+///     "type": "output", "update": {}}));
+/// assert!(!early.accepted);
+/// assert_eq!(early.findings[0].rule, SequenceRule::SubagentFirstNotSnapshot);
+/// // A snapshot starts it; after a terminal state nothing more is folded.
+/// for state in ["running", "completed"] {
+///     let v = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
+///         "type": "snapshot", "snapshot": {"state": state, "support": support}}));
+///     assert!(v.accepted && v.findings.is_empty());
+/// }
+/// let late = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
+///     "type": "snapshot", "snapshot": {"state": "running", "support": support}}));
+/// assert_eq!(late.findings[0].rule, SequenceRule::SubagentAfterTerminal);
+/// ```
 #[derive(Debug, Default, Clone)]
 pub struct SequenceTracker {
     limits: Limits,

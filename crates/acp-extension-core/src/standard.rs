@@ -61,6 +61,19 @@ pub const STEERING_METHOD: &str = "_session/steering";
 pub const GOAL_METHOD: &str = "_session/goal";
 
 /// How a connection's client reads subagent runs.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::negotiation::negotiate;
+/// use acp_extension_core::standard::SubagentDialect;
+/// use serde_json::json;
+///
+/// let agent = json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}}});
+/// // The official adapters' clients: standard `subagents`, no extension.
+/// let n = negotiate(&agent, &json!({"subagents": {}}));
+/// assert_eq!(n.subagent_dialect(), Some(SubagentDialect::Standard));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SubagentDialect {

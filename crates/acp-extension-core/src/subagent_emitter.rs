@@ -744,6 +744,31 @@ type IdGenerator = Box<dyn FnMut() -> String + Send + Sync>;
 /// run id. A custom generator must keep that promise itself: its ids are
 /// used as returned (an empty id makes invalid events), as the reference
 /// does.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::subagent_emitter::{EmittedEvent, SnapshotPatch, SubagentEmitter};
+/// use acp_extension_core::subagent_events::{
+///     OutputRead, SubagentSnapshot, SubagentState, SubagentSupport,
+/// };
+///
+/// # futures::executor::block_on(async {
+/// let mut sent: Vec<EmittedEvent> = Vec::new();
+/// let mut emitter = SubagentEmitter::new("s1", &mut sent);
+/// let support = SubagentSupport::new(vec![], false, OutputRead::None, true);
+/// emitter.start("task-7", SubagentSnapshot::new(SubagentState::Running, support)).await?;
+/// emitter.snapshot("task-7", SnapshotPatch::new().state(SubagentState::Completed)).await?;
+/// // The run is over: later events for the native id send nothing.
+/// emitter.snapshot("task-7", SnapshotPatch::new().summary("late")).await?;
+/// drop(emitter);
+/// assert_eq!(sent.len(), 2);
+/// assert_eq!(sent[0].run_id(), sent[1].run_id());
+/// assert_ne!(sent[0].run_id(), "task-7"); // run ids are never native ids
+/// assert!(sent.iter().all(EmittedEvent::is_valid));
+/// # Ok::<_, std::convert::Infallible>(())
+/// # }).unwrap();
+/// ```
 pub struct SubagentEmitter<S: EventSink> {
     session_id: String,
     sink: S,

@@ -1450,6 +1450,23 @@ impl From<SubagentOutput> for SubagentEventPayload {
 /// order when written. Keys that do not belong to the event's type (say a
 /// stray `progress` on a snapshot event) are not checked and are kept in
 /// `extra`.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::subagent_events::{SubagentEvent, SubagentEventType};
+/// use serde_json::json;
+///
+/// let event: SubagentEvent = serde_json::from_value(json!({"version": 1, "sessionId": "s",
+///     "runId": "r", "type": "progress", "progress": {"toolCallCount": 3}, "x-native": 1}))?;
+/// assert_eq!(event.event_type(), SubagentEventType::Progress);
+/// assert_eq!(event.extra["x-native"], 1); // kept, and written back
+/// assert_eq!(serde_json::to_value(&event)?["x-native"], 1);
+/// // A missing payload key is an error, not an empty event.
+/// assert!(serde_json::from_value::<SubagentEvent>(json!({"version": 1, "sessionId": "s",
+///     "runId": "r", "type": "snapshot"})).is_err());
+/// # Ok::<_, serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SubagentEvent {

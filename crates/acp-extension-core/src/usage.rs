@@ -703,6 +703,24 @@ impl ModelLedger {
 /// counters are `u64` (sums saturate at `u64::MAX` instead of losing
 /// precision), and a cost sum that overflows `f64` is written as absent
 /// rather than `null`.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
+/// use indexmap::IndexMap;
+///
+/// let mut acc = SessionUsageAccumulator::new();
+/// let rows = |input: u64| IndexMap::from([("m".to_owned(), ModelUsage::new(input, 5u64, 0u64))]);
+/// // A native cumulative snapshot of turn 1, then a larger one of the same turn.
+/// let first = acc.update("s1", "turn-1", &rows(100)).unwrap();
+/// let second = acc.update("s1", "turn-1", &rows(150)).unwrap();
+/// assert_eq!(second.model_usage.as_ref().unwrap()["m"].input_tokens.get(), 150);
+/// assert_eq!(second.delta.as_ref().unwrap().usage.input_tokens.get(), 50);
+/// // The same snapshot again adds nothing: no update.
+/// assert!(acc.update("s1", "turn-1", &rows(150)).is_none());
+/// assert_eq!(first.usage_scope_id(), second.usage_scope_id());
+/// ```
 #[derive(Debug, Clone)]
 pub struct SessionUsageAccumulator {
     scope_id: String,

@@ -66,6 +66,16 @@ impl Violation {
 
 /// The contract rules a value can break. [`Rule::id`] is a stable
 /// kebab-case identifier for machines; `Display` is the sentence for people.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::wire::{Count, NonEmptyString};
+///
+/// let rule = NonEmptyString::new("").unwrap_err();
+/// assert_eq!(rule.id(), "non-empty");
+/// assert_eq!(Count::from_f64(-1.0).unwrap_err().id(), "non-negative-integer");
+/// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Rule {

@@ -352,6 +352,17 @@ literal!(
 );
 
 /// A string that must not be empty (run ids, session ids of events, tool call ids).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::wire::NonEmptyString;
+///
+/// let id = NonEmptyString::new("run-1")?;
+/// assert_eq!(id.as_str(), "run-1");
+/// assert!(serde_json::from_str::<NonEmptyString>("\"\"").is_err());
+/// # Ok::<_, acp_extension_core::violation::Rule>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct NonEmptyString(String);
@@ -983,6 +994,18 @@ macro_rules! wire_union {
 /// negative, fractional, too large (≥ 2^64) and `null` counters are
 /// rejected with [`Rule::NonNegativeInteger`] (or a type rule). The
 /// reference accepts those only by accident. Written as a JSON integer.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::wire::Count;
+///
+/// assert_eq!(Count::from(3u32).get(), 3);
+/// assert_eq!(Count::from_f64(2.0)?, Count::new(2)); // JSON `2.0`
+/// assert!(Count::from_f64(2.5).is_err());
+/// assert_eq!(serde_json::to_string(&Count::new(7)).unwrap(), "7");
+/// # Ok::<_, acp_extension_core::violation::Rule>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Count(u64);
 

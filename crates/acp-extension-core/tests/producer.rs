@@ -410,6 +410,7 @@ async fn a_ua_client_gets_ua_and_no_subagent_events_without_the_flag() {
     assert!(!methods.iter().any(|m| m.contains("subagents/event")));
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[tokio::test]
 async fn a_standard_client_gets_subagent_updates_and_no_extension() {
     // Standard `subagents: {}` and no extension at all: the official

@@ -5,21 +5,27 @@
 
 use acp_extension_core::negotiation::negotiate;
 use acp_extension_core::session::{GoalControlRequest, SteerOutcome};
+#[cfg(feature = "unstable_subagents")]
+use acp_extension_core::standard::StandardSubagents;
 use acp_extension_core::standard::{
-    CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
-    SteeringResponse, SubagentDialect, advertises_steering,
+    CoreSubagents, GOAL_METHOD, STEERING_METHOD, SteeringRequest, SteeringResponse,
+    SubagentDialect, advertises_steering,
 };
+#[cfg(feature = "unstable_subagents")]
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde_json::{Value, json};
 
+#[cfg(feature = "unstable_subagents")]
 fn event(v: Value) -> SubagentEvent {
     serde_json::from_value(v).expect("a valid event")
 }
 
+#[cfg(feature = "unstable_subagents")]
 fn support(cancel: bool) -> Value {
     json!({"stream": ["text", "tool"], "progress": true, "outputRead": "none", "cancel": cancel})
 }
 
+#[cfg(feature = "unstable_subagents")]
 fn snapshot(run: &str, snapshot: Value) -> SubagentEvent {
     event(
         json!({"version": 1, "sessionId": "root", "runId": run, "type": "snapshot",
@@ -27,6 +33,7 @@ fn snapshot(run: &str, snapshot: Value) -> SubagentEvent {
     )
 }
 
+#[cfg(feature = "unstable_subagents")]
 /// Every notification as JSON.
 fn written(runs: &mut StandardSubagents, e: &SubagentEvent) -> Vec<Value> {
     runs.event(e)
@@ -35,6 +42,7 @@ fn written(runs: &mut StandardSubagents, e: &SubagentEvent) -> Vec<Value> {
         .collect()
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn a_run_is_announced_on_the_root_streams_on_its_child_session_and_ends_idle() {
     let mut runs = StandardSubagents::new("root");
@@ -95,6 +103,7 @@ fn a_run_is_announced_on_the_root_streams_on_its_child_session_and_ends_idle() {
     );
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn a_nested_run_is_announced_on_its_parents_child_session() {
     let mut runs = StandardSubagents::new("root");
@@ -128,6 +137,7 @@ fn a_nested_run_is_announced_on_its_parents_child_session() {
     );
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn states_map_as_documented() {
     let cases = [
@@ -153,6 +163,7 @@ fn states_map_as_documented() {
     }
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn unknown_lineage_is_held_back_until_a_snapshot_names_the_parent() {
     let mut runs = StandardSubagents::new("root");
@@ -179,6 +190,7 @@ fn unknown_lineage_is_held_back_until_a_snapshot_names_the_parent() {
     assert_eq!(written(&mut runs, &chunk).len(), 1);
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn events_of_another_root_session_are_not_written() {
     let mut runs = StandardSubagents::new("other");
@@ -489,6 +501,7 @@ fn standard_end_states_map_to_core_as_documented() {
     }
 }
 
+#[cfg(feature = "unstable_subagents")]
 #[test]
 fn core_to_standard_to_core_keeps_what_both_dialects_carry() {
     let mut to_standard = StandardSubagents::new("root");

@@ -213,6 +213,23 @@ impl Default for Limits {
 
 /// What one call changed. Session-scoped changes name the session; read
 /// the details from the state.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::state::{Change, ConnectionState, Direction};
+/// use serde_json::json;
+///
+/// let mut state = ConnectionState::new();
+/// let changes = state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+///     "method": "session/update", "params": {"sessionId": "s", "update": {
+///         "sessionUpdate": "session_info_update", "title": "Fix the parser"}}}));
+/// assert!(changes.contains(&Change::Title { session_id: "s".into() }));
+/// // What is not folded is a change too, naming the rule.
+/// let bad = state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+///     "method": "_lody/session/activity_update", "params": {"sessionId": "s"}}));
+/// assert!(matches!(&bad[0], Change::Invalid(i) if i.pointer.starts_with("/params")));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(tag = "change", rename_all = "camelCase")]
@@ -393,6 +410,25 @@ struct Call {
 }
 
 /// The folded state of one connection; see the [module docs](self).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::state::{ConnectionState, Direction, Limits};
+/// use serde_json::json;
+///
+/// // Bounded: a long-lived client keeps the newest sessions, runs and text.
+/// let mut state = ConnectionState::with_limits(Limits::bounded());
+/// state.message(Direction::ClientToAgent, &json!({"jsonrpc": "2.0", "id": 1,
+///     "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}));
+/// state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0", "id": 1,
+///     "result": {"stopReason": "end_turn", "usage": {"totalTokens": 30,
+///         "inputTokens": 20, "outputTokens": 10}}}));
+/// let session = state.session("s").unwrap();
+/// assert_eq!(session.usage.turn_totals.turns, 1);
+/// assert_eq!(session.usage.turn_totals.usage["totalTokens"], 30);
+/// assert_eq!(state.invalid_count(), 0);
+/// ```
 #[derive(Debug, Clone, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]

@@ -58,6 +58,21 @@ use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, Su
 use crate::usage::{ModelUsage, SessionUsageUpdate};
 
 /// The outcome of validating one value: every violation found.
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::validate::{validate_value, Kind};
+/// use serde_json::json;
+///
+/// // A whole JSON-RPC message: its method picks the payload kind.
+/// let report = validate_value(Kind::Auto, &json!({"jsonrpc": "2.0",
+///     "method": "_ua/session/activity_update",
+///     "params": {"version": 1, "sessionId": "s", "state": "idle", "backgroundTaskCount": 1.5}}));
+/// assert!(!report.is_valid());
+/// assert_eq!(report.violations[0].pointer, "/params/backgroundTaskCount");
+/// assert_eq!(report.violations[0].rule.id(), "non-negative-integer");
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 #[non_exhaustive]
 pub struct Report {
