@@ -225,7 +225,13 @@ async fn run_turn(
         "example-model".to_owned(),
         ModelUsage::new(100 * n, 20u64, 0u64),
     );
+    // A Core client gets the ledger (a standard one has no use for it: the
+    // handle refuses it, and nothing is lost) …
     let _ = ext.usage(&sid, &format!("turn-{n}"), &rows);
+    // … and every client the context occupancy, in standard ACP.
+    if let Err(e) = ext.context_usage(&sid, 120 * n, 200_000, None) {
+        eprintln!("agent example: context usage not sent: {e}");
+    }
     Ok(PromptResponse::new(StopReason::EndTurn))
 }
 

@@ -523,6 +523,29 @@ impl AgentExtensions {
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
+    /// The session's context occupancy as a standard `usage_update` (`used`
+    /// of `size` tokens, and the session's cumulative cost when known): what
+    /// every client reads, Core or standard, and what the contract's usage
+    /// ledger ([`AgentExtensions::usage`]) cannot say. Not gated.
+    ///
+    /// ```no_run
+    /// # use acp_extension_core::producer::{AgentExtensions, SendError};
+    /// # use agent_client_protocol::v1::schema::{Cost, SessionId};
+    /// # fn turn_ended(ext: &AgentExtensions, session: &SessionId) -> Result<(), SendError> {
+    /// ext.context_usage(session, 53_755, 200_000, Some(Cost::new(0.42, "USD")))
+    /// # }
+    /// ```
+    pub fn context_usage(
+        &self,
+        session_id: &SessionId,
+        used: u64,
+        size: u64,
+        cost: Option<agent_client_protocol::v1::schema::Cost>,
+    ) -> Result<(), SendError> {
+        let update = agent_client_protocol::v1::schema::UsageUpdate::new(used, size).cost(cost);
+        self.session_update(session_id, SessionUpdate::UsageUpdate(update))
+    }
+
     /// A notice on `session_info_update` as `_meta.<ns>.notice` (where the
     /// Lody client reads it; no capability gates notices).
     pub fn notice(&self, session_id: &SessionId, notice: NoticeMeta) -> Result<(), SendError> {

@@ -55,8 +55,9 @@ pub struct ProbeOptions {
     /// Which dialect the probe speaks as a client.
     pub client: ClientDialect,
     /// Steer each prompt's turn that still runs after 100 ms, when the
-    /// agent takes steers by request (`_<ns>/session/steer`, or a standard
-    /// client's `_session/steering`). On by default; a steer changes what
+    /// agent takes steers by request: a Core client by `_<ns>/session/steer`,
+    /// a standard client by `_session/steering`; a plain client never
+    /// steers (it knows neither). On by default; a steer changes what
     /// the agent does next, so a scripted run may turn it off.
     pub steer: bool,
     /// A binary that runs the tap's guard ([`crate::tap::GUARD_ARG`])
@@ -879,7 +880,7 @@ async fn prompts(
                 json!({"sessionId": session_id, "prompt": content,
                     "_meta": {"steering": {"idleBehavior": "promptRequired"}}}),
             ))
-        } else if steer_by_request && options.client != ClientDialect::Standard {
+        } else if steer_by_request && options.client == ClientDialect::Core {
             Some((
                 init.ns.method("session/steer"),
                 json!({"sessionId": session_id, "steerId": format!("probe-steer-{}", i + 1),
