@@ -530,6 +530,17 @@ fn validate_files(
     })
 }
 
+/// An agent that could not be started: said on stderr, and the exit code a
+/// shell answers for a command it cannot find (127) or run (126).
+fn not_started(command: &str, e: &io::Error) -> ExitCode {
+    eprintln!("acp-ext {command}: {e}");
+    ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    })
+}
+
 fn bridge(to: acp_ext::bridge::BridgeTarget, stats: bool, command: Vec<OsString>) -> ExitCode {
     let mut options = acp_ext::bridge::BridgeOptions::new(to);
     // The guard ends the agent's process group if this process is killed.
@@ -539,14 +550,7 @@ fn bridge(to: acp_ext::bridge::BridgeTarget, stats: bool, command: Vec<OsString>
     let (program, args) = command.split_first().expect("clap requires the command");
     let outcome = match acp_ext::bridge::run(program, args, options) {
         Ok(outcome) => outcome,
-        Err(e) => {
-            eprintln!("acp-ext bridge: {e}");
-            return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            });
-        }
+        Err(e) => return not_started("bridge", &e),
     };
     if stats {
         eprintln!(
@@ -587,15 +591,7 @@ fn tap(
     let (program, args) = command.split_first().expect("clap requires the command");
     let outcome = match acp_ext::tap::run(program, args, options) {
         Ok(outcome) => outcome,
-        Err(e) => {
-            eprintln!("acp-ext tap: {e}");
-            // What a shell answers for a command it cannot find or run.
-            return ExitCode::from(if e.kind() == io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            });
-        }
+        Err(e) => return not_started("tap", &e),
     };
     if let Some(e) = &outcome.record_error {
         eprintln!("acp-ext tap: recording stopped: {e}");

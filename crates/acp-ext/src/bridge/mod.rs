@@ -143,69 +143,40 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let signals = process::SignalForwarder::install()?;
-    let mut child = match process::spawn(program.as_ref(), args, options.guard.as_deref()) {
-        Ok(child) => child,
-        Err(e) => {
-            signals.close();
-            return Err(e);
-        }
-    };
-    signals.set_child(&child);
+    let (signals, mut child) =
+        process::spawn_forwarded(program.as_ref(), args, options.guard.as_deref())?;
     let agent_in = child.stdin.take().expect("stdin is piped");
     let agent_out = child.stdout.take().expect("stdout is piped");
     let (client_in, client_out) = process::client_stdio()?;
 
-    let translator = Arc::new(Mutex::new(Translator::new(options.to)));
-    let to_client: Arc<Mutex<Option<Box<dyn Write + Send>>>> =
-        Arc::new(Mutex::new(Some(Box::new(client_out))));
-    let to_agent: Arc<Mutex<Option<Box<dyn Write + Send>>>> =
-        Arc::new(Mutex::new(Some(Box::new(agent_in))));
-
-    // Client → agent; on the client's EOF, close the agent's stdin.
-    {
-        let (translator, to_client, to_agent) = (
-            Arc::clone(&translator),
-            Arc::clone(&to_client),
-            Arc::clone(&to_agent),
-        );
-        thread::Builder::new()
-            .name("bridge-c2a".into())
-            .spawn(move || {
-                pump(client_in, |line| {
-                    let out = lock(&translator).from_client(line);
-                    deliver(out, &to_agent, &to_client)
-                });
-                lock(&to_agent).take();
-                // The client sees a closed pipe if the agent stopped reading.
-                process::close_stdin();
-            })?;
-    }
+    let ends = Ends {
+        translator: Arc::new(Mutex::new(Translator::new(options.to))),
+        to_client: Arc::new(Mutex::new(Some(Box::new(client_out)))),
+        to_agent: Arc::new(Mutex::new(Some(Box::new(agent_in)))),
+    };
+    // Client → agent; on the client's EOF, close the agent's stdin (and
+    // the client sees a closed pipe if the agent stopped reading).
+    ends.pump("bridge-c2a", client_in, Translator::from_client, |ends| {
+        lock(&ends.to_agent).take();
+        process::close_stdin();
+    })?;
     // Agent → client; at the agent's EOF, close the client's side.
     let (drained_tx, drained_rx) = mpsc::channel::<()>();
-    {
-        let (translator, to_client, to_agent) = (
-            Arc::clone(&translator),
-            Arc::clone(&to_client),
-            Arc::clone(&to_agent),
-        );
-        thread::Builder::new()
-            .name("bridge-a2c".into())
-            .spawn(move || {
-                pump(agent_out, |line| {
-                    let out = lock(&translator).from_agent(line);
-                    deliver(out, &to_agent, &to_client)
-                });
-                lock(&to_client).take();
-                process::close_stdout();
-                let _ = drained_tx.send(());
-            })?;
-    }
+    ends.pump(
+        "bridge-a2c",
+        agent_out,
+        Translator::from_agent,
+        move |ends| {
+            lock(&ends.to_client).take();
+            process::close_stdout();
+            let _ = drained_tx.send(());
+        },
+    )?;
 
     let status = signals.wait(&mut child)?;
     let _ = drained_rx.recv_timeout(DRAIN_AFTER_EXIT);
     signals.close();
-    let t = lock(&translator);
+    let t = lock(&ends.translator);
     Ok(BridgeOutcome {
         exit_code: process::exit_code(status),
         mode: t.mode(),
@@ -217,44 +188,67 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Reads `input` line by line (each with its newline, the last one
-/// possibly without) until EOF or until `each` says stop.
-fn pump(input: impl io::Read, mut each: impl FnMut(&[u8]) -> bool) {
-    let mut reader = BufReader::with_capacity(1 << 16, input);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                if !each(&line) {
-                    return;
-                }
-            }
-        }
-    }
+type Writer = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
+
+/// What both directions share: the translation and both writers (a line
+/// from one side may be answered to it, as a translated response is).
+#[derive(Clone)]
+struct Ends {
+    translator: Arc<Mutex<Translator>>,
+    to_client: Writer,
+    to_agent: Writer,
 }
 
-/// Writes each line where it goes; `false` once the side it reads from
-/// can no longer be written to.
-fn deliver(
-    out: Vec<Out>,
-    to_agent: &Mutex<Option<Box<dyn Write + Send>>>,
-    to_client: &Mutex<Option<Box<dyn Write + Send>>>,
-) -> bool {
-    let mut ok = true;
-    for o in out {
-        let (target, bytes) = match o {
-            Out::ToAgent(b) => (to_agent, b),
-            Out::ToClient(b) => (to_client, b),
-        };
-        let mut w = lock(target);
-        if let Some(writer) = w.as_mut()
-            && (writer.write_all(&bytes).is_err() || writer.flush().is_err())
-        {
-            w.take();
-            ok = false;
-        }
+impl Ends {
+    /// Reads `input` line by line (each with its newline, the last one
+    /// possibly without) on a thread named `name`, translating each with
+    /// `translate` and writing what comes out, until EOF or until the side
+    /// it writes to is gone; then runs `done`.
+    fn pump(
+        &self,
+        name: &str,
+        input: impl io::Read + Send + 'static,
+        translate: fn(&mut Translator, &[u8]) -> Vec<Out>,
+        done: impl FnOnce(&Ends) + Send + 'static,
+    ) -> io::Result<()> {
+        let ends = self.clone();
+        thread::Builder::new().name(name.into()).spawn(move || {
+            let mut reader = BufReader::with_capacity(1 << 16, input);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let out = translate(&mut lock(&ends.translator), &line);
+                        if !ends.deliver(out) {
+                            break;
+                        }
+                    }
+                }
+            }
+            done(&ends);
+        })?;
+        Ok(())
     }
-    ok
+
+    /// Writes each line where it goes; `false` once a side can no longer
+    /// be written to.
+    fn deliver(&self, out: Vec<Out>) -> bool {
+        let mut ok = true;
+        for o in out {
+            let (target, bytes) = match o {
+                Out::ToAgent(b) => (&self.to_agent, b),
+                Out::ToClient(b) => (&self.to_client, b),
+            };
+            let mut w = lock(target);
+            if let Some(writer) = w.as_mut()
+                && (writer.write_all(&bytes).is_err() || writer.flush().is_err())
+            {
+                w.take();
+                ok = false;
+            }
+        }
+        ok
+    }
 }

@@ -136,6 +136,19 @@ fn line(v: &Value) -> Vec<u8> {
     out
 }
 
+/// The object at `path` below `v`, created (as empty objects) where
+/// absent; `None` when something on the way is not an object.
+fn object_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut here = v.as_object_mut()?;
+    for key in path {
+        here = here
+            .entry(*key)
+            .or_insert_with(|| Value::Object(Map::new()))
+            .as_object_mut()?;
+    }
+    Some(here)
+}
+
 /// Whether `_meta.ua` or `_meta.lody` of `caps` holds `feature`.
 fn core_feature(caps: &Value, feature: &str) -> bool {
     Namespace::ALL.iter().any(|ns| {
@@ -267,29 +280,16 @@ impl Translator {
             BridgeTarget::Auto => Dialect::Plain,
         };
         self.client = Some(client);
-        let Some(params) = msg.get_mut("params").and_then(Value::as_object_mut) else {
-            return false;
-        };
-        let caps = params
-            .entry("clientCapabilities")
-            .or_insert_with(|| Value::Object(Map::new()));
-        let Some(caps) = caps.as_object_mut() else {
+        let ns = self.client_ns.key();
+        let Some(caps) = object_at(msg, &["params", "clientCapabilities"]) else {
             return false;
         };
         match client {
             // A Core agent writes subagent events only to a client that
             // advertised them; a standard agent reads `subagents`.
             Dialect::Standard if !core_feature(&Value::Object(caps.clone()), "subagentEvents") => {
-                let meta = caps
-                    .entry("_meta")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                let Some(meta) = meta.as_object_mut() else {
-                    return false;
-                };
-                let section = meta
-                    .entry(self.client_ns.key())
-                    .or_insert_with(|| Value::Object(Map::new()));
-                let Some(section) = section.as_object_mut() else {
+                let Some(section) = object_at(msg, &["params", "clientCapabilities", "_meta", ns])
+                else {
                     return false;
                 };
                 section.insert("subagentEvents".into(), json!({"version": 1}));
@@ -336,15 +336,9 @@ impl Translator {
                 if !steering || advertises_steering(result) {
                     return false;
                 }
-                let Some(r) = result.as_object_mut() else {
-                    return false;
-                };
-                let meta = r
-                    .entry("_meta")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                match meta.as_object_mut() {
-                    Some(m) => {
-                        m.insert("steering".into(), json!({"supported": true}));
+                match object_at(result, &["_meta"]) {
+                    Some(meta) => {
+                        meta.insert("steering".into(), json!({"supported": true}));
                         true
                     }
                     None => false,
@@ -352,25 +346,8 @@ impl Translator {
             }
             Mode::ToCore => {
                 let steering = advertises_steering(result);
-                let Some(r) = result.as_object_mut() else {
-                    return false;
-                };
-                let caps = r
-                    .entry("agentCapabilities")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                let Some(caps) = caps.as_object_mut() else {
-                    return false;
-                };
-                let meta = caps
-                    .entry("_meta")
-                    .or_insert_with(|| Value::Object(Map::new()));
-                let Some(meta) = meta.as_object_mut() else {
-                    return false;
-                };
-                let section = meta
-                    .entry(self.client_ns.key())
-                    .or_insert_with(|| Value::Object(Map::new()));
-                let Some(section) = section.as_object_mut() else {
+                let ns = self.client_ns.key();
+                let Some(section) = object_at(result, &["agentCapabilities", "_meta", ns]) else {
                     return false;
                 };
                 section.insert("subagentEvents".into(), json!({"version": 1}));

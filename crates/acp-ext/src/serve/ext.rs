@@ -287,15 +287,7 @@ fn goal_update(
     let session = open_session(&mut inner, &session_id)?;
     match request {
         GoalControlRequest::Set(r) => {
-            session.goal = Some(Goal {
-                objective: r.objective,
-                status: GoalStatus::Active,
-                iterations: 0,
-                last_reason: None,
-                created: now,
-                updated: now,
-                tokens_used: 0,
-            });
+            session.goal = Some(Goal::new(r.objective, now));
         }
         GoalControlRequest::Pause(_) | GoalControlRequest::Resume(_) => {
             let resume = matches!(request, GoalControlRequest::Resume(_));

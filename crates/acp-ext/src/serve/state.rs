@@ -185,6 +185,19 @@ pub(crate) struct Goal {
 }
 
 impl Goal {
+    /// A new active goal, set at `now`.
+    pub(crate) fn new(objective: String, now: u64) -> Self {
+        Self {
+            objective,
+            status: GoalStatus::Active,
+            iterations: 0,
+            last_reason: None,
+            created: now,
+            updated: now,
+            tokens_used: 0,
+        }
+    }
+
     /// The contract's GoalSnapshot.
     pub(crate) fn snapshot(&self) -> GoalSnapshot {
         let mut g = GoalSnapshot::new(self.objective.clone(), self.status)

@@ -425,15 +425,8 @@ where
         (_, false) => None,
     };
 
-    let signals = process::SignalForwarder::install()?;
-    let mut child = match process::spawn(program.as_ref(), args, options.guard.as_deref()) {
-        Ok(child) => child,
-        Err(e) => {
-            signals.close();
-            return Err(e);
-        }
-    };
-    signals.set_child(&child);
+    let (signals, mut child) =
+        process::spawn_forwarded(program.as_ref(), args, options.guard.as_deref())?;
     let agent_in = child.stdin.take().expect("stdin is piped");
     let agent_out = child.stdout.take().expect("stdout is piped");
     let (client_in, client_out) = process::client_stdio()?;

@@ -188,6 +188,31 @@ pub(crate) fn set_priority(priority: Priority) {
 #[cfg(unix)]
 pub(crate) use unix::SignalForwarder;
 
+/// Installs the signal forwarder, then spawns the agent (under the guard
+/// when given) and points the forwarder at it; on failure the forwarder is
+/// closed again.
+pub(crate) fn spawn_forwarded<I, S>(
+    program: &OsStr,
+    args: I,
+    guard: Option<&Path>,
+) -> io::Result<(SignalForwarder, Child)>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let signals = SignalForwarder::install()?;
+    match spawn(program, args, guard) {
+        Ok(child) => {
+            signals.set_child(&child);
+            Ok((signals, child))
+        }
+        Err(e) => {
+            signals.close();
+            Err(e)
+        }
+    }
+}
+
 #[cfg(unix)]
 mod unix {
     use std::io;

@@ -18,15 +18,7 @@ impl Turn {
         match cmd {
             GoalCmd::Set(objective) => {
                 let goal = self.with(|s, _| {
-                    s.goal = Some(Goal {
-                        objective,
-                        status: GoalStatus::Active,
-                        iterations: 0,
-                        last_reason: None,
-                        created: now,
-                        updated: now,
-                        tokens_used: 0,
-                    });
+                    s.goal = Some(Goal::new(objective, now));
                     s.goal.clone()
                 })?;
                 self.goal_info(goal.as_ref());
