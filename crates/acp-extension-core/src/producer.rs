@@ -452,11 +452,10 @@ impl AgentExtensions {
     pub fn standard_child_run(&self, session_id: &SessionId, child: &SessionId) -> Option<String> {
         #[cfg(feature = "unstable_subagents")]
         {
-            self.parts(session_id, |p| {
-                p.standard
-                    .as_ref()
-                    .and_then(|s| s.run_of(&child.0).map(str::to_owned))
-            })
+            // A lookup only: no parts are made for a session that has none.
+            let sessions = self.sessions.lock().unwrap_or_else(|p| p.into_inner());
+            let standard = sessions.get(&*session_id.0)?.standard.as_ref()?;
+            standard.run_of(&child.0).map(str::to_owned)
         }
         #[cfg(not(feature = "unstable_subagents"))]
         {

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use acp_extension_core::connection::{Direction, PendingRequests};
 use acp_extension_core::namespace::{Namespace, split_method};
 use acp_extension_core::negotiation::write_namespace;
 use acp_extension_core::standard::{
@@ -112,7 +113,9 @@ pub struct Translator {
     /// The namespace the agent reads (requests written to it).
     agent_ns: Namespace,
     mode: Mode,
-    pending: HashMap<String, Pending>,
+    /// Client requests whose response the bridge translates (bounded: the
+    /// oldest of an agent that never answers are forgotten).
+    pending: PendingRequests<Pending>,
     to_standard: HashMap<String, StandardSubagents>,
     to_core: CoreSubagents,
     /// The agent's `agentInfo.name` (the provider of its rate limits).
@@ -129,6 +132,9 @@ pub struct Translator {
 fn id_key(id: &Value) -> String {
     id.to_string()
 }
+
+/// How many translated requests may await their response at once.
+const PENDING_CAP: usize = 4096;
 
 fn line(v: &Value) -> Vec<u8> {
     let mut out = serde_json::to_vec(v).unwrap_or_default();
@@ -170,7 +176,7 @@ impl Translator {
             client_ns: Namespace::Lody,
             agent_ns: Namespace::Lody,
             mode: Mode::Pass,
-            pending: HashMap::new(),
+            pending: PendingRequests::default(),
             to_standard: HashMap::new(),
             to_core: CoreSubagents::new(),
             agent_name: String::new(),
@@ -214,10 +220,12 @@ impl Translator {
             // Passed as it is; its result's usage is translated.
             self.last_usage.remove(sid);
             self.pending.insert(
-                id_key(&id),
+                Direction::ClientToAgent,
+                &id,
                 Pending::Prompt {
                     session_id: sid.to_owned(),
                 },
+                PENDING_CAP,
             );
             return pass();
         }
@@ -379,17 +387,20 @@ impl Translator {
                 let steer_id = r.steer_id.clone().unwrap_or_else(|| format!("bridge:{id}"));
                 let core = r.to_core(steer_id);
                 self.pending.insert(
-                    id_key(id),
+                    Direction::ClientToAgent,
+                    id,
                     Pending::Steering {
                         prompt_required: r.prompt_required(),
                     },
+                    PENDING_CAP,
                 );
                 let params = serde_json::to_value(core).ok()?;
                 Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
                     "method": self.agent_ns.method("session/steer"), "params": params}))))
             }
             GOAL_METHOD => {
-                self.pending.insert(id_key(id), Pending::Goal);
+                self.pending
+                    .insert(Direction::ClientToAgent, id, Pending::Goal, PENDING_CAP);
                 Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
                     "method": self.agent_ns.method("session/goal"), "params": params}))))
             }
@@ -407,11 +418,13 @@ impl Translator {
         let steer_id = params.get("steerId")?.as_str()?.to_owned();
         let prompt = params.get("prompt").cloned().unwrap_or_else(|| json!([]));
         self.pending.insert(
-            id_key(id),
+            Direction::ClientToAgent,
+            id,
             Pending::CoreSteer {
                 session_id: session_id.clone(),
                 steer_id: steer_id.clone(),
             },
+            PENDING_CAP,
         );
         Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
             "method": STEERING_METHOD, "params": {"sessionId": session_id, "prompt": prompt,
@@ -428,7 +441,7 @@ impl Translator {
                 .initialize_result(result)
                 .then(|| vec![Out::ToClient(line(msg))]);
         }
-        let pending = self.pending.remove(&id_key(id))?;
+        let pending = self.pending.take(Direction::AgentToClient, id)?;
         if let Pending::Prompt { session_id } = pending {
             return self.prompt_result(msg, id, &session_id);
         }
