@@ -157,7 +157,8 @@ enum Command {
     },
     /// Sit between a client and an agent that speak different dialects (ACP Extension Core,
     /// standard ACP as the official adapters send it) and translate: subagent runs, steering,
-    /// goals. Every line not translated passes byte for byte. Configure the client to run
+    /// goals, turn usage, claude's rate limits. Every line not translated passes byte for
+    /// byte. Configure the client to run
     /// `acp-ext bridge [--to core|standard|auto] -- AGENT_COMMAND [ARGS…]` instead of the
     /// agent.
     Bridge {
