@@ -484,29 +484,28 @@ mod tests {
         assert_eq!(detect(br#"{"kind":"x","payload":{}}"#), Format::Loose);
     }
 
-    #[test]
-    fn loose_values_keep_their_lines() {
-        let text = "{\n  \"a\": 1\n}\n\n{\"sessionUpdate\":\"plan\",\"entries\":[]}\n[\n {\"b\":1},\n {\"c\":2}\n]\n";
-        let lines: Vec<u64> = records(text, Format::Loose)
+    /// The line each loose value (or problem) of `text` is reported at.
+    fn loose_lines(text: &str) -> Vec<u64> {
+        records(text, Format::Loose)
             .into_iter()
             .map(|i| match i {
                 Item::Record(r) => r.line,
                 Item::Problem { line, .. } => line,
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn loose_values_keep_their_lines() {
+        let text = "{\n  \"a\": 1\n}\n\n{\"sessionUpdate\":\"plan\",\"entries\":[]}\n[\n {\"b\":1},\n {\"c\":2}\n]\n";
+        let lines = loose_lines(text);
         assert_eq!(lines, [1, 5, 7, 8]);
     }
 
     #[test]
     fn top_level_arrays_stream_with_element_lines() {
         let text = "[\n {\"b\":1},\n {\"c\":2}\n]\n";
-        let lines: Vec<u64> = records(text, Format::Loose)
-            .into_iter()
-            .map(|i| match i {
-                Item::Record(r) => r.line,
-                Item::Problem { line, .. } => line,
-            })
-            .collect();
+        let lines = loose_lines(text);
         assert_eq!(lines, [2, 3]);
     }
 
