@@ -3,7 +3,9 @@
 //! each line as a `serde_json::Value` tree (what the connection follower
 //! reads today), and each line straight into a typed envelope around
 //! [`SubagentEvent`] (no tree; what a typed lane would read, falling back to
-//! the tree for the lines that are not valid events). One thread, the file
+//! the tree for the lines that are not valid events), and
+//! [`parse_line`], the follower's parse (the typed lane where it applies,
+//! else the tree). One thread, the file
 //! in memory, no folding and no output: the floor under `acp-ext check` and
 //! `acp-ext state` on the same file.
 //!
@@ -16,6 +18,7 @@
 
 use std::time::{Duration, Instant};
 
+use acp_extension_core::connection::{ParsedLine, parse_line};
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde::Deserialize;
 use serde_json::Value;
@@ -51,8 +54,8 @@ fn main() {
         .filter(|l| !l.is_empty())
         .filter_map(|l| std::str::from_utf8(l).ok())
         .collect();
-    let (mut tree, mut typed) = (Vec::new(), Vec::new());
-    let mut typed_ok = 0;
+    let (mut tree, mut typed, mut lane) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut typed_ok, mut lane_events) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
         for l in &lines {
@@ -68,10 +71,22 @@ fn main() {
             }
         }
         typed.push(t.elapsed());
+        let t = Instant::now();
+        lane_events = 0;
+        for l in &lines {
+            let parsed = parse_line(l.as_bytes());
+            lane_events += usize::from(matches!(parsed, ParsedLine::Event(_)));
+            std::hint::black_box(parsed);
+        }
+        lane.push(t.elapsed());
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("{} lines, {} rounds", lines.len(), rounds);
-    for (name, times) in [("value tree", tree), ("typed envelope", typed)] {
+    for (name, times) in [
+        ("value tree", tree),
+        ("typed envelope", typed),
+        ("parse_line", lane),
+    ] {
         let best = *times.iter().min().expect("rounds");
         println!(
             "{name:15} median {:7.1} ms  best {:7.1} ms",
@@ -80,4 +95,8 @@ fn main() {
         );
     }
     println!("typed envelope took {typed_ok} of {} lines", lines.len());
+    println!(
+        "parse_line read {lane_events} of {} lines as typed events",
+        lines.len()
+    );
 }

@@ -47,9 +47,11 @@
 //! assert_eq!(answers.0, ["session/new"]);
 //! ```
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::capabilities::{Feature, Side};
@@ -57,6 +59,7 @@ use crate::methods::method_kind;
 use crate::namespace::{self, Namespace, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::{SequenceFinding, SequenceTracker, TrackedState};
+use crate::subagent_events::SubagentEvent;
 use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
@@ -267,16 +270,15 @@ pub struct Message<'a> {
     pub direction: Direction,
     /// What it is.
     pub kind: MessageKind,
-    /// The whole value (for a bare subagent event, the event).
-    pub value: &'a Value,
+    /// The value: a JSON tree, or a subagent event read straight into its
+    /// type ([`Message::value`], [`Message::params`], [`Message::event`]).
+    body: Body<'a>,
     /// Its position in a batch, when it came in one.
     pub batch_index: Option<usize>,
     /// A request's or notification's own method.
     pub call_method: Option<&'a str>,
     /// Its `id` (requests and responses).
     pub id: Option<&'a Value>,
-    /// A request's or notification's `params` (`null` when absent).
-    pub params: &'a Value,
     /// A response's outcome: `Ok(result)` or `Err(error)`.
     pub outcome: Option<Result<&'a Value, &'a Value>>,
     /// The request a response answers, when known.
@@ -299,22 +301,86 @@ const NULL: Value = Value::Null;
 /// The method a bare subagent event is read as.
 pub const BARE_EVENT_METHOD: &str = "_lody/subagents/event";
 
+/// What a [`Message`] was read from.
+#[derive(Debug, Clone)]
+enum Body<'a> {
+    /// A JSON tree and the params in it.
+    Tree { value: &'a Value, params: &'a Value },
+    /// A typed event; its JSON tree only when somebody asks.
+    Event {
+        line: &'a EventLine,
+        tree: OnceCell<Value>,
+    },
+}
+
 impl<'a> Message<'a> {
     fn new(direction: Direction, kind: MessageKind, value: &'a Value) -> Self {
+        Self::of_body(
+            direction,
+            kind,
+            Body::Tree {
+                value,
+                params: &NULL,
+            },
+        )
+    }
+
+    fn of_body(direction: Direction, kind: MessageKind, body: Body<'a>) -> Self {
         Self {
             direction,
             kind,
-            value,
+            body,
             batch_index: None,
             call_method: None,
             id: None,
-            params: &NULL,
             outcome: None,
             request: None,
             problem: None,
             sequence: Vec::new(),
             run_accepted: true,
             bare_event: false,
+        }
+    }
+
+    /// The whole value (for a bare subagent event, the event). For an
+    /// event read straight into its type ([`Message::event_line`]), the
+    /// JSON tree is built from the line on the first call.
+    pub fn value(&self) -> &Value {
+        match &self.body {
+            Body::Tree { value, .. } => value,
+            Body::Event { line, tree } => tree.get_or_init(|| line.to_value()),
+        }
+    }
+
+    /// A request's or notification's `params` (`null` when absent); built
+    /// on the first call like [`Message::value`] for a typed event.
+    pub fn params(&self) -> &Value {
+        match &self.body {
+            Body::Tree { params, .. } => params,
+            Body::Event { .. } => self.value().get("params").unwrap_or(&NULL),
+        }
+    }
+
+    /// Sets the params of a tree message.
+    fn set_params(&mut self, params: &'a Value) {
+        if let Body::Tree { params: p, .. } = &mut self.body {
+            *p = params;
+        }
+    }
+
+    /// The subagent event, when the message was read straight into its
+    /// type ([`parse_line`]): then it is a valid `subagents/event`
+    /// notification whose text has no `_meta` and no `…EpochSeconds` key,
+    /// so no `_meta` or epoch rule can apply to it.
+    pub fn event(&self) -> Option<&'a SubagentEvent> {
+        self.event_line().map(EventLine::event)
+    }
+
+    /// The line of a message read straight into its type.
+    pub fn event_line(&self) -> Option<&'a EventLine> {
+        match self.body {
+            Body::Event { line, .. } => Some(line),
+            Body::Tree { .. } => None,
         }
     }
 
@@ -329,7 +395,10 @@ impl<'a> Message<'a> {
     pub fn session_id(&self) -> Option<&str> {
         match self.kind {
             MessageKind::Response => self.request.as_ref()?.session_id.as_deref(),
-            _ => self.params.get("sessionId").and_then(Value::as_str),
+            _ => match &self.body {
+                Body::Event { line, .. } => Some(line.event.session_id()),
+                Body::Tree { params, .. } => params.get("sessionId").and_then(Value::as_str),
+            },
         }
     }
 
@@ -471,10 +540,54 @@ impl Connection {
         line: &str,
         observers: &mut [&mut dyn Observer],
     ) {
-        match serde_json::from_str::<Value>(line) {
-            Ok(v) => self.follow(direction, &v, observers),
-            Err(e) => self.unreadable("not-json", &format!("not JSON: {e}"), observers),
+        self.follow_parsed(direction, &parse_line(line.as_bytes()), observers)
+    }
+
+    /// Follows one line read by [`parse_line`] (on this thread or another):
+    /// a JSON tree as [`Connection::follow`] does, a typed event without
+    /// one (the same classification, sequence rules and observers), and
+    /// bytes that are not JSON as `not-json`.
+    pub fn follow_parsed(
+        &mut self,
+        direction: Direction,
+        line: &ParsedLine,
+        observers: &mut [&mut dyn Observer],
+    ) {
+        match line {
+            ParsedLine::Value(v) => self.follow(direction, v, observers),
+            ParsedLine::Event(event) => {
+                let message = self.one_event(direction, event);
+                for o in observers.iter_mut() {
+                    o.message(self, &message);
+                }
+            }
+            ParsedLine::NotJson(e) => {
+                self.unreadable("not-json", &format!("not JSON: {e}"), observers)
+            }
         }
+    }
+
+    /// A typed event classified as [`Connection::one`] classifies its JSON
+    /// tree: a notification of its method, whose session is named.
+    fn one_event<'a>(&mut self, direction: Direction, line: &'a EventLine) -> Message<'a> {
+        self.values += 1;
+        let body = Body::Event {
+            line,
+            tree: OnceCell::new(),
+        };
+        let mut m = Message::of_body(direction, MessageKind::Notification, body);
+        m.call_method = Some(line.method());
+        if m.direction == Direction::Unknown {
+            m.direction = Direction::of_method(line.method());
+        }
+        if m.direction == Direction::ClientToAgent {
+            self.client_seen = true;
+        }
+        self.name_session(Some(line.event.session_id()));
+        let (sequence, run_accepted) = self.sequence(&m);
+        m.sequence = sequence;
+        m.run_accepted = run_accepted;
+        m
     }
 
     /// Follows one parsed message (or batch) that travelled in `direction`
@@ -564,17 +677,13 @@ impl Connection {
                 if m.direction == Direction::ClientToAgent {
                     self.client_seen = true;
                 }
-                let first_mention = self.name_session(m.params.get("sessionId"));
+                let first_mention = self.name_session(m.session_id());
                 if let Some(id) = m.id {
                     let request = Request {
                         direction: m.direction,
                         method: method.to_owned(),
-                        session_id: m
-                            .params
-                            .get("sessionId")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                        steer_id: steer_id_of(method, m.params, id),
+                        session_id: m.session_id().map(str::to_owned),
+                        steer_id: steer_id_of(method, m.params(), id),
                         first_mention,
                         pairing: Pairing::Paired,
                     };
@@ -582,7 +691,7 @@ impl Connection {
                         .insert(m.direction, id, request, self.limits.pending_requests);
                 }
                 if method == "initialize" && m.direction != Direction::AgentToClient {
-                    let caps = initialize_capabilities(m.params, Side::Client).unwrap_or(&NULL);
+                    let caps = initialize_capabilities(m.params(), Side::Client).unwrap_or(&NULL);
                     self.client = Some(Advertisement::read(caps, Side::Client));
                     self.agent = None;
                     self.seq.reset();
@@ -616,7 +725,7 @@ impl Connection {
                     self.client_seen = true;
                 }
                 if let Some(r) = m.result() {
-                    self.name_session(r.get("sessionId"));
+                    self.name_session(r.get("sessionId").and_then(Value::as_str));
                     if m.request.as_ref().is_some_and(|q| q.method == "initialize") {
                         let caps = initialize_capabilities(r, Side::Agent).unwrap_or(&NULL);
                         self.agent = Some(Advertisement::read(caps, Side::Agent));
@@ -625,13 +734,15 @@ impl Connection {
             }
             MessageKind::Invalid => {}
         }
-        self.sequence(&mut m);
+        let (sequence, run_accepted) = self.sequence(&m);
+        m.sequence = sequence;
+        m.run_accepted = run_accepted;
         m
     }
 
     /// Notes a session named by a message; whether it is the first mention.
-    fn name_session(&mut self, sid: Option<&Value>) -> bool {
-        let Some(sid) = sid.and_then(Value::as_str) else {
+    fn name_session(&mut self, sid: Option<&str>) -> bool {
+        let Some(sid) = sid else {
             return false;
         };
         let h = id_hash(sid);
@@ -642,13 +753,15 @@ impl Connection {
 
     /// The sequence rules, once per message: what they say goes into
     /// [`Message::sequence`] and [`Message::run_accepted`].
-    fn sequence(&mut self, m: &mut Message<'_>) {
+    /// The sequence findings of a classified message, and whether a
+    /// subagent event is folded.
+    fn sequence(&mut self, m: &Message<'_>) -> (Vec<SequenceFinding>, bool) {
         let mut out = Vec::new();
+        let mut run_accepted = true;
         match m.kind {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
-                let params = m.params;
-                let sid = params.get("sessionId").and_then(Value::as_str);
+                let sid = m.session_id();
                 let path = split_method(method)
                     .filter(|_| method_kind(method).is_some())
                     .map(|(_, p)| p);
@@ -666,13 +779,13 @@ impl Connection {
                     ("session/prompt", _) if m.direction != Direction::AgentToClient => {
                         if let Some(sid) = sid {
                             self.seq.prompt_sent(sid);
-                            if let Some(id) = prompt_steer_id(params) {
+                            if let Some(id) = prompt_steer_id(m.params()) {
                                 self.seq.steer_sent(sid, id, false);
                             }
                         }
                     }
                     ("session/update", _) => {
-                        let update = params.get("update").unwrap_or(&NULL);
+                        let update = m.params().get("update").unwrap_or(&NULL);
                         if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
                             sid,
                             update.get("sessionUpdate").and_then(Value::as_str),
@@ -682,28 +795,35 @@ impl Connection {
                         }
                     }
                     (_, Some("subagents/event")) => {
-                        let v = self.seq.subagent_event(params);
-                        m.run_accepted = v.accepted;
+                        // A typed event's facts are read from its type: its
+                        // JSON tree is never built here.
+                        let v = match m.event() {
+                            Some(event) => self.seq.subagent_event(event),
+                            None => self.seq.subagent_event(m.params()),
+                        };
+                        run_accepted = v.accepted;
                         out.extend(v.findings);
                     }
-                    (_, Some("session/usage_update")) => out.extend(self.seq.usage_update(params)),
+                    (_, Some("session/usage_update")) => {
+                        out.extend(self.seq.usage_update(m.params()))
+                    }
                     (_, Some("session/steer")) => {
                         if let (Some(sid), Some(id)) =
-                            (sid, params.get("steerId").and_then(Value::as_str))
+                            (sid, m.params().get("steerId").and_then(Value::as_str))
                         {
                             self.seq.steer_sent(sid, id, true);
                         }
                     }
                     (_, Some("session/steer_applied")) => {
                         if let (Some(sid), Some(id)) =
-                            (sid, params.get("steerId").and_then(Value::as_str))
+                            (sid, m.params().get("steerId").and_then(Value::as_str))
                         {
                             out.extend(self.seq.steer_applied(sid, id, self.client_seen));
                         }
                     }
                     (_, Some("subagents/list" | "subagents/cancel" | "subagents/output")) => {
                         if let (Some(sid), Some(task)) =
-                            (sid, params.get("taskId").and_then(Value::as_str))
+                            (sid, m.params().get("taskId").and_then(Value::as_str))
                         {
                             out.extend(self.seq.native_id(sid, task, "/params/taskId"));
                         }
@@ -711,11 +831,13 @@ impl Connection {
                     _ => {}
                 }
                 if path.is_none() {
-                    self.meta_native_ids(sid, params, "/params", &mut out);
+                    self.meta_native_ids(sid, m.params(), "/params", &mut out);
                 }
             }
             MessageKind::Response => {
-                let Some(request) = &m.request else { return };
+                let Some(request) = &m.request else {
+                    return (out, run_accepted);
+                };
                 let method = request.method.as_str();
                 let sid = request.session_id.as_deref();
                 let path = split_method(method)
@@ -775,7 +897,7 @@ impl Connection {
                 }
             }
         }
-        m.sequence = out;
+        (out, run_accepted)
     }
 
     /// Native ids in `_meta.<ns>` sections of a standard message: a
@@ -808,6 +930,135 @@ impl Connection {
 
 /// What a value is, by its keys alone (no memory): the first step of
 /// classification.
+/// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
+/// followed with [`Connection::follow_parsed`]: the parse may run on
+/// another thread than the connection.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ParsedLine {
+    /// Any JSON value.
+    Value(Value),
+    /// A valid subagent event notification, read straight into its type.
+    Event(Box<EventLine>),
+    /// Bytes that are not one JSON value (serde_json's reason).
+    NotJson(String),
+}
+
+/// A `_<ns>/subagents/event` notification read straight into its type,
+/// with no JSON tree; see [`parse_line`] for which lines are read so.
+#[derive(Debug, Clone)]
+pub struct EventLine {
+    namespace: Namespace,
+    event: SubagentEvent,
+    text: Box<str>,
+}
+
+impl EventLine {
+    /// `_lody/subagents/event` or `_ua/subagents/event`.
+    pub fn method(&self) -> &'static str {
+        match self.namespace {
+            Namespace::Lody => "_lody/subagents/event",
+            Namespace::Ua => "_ua/subagents/event",
+        }
+    }
+
+    /// The method's namespace.
+    pub fn namespace(&self) -> Namespace {
+        self.namespace
+    }
+
+    /// The event (the notification's params).
+    pub fn event(&self) -> &SubagentEvent {
+        &self.event
+    }
+
+    /// The line as it was read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The whole message as a JSON tree, read from the line.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// The envelope of the typed lane: exactly these three keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventEnvelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: SubagentEvent,
+}
+
+/// Parses one line of JSON-RPC traffic (without its newline).
+///
+/// A line that is a `_lody/subagents/event` or `_ua/subagents/event`
+/// notification with exactly `jsonrpc: "2.0"`, `method` and `params`, whose
+/// params are a valid [`SubagentEvent`] and whose text holds no `_meta`,
+/// no `EpochSeconds` and no `\u` escape of an ASCII character, is read
+/// straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
+/// Such a line is one no `_meta` or epoch rule can say anything about, and
+/// one validation accepts, so every observer reaches the same verdict as
+/// on its tree, without it. Every other line is a JSON tree, or not JSON.
+///
+/// ```
+/// use acp_extension_core::connection::{parse_line, ParsedLine};
+///
+/// let event = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
+/// let ParsedLine::Event(line) = parse_line(event) else { panic!() };
+/// assert_eq!(line.event().run_id.as_str(), "r");
+/// assert_eq!(line.to_value()["params"]["progress"]["turnCount"], 2);
+///
+/// // Invalid (a negative count): a tree, for the rules to report.
+/// let bad = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}}"#;
+/// assert!(matches!(parse_line(bad), ParsedLine::Value(_)));
+/// assert!(matches!(parse_line(b"{oops"), ParsedLine::NotJson(_)));
+/// ```
+pub fn parse_line(bytes: &[u8]) -> ParsedLine {
+    if let Some(line) = typed_event(bytes) {
+        return ParsedLine::Event(Box::new(line));
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(v) => ParsedLine::Value(v),
+        Err(e) => ParsedLine::NotJson(e.to_string()),
+    }
+}
+
+/// The typed lane of [`parse_line`].
+fn typed_event(bytes: &[u8]) -> Option<EventLine> {
+    use memchr::memmem;
+    let has = |needle: &[u8]| memmem::find(bytes, needle).is_some();
+    if !has(b"subagents/event") || has(b"_meta") || has(b"EpochSeconds") {
+        return None;
+    }
+    // A key spelled with escapes (`\u005fmeta`) would hide from the search.
+    let escaped_ascii = memmem::find_iter(bytes, b"\\u00")
+        .any(|i| bytes.get(i + 4).is_some_and(|d| (b'0'..=b'7').contains(d)));
+    if escaped_ascii {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let envelope: EventEnvelope<'_> = serde_json::from_str(text).ok()?;
+    let namespace = match (envelope.jsonrpc.as_ref(), envelope.method.as_ref()) {
+        ("2.0", "_lody/subagents/event") => Namespace::Lody,
+        ("2.0", "_ua/subagents/event") => Namespace::Ua,
+        _ => return None,
+    };
+    // The typed parse accepts what `Check` accepts on the JSON tree, and
+    // reads the same values: where the two could part (a union tag that
+    // is a number, or repeated), it refuses, and the tree decides
+    // (`tests/lanes.rs` holds them to it).
+    Some(EventLine {
+        namespace,
+        event: envelope.params,
+        text: text.into(),
+    })
+}
+
 fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     let invalid = |pointer: &'static str, why: String| {
         let mut m = Message::new(direction, MessageKind::Invalid, value);
@@ -842,7 +1093,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
         let mut m = Message::new(direction, kind, value);
         m.call_method = Some(method);
         m.id = id;
-        m.params = obj.get("params").unwrap_or(&NULL);
+        m.set_params(obj.get("params").unwrap_or(&NULL));
         return m;
     }
     let outcome = match (obj.get("result"), obj.get("error")) {
@@ -862,7 +1113,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     if is_bare_subagent_event(obj) {
         let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
         m.call_method = Some(BARE_EVENT_METHOD);
-        m.params = value;
+        m.set_params(value);
         m.bare_event = true;
         return m;
     }

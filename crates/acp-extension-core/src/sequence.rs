@@ -49,6 +49,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::namespace;
+use crate::subagent_events::{SubagentEvent, SubagentEventPayload};
 use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
@@ -204,6 +205,84 @@ impl SequenceFinding {
             rule,
             pointer: pointer.into(),
             message: message.into(),
+        }
+    }
+}
+
+/// What the run lifecycle rules read of a subagent event: the same facts
+/// whether the event is the params as JSON (valid or not) or the typed
+/// [`SubagentEvent`], so that one rule reads both.
+///
+/// ```
+/// use acp_extension_core::sequence::EventFacts;
+/// use acp_extension_core::subagent_events::SubagentEvent;
+/// use serde_json::json;
+///
+/// let params = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
+///     "snapshot": {"state": "completed", "support": {"stream": [], "progress": false,
+///         "outputRead": "none", "cancel": false}}});
+/// let typed: SubagentEvent = serde_json::from_value(params.clone())?;
+/// assert_eq!(EventFacts::from(&params), EventFacts::from(&typed));
+/// assert_eq!(EventFacts::from(&typed).snapshot_state, Some("completed"));
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct EventFacts<'a> {
+    /// `sessionId`, when a string.
+    pub session_id: Option<&'a str>,
+    /// `runId`, when a string.
+    pub run_id: Option<&'a str>,
+    /// `type`, when a string.
+    pub event_type: Option<&'a str>,
+    /// `snapshot.state`, when a string.
+    pub snapshot_state: Option<&'a str>,
+    /// `snapshot.parentToolCallId`, when a string.
+    pub parent_tool_call_id: Option<&'a str>,
+    /// `nativeTurnId`, when a string.
+    pub native_turn_id: Option<&'a str>,
+}
+
+impl<'a> From<&'a Value> for EventFacts<'a> {
+    fn from(params: &'a Value) -> Self {
+        let snapshot = params.get("snapshot");
+        Self {
+            session_id: str_at(params, "sessionId"),
+            run_id: str_at(params, "runId"),
+            event_type: str_at(params, "type"),
+            snapshot_state: snapshot.and_then(|x| str_at(x, "state")),
+            parent_tool_call_id: snapshot.and_then(|x| str_at(x, "parentToolCallId")),
+            native_turn_id: str_at(params, "nativeTurnId"),
+        }
+    }
+}
+
+impl<'a> From<&'a SubagentEvent> for EventFacts<'a> {
+    fn from(event: &'a SubagentEvent) -> Self {
+        // Keys that are not the event type's own are in `extra`, as the
+        // JSON reading finds them.
+        let extra = |key: &str| event.extra.get(key);
+        let extra_snapshot = extra("snapshot");
+        let (snapshot_state, parent_tool_call_id) = match &event.payload {
+            SubagentEventPayload::Snapshot(s) => {
+                (Some(s.state.as_str()), s.parent_tool_call_id.as_deref())
+            }
+            _ => (
+                extra_snapshot.and_then(|x| str_at(x, "state")),
+                extra_snapshot.and_then(|x| str_at(x, "parentToolCallId")),
+            ),
+        };
+        let native_turn_id = match &event.payload {
+            SubagentEventPayload::Output(o) => o.native_turn_id.as_deref(),
+            _ => extra("nativeTurnId").and_then(Value::as_str),
+        };
+        Self {
+            session_id: Some(event.session_id()),
+            run_id: Some(event.run_id.as_str()),
+            event_type: Some(event.event_type().as_str()),
+            snapshot_state,
+            parent_tool_call_id,
+            native_turn_id,
         }
     }
 }
@@ -686,23 +765,23 @@ impl SequenceTracker {
     /// rules, and whether a consumer folds it. Params without a string
     /// `sessionId` and `runId` are left to validation (not accepted, no
     /// finding).
-    pub fn subagent_event(&mut self, params: &Value) -> RunVerdict {
+    ///
+    /// The event may be the params as JSON or the typed event (an
+    /// [`EventFacts`] either way): the verdict is the same.
+    pub fn subagent_event<'e>(&mut self, event: impl Into<EventFacts<'e>>) -> RunVerdict {
+        let facts = event.into();
         let mut verdict = RunVerdict::default();
-        let (Some(sid), Some(run)) = (str_at(params, "sessionId"), str_at(params, "runId")) else {
+        let (Some(sid), Some(run)) = (facts.session_id, facts.run_id) else {
             return verdict;
         };
         if sid.is_empty() || run.is_empty() {
             return verdict;
         }
         let out = &mut verdict.findings;
-        let kind = str_at(params, "type");
+        let kind = facts.event_type;
         let limits = self.limits;
         let s = self.sessions.get_or_create(sid, limits.sessions);
-        let snapshot = params.get("snapshot");
-        let own = [
-            snapshot.and_then(|x| str_at(x, "parentToolCallId")),
-            str_at(params, "nativeTurnId"),
-        ];
+        let own = [facts.parent_tool_call_id, facts.native_turn_id];
         for id in own.into_iter().flatten() {
             s.native_ids
                 .insert(id_hash(id), limits.native_ids_per_session);
@@ -717,7 +796,7 @@ impl SequenceTracker {
         }
         let is_snapshot = kind == Some("snapshot");
         let terminal = if is_snapshot {
-            TerminalState::of(snapshot.and_then(|x| str_at(x, "state")))
+            TerminalState::of(facts.snapshot_state)
         } else {
             None
         };

@@ -74,7 +74,7 @@ use std::fmt;
 use agent_client_protocol::v1::schema::SessionUpdate;
 #[cfg(feature = "schema")]
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -85,7 +85,7 @@ use crate::wire::nullable_schema;
 use crate::wire::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
 use crate::wire::{
     EpochSeconds, FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt,
-    SafeUint, True, Version1, check_nullable, check_opt, check_req,
+    SafeUint, True, Version1, check_nullable, check_opt, check_req, finish_variant, read_until_tag,
 };
 
 /// The method of a subagent event in the `lody` namespace.
@@ -1121,73 +1121,6 @@ impl Serialize for SubagentOutput {
     }
 }
 
-/// A [`MapAccess`] that first replays buffered entries, then continues
-/// with the rest of a map being read.
-struct Replay<A> {
-    buffered: std::vec::IntoIter<(String, Value)>,
-    value: Option<Value>,
-    rest: A,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Replay<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        if let Some((k, v)) = self.buffered.next() {
-            self.value = Some(v);
-            return seed.deserialize(k.into_deserializer()).map(Some);
-        }
-        self.rest.next_key_seed(seed)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        if let Some(v) = self.value.take() {
-            return seed.deserialize(v).map_err(de::Error::custom);
-        }
-        self.rest.next_value_seed(seed)
-    }
-}
-
-/// Entries of an object read before its tag key.
-type Buffered = Vec<(String, Value)>;
-
-/// Reads entries of `map` until `tag_key`, buffering the ones before it;
-/// returns the tag value, the buffered entries and the rest of the map.
-fn read_until_tag<'de, A: MapAccess<'de>>(
-    mut map: A,
-    tag_key: &'static str,
-) -> Result<(Key<'de>, Buffered, A), A::Error> {
-    let mut buffered = Buffered::new();
-    loop {
-        match map.next_key::<Key<'de>>()? {
-            Some(k) if k.0 == tag_key => {
-                let tag: Key<'de> = map.next_value()?;
-                return Ok((tag, buffered, map));
-            }
-            Some(k) => {
-                let v: Value = map.next_value()?;
-                buffered.push((k.0.into_owned(), v));
-            }
-            None => return Err(de::Error::missing_field(tag_key)),
-        }
-    }
-}
-
-/// Deserializes `T` from the entries buffered so far plus the rest of `map`.
-fn finish_variant<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
-    buffered: Buffered,
-    rest: A,
-) -> Result<T, A::Error> {
-    T::deserialize(de::value::MapAccessDeserializer::new(Replay {
-        buffered: buffered.into_iter(),
-        value: None,
-        rest,
-    }))
-}
-
 impl<'de> Deserialize<'de> for SubagentOutput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -1198,18 +1131,30 @@ impl<'de> Deserialize<'de> for SubagentOutput {
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 let (tag, buffered, rest) = read_until_tag(map, SubagentOutput::TAG)?;
-                Ok(match &*tag.0 {
-                    "agent_message_chunk" => {
-                        SubagentOutput::AgentMessageChunk(finish_variant(buffered, rest)?)
+                Ok(match &*tag {
+                    "agent_message_chunk" => SubagentOutput::AgentMessageChunk(finish_variant(
+                        buffered,
+                        rest,
+                        SubagentOutput::TAG,
+                    )?),
+                    "agent_thought_chunk" => SubagentOutput::AgentThoughtChunk(finish_variant(
+                        buffered,
+                        rest,
+                        SubagentOutput::TAG,
+                    )?),
+                    "tool_call" => SubagentOutput::ToolCall(finish_variant(
+                        buffered,
+                        rest,
+                        SubagentOutput::TAG,
+                    )?),
+                    "tool_call_update" => SubagentOutput::ToolCallUpdate(finish_variant(
+                        buffered,
+                        rest,
+                        SubagentOutput::TAG,
+                    )?),
+                    "plan" => {
+                        SubagentOutput::Plan(finish_variant(buffered, rest, SubagentOutput::TAG)?)
                     }
-                    "agent_thought_chunk" => {
-                        SubagentOutput::AgentThoughtChunk(finish_variant(buffered, rest)?)
-                    }
-                    "tool_call" => SubagentOutput::ToolCall(finish_variant(buffered, rest)?),
-                    "tool_call_update" => {
-                        SubagentOutput::ToolCallUpdate(finish_variant(buffered, rest)?)
-                    }
-                    "plan" => SubagentOutput::Plan(finish_variant(buffered, rest)?),
                     other => {
                         return Err(de::Error::unknown_variant(other, SubagentOutput::TAGS));
                     }
@@ -1658,6 +1603,9 @@ impl<'de> Deserialize<'de> for SubagentEvent {
                         "version" => version = Some(map.next_value::<Version1>()?),
                         "sessionId" => session_id = Some(map.next_value::<NonEmptyString>()?),
                         "runId" => run_id = Some(map.next_value::<NonEmptyString>()?),
+                        // A second `type` would place the payload keys read
+                        // under the first one wrongly: refused.
+                        "type" if kind.is_some() => return Err(de::Error::duplicate_field("type")),
                         "type" => kind = Some(map.next_value::<SubagentEventType>()?),
                         _ if PAYLOAD_KEYS.contains(&k) => match kind {
                             Some(t) if t.owns(k) => map.next_value_seed(PartSeed {
@@ -1734,6 +1682,9 @@ impl Sift for SubagentEvent {
                         "sessionId" | "runId" => {
                             map.next_value_seed(SiftSeed::<NonEmptyString>::new(b))?
                         }
+                        // A second `type` would place the payload keys read
+                        // under the first one wrongly: refused.
+                        "type" if kind.is_some() => return Err(de::Error::duplicate_field("type")),
                         "type" => kind = Some(map.next_value::<SubagentEventType>()?),
                         _ => match kind {
                             Some(t) if t.owns(k) => match k {

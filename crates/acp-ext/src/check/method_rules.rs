@@ -3,17 +3,19 @@
 use super::*;
 
 impl Checker {
+    /// The rules of a request or notification. Params are read only by
+    /// the rules that need them (a typed event's tree is never built).
     pub(super) fn on_call(
         &mut self,
         dir: Direction,
         method: &str,
-        params: &Value,
+        msg: &Message<'_>,
         out: &mut Vec<Finding>,
     ) {
         match method {
             "initialize" => {
                 self.agent = None;
-                let (key, caps) = capabilities_of(params, Side::Client);
+                let (key, caps) = capabilities_of(msg.params(), Side::Client);
                 if let Some(adv) = &self.client {
                     advertisement_findings(adv, &format!("/params/{key}"), out);
                 }
@@ -25,9 +27,9 @@ impl Checker {
                 self.agent_reads = None;
                 self.written = Default::default();
             }
-            "session/update" => self.session_update(params, out),
+            "session/update" => self.session_update(msg.params(), out),
             "elicitation/create" if dir != Direction::ClientToAgent => {
-                self.answer_notes(params, out)
+                self.answer_notes(msg.params(), out)
             }
             _ if method.starts_with("_acp_ext:") => {
                 if acp_extension_core::state::is_legacy_method(method) {
@@ -48,7 +50,7 @@ impl Checker {
                 if let Some((_, path)) = split_method(method)
                     && method_kind(method).is_some()
                 {
-                    self.extension(method, path, params, out);
+                    self.extension(method, path, msg, out);
                 }
             }
         }
@@ -96,7 +98,7 @@ impl Checker {
         &mut self,
         method: &str,
         path: &str,
-        params: &Value,
+        msg: &Message<'_>,
         out: &mut Vec<Finding>,
     ) {
         let what = format!("`{method}`");
@@ -139,7 +141,7 @@ impl Checker {
             }
             "session/goal" => {
                 if let Some(FeatureOptions::Goal(c)) = &options
-                    && let Some(action) = str_at(params, "action")
+                    && let Some(action) = str_at(msg.params(), "action")
                 {
                     let listed = c
                         .control_actions

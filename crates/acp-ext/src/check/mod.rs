@@ -215,21 +215,28 @@ impl Checker {
                 if method == "initialize" && dir != Direction::AgentToClient {
                     self.client = connection.client_advertisement().cloned();
                 }
-                self.shape(msg.value, &mut out);
-                let params = msg.params;
+                // An event read straight into its type is valid and has no
+                // `_meta` and no epoch field: the shape and `_meta` rules
+                // have nothing to say, and its tree is never built.
+                let typed = msg.event_line().is_some();
+                if !typed {
+                    self.shape(msg.value(), &mut out);
+                }
                 let split = split_method(method);
                 if let Some((ns, _)) = split {
                     self.namespace_use(dir, ns, "/method", &|| format!("`{method}`"), &mut out);
                 }
                 let ext = split.is_some() && method_kind(method).is_some();
-                self.on_call(dir, method, params, &mut out);
-                self.common(
-                    dir,
-                    params,
-                    if msg.bare_event { "" } else { "/params" },
-                    ext,
-                    &mut out,
-                );
+                self.on_call(dir, method, msg, &mut out);
+                if !typed {
+                    self.common(
+                        dir,
+                        msg.params(),
+                        if msg.bare_event { "" } else { "/params" },
+                        ext,
+                        &mut out,
+                    );
+                }
             }
             MessageKind::Response => {
                 let request = msg.request.as_ref();
@@ -238,7 +245,7 @@ impl Checker {
                 if method == Some("initialize") && result.is_some() {
                     self.agent = connection.agent_advertisement().cloned();
                 }
-                self.shape(msg.value, &mut out);
+                self.shape(msg.value(), &mut out);
                 let ext = method.is_some_and(|m| method_kind(m) == Some(MethodKind::Request));
                 if let (true, Some(m), Some(r)) = (ext, method, result)
                     && let Err(e) = ExtensionResponse::parse(m, r)

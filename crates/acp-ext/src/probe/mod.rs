@@ -454,7 +454,7 @@ impl acp_extension_core::connection::Observer for Turns {
                         t.child_updates += 1;
                     }
                     (MessageKind::Notification, Some("session/update")) => {
-                        let update = m.params.get("update");
+                        let update = m.params().get("update");
                         let kind = update
                             .and_then(|u| u.get("sessionUpdate"))
                             .and_then(Value::as_str)

@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
 use acp_extension_core::state::{ConnectionState, Direction};
+use acp_extension_core::subagent_events::SubagentEventPayload;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
@@ -620,11 +621,16 @@ impl Observer for Label {
         self.text = match m.kind {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or_default();
-                match m
-                    .params
-                    .pointer("/update/sessionUpdate")
-                    .and_then(Value::as_str)
-                {
+                // A typed event's tag comes from its type (no tree built).
+                let tag = match m.event().map(|e| &e.payload) {
+                    Some(SubagentEventPayload::Output(o)) => Some(o.update.tag()),
+                    Some(_) => None,
+                    None => m
+                        .params()
+                        .pointer("/update/sessionUpdate")
+                        .and_then(Value::as_str),
+                };
+                match tag {
                     Some(k) => format!("{method} {k}"),
                     None => method.to_owned(),
                 }

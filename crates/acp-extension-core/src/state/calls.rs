@@ -14,6 +14,7 @@ use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse,
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
+use crate::subagent_events::SubagentEvent;
 
 use super::updates::ext_key;
 use crate::violation::Violation;
@@ -691,6 +692,30 @@ impl ConnectionState {
         }
     }
 
+    /// A valid `subagents/event` (read from its JSON tree or straight
+    /// into its type): folded when the agent advertised subagent events.
+    pub(super) fn core_event(
+        &mut self,
+        method: &str,
+        event: &SubagentEvent,
+        out: &mut Vec<Change>,
+    ) {
+        if self.agent_lacks(Feature::SubagentEvents) {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(event.session_id()),
+                "/method",
+                "not-negotiated",
+                "a subagent event from an agent that did not advertise `subagentEvents`; dropped"
+                    .to_owned(),
+                false,
+            );
+            return;
+        }
+        self.subagent_event(method, event, Dialect::Extension, out);
+    }
+
     pub(super) fn extension_notification(
         &mut self,
         method: &str,
@@ -699,22 +724,7 @@ impl ConnectionState {
         out: &mut Vec<Change>,
     ) {
         match n {
-            ExtensionNotification::SubagentEvent(event) => {
-                if self.agent_lacks(Feature::SubagentEvents) {
-                    let sid = str_at(params, "sessionId").map(str::to_owned);
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        sid.as_deref(),
-                        "/method",
-                        "not-negotiated",
-                        "a subagent event from an agent that did not advertise `subagentEvents`; dropped".to_owned(),
-                        false,
-                    );
-                    return;
-                }
-                self.subagent_event(method, params, Some(event), Dialect::Extension, out);
-            }
+            ExtensionNotification::SubagentEvent(event) => self.core_event(method, &event, out),
             ExtensionNotification::SessionUsageUpdate(u) => {
                 self.usage_update(method, &u, params, Dialect::Extension, out)
             }

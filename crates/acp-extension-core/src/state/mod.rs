@@ -806,7 +806,12 @@ impl ConnectionState {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
                 self.pending_sequence(method, m.session_id(), out);
-                self.on_call(m.direction, method, m.id, m.params, out);
+                match m.event() {
+                    // Read straight into its type: valid, and with no epoch
+                    // field for the epoch rules to record or convert.
+                    Some(event) => self.core_event(method, event, out),
+                    None => self.on_call(m.direction, method, m.id, m.params(), out),
+                }
             }
             MessageKind::Response => {
                 let outcome = m.outcome.unwrap_or(Ok(&Value::Null));

@@ -18,66 +18,63 @@ use super::str_at;
 use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
 use crate::namespace;
-use crate::subagent_events::{SubagentEvent, SubagentEventPayload, SubagentSnapshot};
+use crate::subagent_events::{
+    SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
+};
+use crate::wire::MaybeUndefined;
 
 impl ConnectionState {
-    /// Folds a subagent event's params (valid by now): the sequence rules
-    /// decide whether it is folded.
+    /// Folds a (valid) subagent event: the sequence rules decide whether
+    /// it is folded. The event is typed however it was read (straight from
+    /// the line, or from its JSON tree), so both readings fold the same.
     pub(super) fn subagent_event(
         &mut self,
         method: &str,
-        params: &Value,
-        typed: Option<SubagentEvent>,
+        event: &SubagentEvent,
         dialect: Dialect,
         out: &mut Vec<Change>,
     ) {
-        let (Some(sid), Some(run_id)) = (str_at(params, "sessionId"), str_at(params, "runId"))
-        else {
-            return;
-        };
-        let (sid, run_id) = (sid.to_owned(), run_id.to_owned());
         if !self.now.run_accepted {
             return;
         }
+        let (sid, run_id) = (event.session_id(), event.run_id.as_str());
         let limits = self.limits;
-        let lineage = self.lineage_problem(&sid, &run_id, params);
+        let snapshot = match &event.payload {
+            SubagentEventPayload::Snapshot(s) => Some(s),
+            _ => None,
+        };
+        let parent = snapshot.and_then(|s| match &s.parent_run_id {
+            MaybeUndefined::Value(p) => Some(p.as_str()),
+            _ => None,
+        });
+        let lineage = parent.and_then(|p| self.lineage_problem(sid, run_id, p));
         if let Some((rule, message)) = &lineage {
             self.record_invalid(
                 out,
                 Some(method),
-                Some(&sid),
+                Some(sid),
                 "/params/snapshot/parentRunId",
                 rule,
                 message.clone(),
                 true,
             );
         }
-        let s = self.session_mut(&sid);
-        match str_at(params, "type") {
-            Some("snapshot") => {
-                let Some(raw) = params.get("snapshot") else {
-                    return;
-                };
-                // The typed parse that validated the event has the snapshot.
-                let snapshot = match typed.map(|e| e.payload) {
-                    Some(SubagentEventPayload::Snapshot(s)) => s,
-                    _ => match serde_json::from_value::<SubagentSnapshot>(raw.clone()) {
-                        Ok(s) => s,
-                        Err(_) => return,
-                    },
-                };
+        let s = self.session_mut(sid);
+        match &event.payload {
+            SubagentEventPayload::Snapshot(snapshot) => {
                 let incomplete = snapshot.output_incomplete.is_some();
                 // A parent that would make a cycle or cross roots stays
                 // unresolved (reported above).
-                let parent_run = raw
-                    .as_object()
-                    .and_then(|o| o.get("parentRunId"))
-                    .map(|p| p.as_str().map(str::to_owned))
-                    .filter(|_| lineage.is_none());
+                let parent_run = match &snapshot.parent_run_id {
+                    MaybeUndefined::Undefined => None,
+                    MaybeUndefined::Null => Some(None),
+                    MaybeUndefined::Value(p) => Some(Some(p.clone())),
+                }
+                .filter(|_| lineage.is_none());
                 let parent_tool = snapshot.parent_tool_call_id.clone();
-                match s.subagent_runs.get_mut(&run_id) {
+                match s.subagent_runs.get_mut(run_id) {
                     Some(run) => {
-                        run.snapshot = Some(snapshot);
+                        run.snapshot = Some(snapshot.clone());
                         run.output_incomplete |= incomplete;
                         if run.parent_run_id.is_none() {
                             run.parent_run_id = parent_run;
@@ -88,37 +85,33 @@ impl ConnectionState {
                     }
                     None => {
                         let mut run = RunState::new(dialect);
-                        run.snapshot = Some(snapshot);
+                        run.snapshot = Some(snapshot.clone());
                         run.parent_run_id = parent_run;
                         run.parent_tool_call_id = parent_tool;
                         run.output_incomplete = incomplete;
-                        s.subagent_runs.insert(run_id.clone(), run);
+                        s.subagent_runs.insert(run_id.to_owned(), run);
                         cap_map(&mut s.subagent_runs, limits.runs_per_session);
                     }
                 }
             }
-            Some("progress") => {
-                let (Some(run), Some(p)) = (
-                    s.subagent_runs.get_mut(&run_id),
-                    params.get("progress").and_then(Value::as_object),
-                ) else {
+            SubagentEventPayload::Progress(progress) => {
+                let Some(run) = s.subagent_runs.get_mut(run_id) else {
                     return;
                 };
-                fold_progress(run, p);
+                if let Ok(Value::Object(p)) = serde_json::to_value(progress) {
+                    fold_progress(run, &p);
+                }
             }
-            Some("output") => {
-                let (Some(run), Some(update)) =
-                    (s.subagent_runs.get_mut(&run_id), params.get("update"))
-                else {
+            SubagentEventPayload::Output(output) => {
+                let Some(run) = s.subagent_runs.get_mut(run_id) else {
                     return;
                 };
-                fold_output(run, update, &limits);
+                fold_typed_output(run, &output.update, &limits);
             }
-            _ => return,
         }
         out.push(Change::SubagentRun {
-            session_id: sid,
-            run_id,
+            session_id: sid.to_owned(),
+            run_id: run_id.to_owned(),
         });
     }
 
@@ -129,9 +122,8 @@ impl ConnectionState {
         &self,
         sid: &str,
         run_id: &str,
-        params: &Value,
+        parent: &str,
     ) -> Option<(&'static str, String)> {
-        let parent = params.get("snapshot")?.get("parentRunId")?.as_str()?;
         let runs = self.sessions.get(sid).map(|s| &s.subagent_runs);
         // Walk up from the parent; the tree is acyclic, so this ends.
         let mut at = Some(parent);
@@ -606,28 +598,8 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             let content = update.get("content");
             match content.and_then(|c| str_at(c, "type")) {
                 Some("text") => {
-                    if let Some(t) = content
-                        .and_then(|c| str_at(c, "text"))
-                        .filter(|t| !t.is_empty())
-                    {
-                        let id = str_at(update, "messageId");
-                        let other_message = id.is_some()
-                            && run.message_id.is_some()
-                            && run.message_id.as_deref() != id;
-                        if (run.message_ended || other_message)
-                            && !run.text.is_empty()
-                            && !run.text.ends_with('\n')
-                            && !t.starts_with('\n')
-                        {
-                            run.text.push('\n');
-                        }
-                        run.message_ended = false;
-                        if other_message || (id.is_some() && run.message_id.is_none()) {
-                            run.message_id = id.map(str::to_owned);
-                        }
-                        run.text.push_str(t);
-                        cap_text(&mut run.text, limits.text_per_run);
-                    }
+                    let text = content.and_then(|c| str_at(c, "text")).unwrap_or("");
+                    append_text(run, text, str_at(update, "messageId"), limits);
                 }
                 _ => run.output_incomplete = true,
             }
@@ -635,26 +607,9 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
         Some("agent_thought_chunk") => {}
         Some("tool_call") | Some("tool_call_update") => {
             run.message_ended = true;
-            let Some(id) = str_at(update, "toolCallId") else {
-                return;
-            };
-            let Some(from) = update.as_object() else {
-                return;
-            };
-            let merged = match run.tool_calls.get(id) {
-                Some(known) => {
-                    let mut into = known.value();
-                    for (k, v) in from {
-                        if k != "sessionUpdate" {
-                            into.insert(k.clone(), v.clone());
-                        }
-                    }
-                    CompactObject::new(&into)
-                }
-                None => CompactObject::without(from, "sessionUpdate"),
-            };
-            run.tool_calls.insert(id.to_owned(), merged);
-            cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
+            if let (Some(id), Some(from)) = (str_at(update, "toolCallId"), update.as_object()) {
+                merge_tool_call(run, id, from, limits);
+            }
         }
         Some("plan") => {
             run.message_ended = true;
@@ -662,4 +617,79 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
         }
         _ => {}
     }
+}
+
+/// [`fold_output`] of a typed update (a Core event's).
+fn fold_typed_output(run: &mut RunState, update: &SubagentOutput, limits: &Limits) {
+    run.output_events += 1;
+    match update {
+        SubagentOutput::AgentMessageChunk(chunk) => match &chunk.content {
+            SubagentContentBlock::Text(t) => {
+                let id = match &chunk.message_id {
+                    MaybeUndefined::Value(id) => Some(id.as_str()),
+                    _ => None,
+                };
+                append_text(run, &t.text, id, limits);
+            }
+            _ => run.output_incomplete = true,
+        },
+        SubagentOutput::AgentThoughtChunk(_) => {}
+        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => {
+            run.message_ended = true;
+            let id = match update {
+                SubagentOutput::ToolCall(c) => c.tool_call_id.as_str(),
+                SubagentOutput::ToolCallUpdate(c) => c.tool_call_id.as_str(),
+                _ => return,
+            };
+            if let Ok(Value::Object(from)) = serde_json::to_value(update) {
+                merge_tool_call(run, id, &from, limits);
+            }
+        }
+        SubagentOutput::Plan(_) => {
+            run.message_ended = true;
+            run.plan = serde_json::to_value(update).ok();
+        }
+    }
+}
+
+/// Appends a text chunk: a new message (another message id, or after a
+/// tool call or plan) starts on a new line.
+fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits: &Limits) {
+    if text.is_empty() {
+        return;
+    }
+    let other_message =
+        message_id.is_some() && run.message_id.is_some() && run.message_id.as_deref() != message_id;
+    if (run.message_ended || other_message)
+        && !run.text.is_empty()
+        && !run.text.ends_with('\n')
+        && !text.starts_with('\n')
+    {
+        run.text.push('\n');
+    }
+    run.message_ended = false;
+    if other_message || (message_id.is_some() && run.message_id.is_none()) {
+        run.message_id = message_id.map(str::to_owned);
+    }
+    run.text.push_str(text);
+    cap_text(&mut run.text, limits.text_per_run);
+}
+
+/// Merges a tool call or its update (all keys but `sessionUpdate`) into
+/// the run's call with this id.
+fn merge_tool_call(run: &mut RunState, id: &str, from: &Map<String, Value>, limits: &Limits) {
+    let merged = match run.tool_calls.get(id) {
+        Some(known) => {
+            let mut into = known.value();
+            for (k, v) in from {
+                if k != "sessionUpdate" {
+                    into.insert(k.clone(), v.clone());
+                }
+            }
+            CompactObject::new(&into)
+        }
+        None => CompactObject::without(from, "sessionUpdate"),
+    };
+    run.tool_calls.insert(id.to_owned(), merged);
+    cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
 }

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod mutate;
+
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::validate::{Check, check};

@@ -1,0 +1,281 @@
+//! The follower's two readings of a line reach one result.
+//!
+//! [`parse_line`] reads a valid subagent event notification straight into
+//! its type (the typed lane) and every other line as a JSON tree. Each line
+//! here is followed both ways by a connection with the consumer state as
+//! its observer: as a tree ([`Connection::follow`]) and as `parse_line`
+//! reads it ([`Connection::follow_parsed`]). The messages the observers see
+//! (kind, direction, method, session, sequence findings, whether a run
+//! folds it) and the folded states must be the same. For every line the
+//! typed lane takes, the tree must also be a valid message with no `_meta`
+//! section and no epoch finding (what lets `acp-ext check` skip those rules
+//! for it), holding the same event.
+//!
+//! Inputs: generated sessions, the subagent-event vectors, envelope
+//! variants, and structural and byte-level mutations of them.
+
+mod common;
+
+use acp_extension_core::connection::{
+    Connection, Direction, Message, Observer, ParsedLine, parse_line,
+};
+use acp_extension_core::meta::{epoch_findings, sections};
+use acp_extension_core::state::ConnectionState;
+use acp_extension_core::subagent_events::SubagentEvent;
+use acp_extension_core::validate::{Kind, validate_value};
+use common::mutate::{J, byte_mutations, finish, mutations};
+use serde_json::{Value, json};
+
+#[path = "../benches/events.rs"]
+mod events;
+
+/// What an observer sees of a message, to compare the two readings.
+#[derive(Default)]
+struct Seen(Vec<String>);
+
+impl Observer for Seen {
+    fn message(&mut self, _: &Connection, m: &Message<'_>) {
+        self.0.push(format!(
+            "{:?} {:?} {:?} {:?} {:?} {} {}",
+            m.kind,
+            m.direction,
+            m.method(),
+            m.session_id(),
+            m.sequence,
+            m.run_accepted,
+            m.bare_event,
+        ));
+    }
+
+    fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
+        self.0.push(format!("unreadable {rule} {message}"));
+    }
+}
+
+/// One connection read one way.
+struct Reading {
+    connection: Connection,
+    state: ConnectionState,
+    seen: Seen,
+}
+
+impl Reading {
+    fn new() -> Self {
+        Self {
+            connection: Connection::new(),
+            state: ConnectionState::new(),
+            seen: Seen::default(),
+        }
+    }
+
+    fn tree(&mut self, line: &[u8]) {
+        let observers: &mut [&mut dyn Observer] = &mut [&mut self.state, &mut self.seen];
+        match serde_json::from_slice::<Value>(line) {
+            Ok(v) => self.connection.follow(Direction::Unknown, &v, observers),
+            Err(e) => self
+                .connection
+                .unreadable("not-json", &format!("not JSON: {e}"), observers),
+        }
+    }
+
+    fn parsed(&mut self, line: &ParsedLine) {
+        let observers: &mut [&mut dyn Observer] = &mut [&mut self.state, &mut self.seen];
+        self.connection
+            .follow_parsed(Direction::Unknown, line, observers);
+    }
+}
+
+/// The initialize exchange, with subagent events advertised (so events
+/// are folded, not dropped as not negotiated).
+fn initialize() -> [String; 2] {
+    [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {
+                "_meta": {"lody": {"subagentEvents": {"version": 1}}}}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"_meta": {"lody": {"subagentEvents": {"version": 1}}}}}})
+        .to_string(),
+    ]
+}
+
+fn envelope(params: &str, ns: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"_{ns}/subagents/event","params":{params}}}"#)
+}
+
+/// What the typed lane promises about a line it takes.
+fn assert_lane_promise(line: &[u8], typed: &SubagentEvent) {
+    let text = String::from_utf8_lossy(line);
+    let tree: Value = serde_json::from_slice(line).expect("a typed line is JSON");
+    let report = validate_value(Kind::Auto, &tree);
+    assert!(
+        report.is_valid(),
+        "typed lane took an invalid message ({report}): {text}"
+    );
+    assert!(
+        sections(&tree, "").is_empty(),
+        "typed lane took `_meta`: {text}"
+    );
+    assert!(
+        epoch_findings(&tree, "", true).is_empty() && epoch_findings(&tree, "", false).is_empty(),
+        "typed lane took an epoch field: {text}"
+    );
+    let from_tree: SubagentEvent = serde_json::from_value(tree["params"].clone()).unwrap();
+    assert_eq!(
+        &from_tree, typed,
+        "the typed lane read another event: {text}"
+    );
+}
+
+/// Follows `lines` both ways and compares everything; returns how many
+/// lines took the typed lane.
+fn assert_same(lines: &[Vec<u8>]) -> usize {
+    let (mut tree, mut lane) = (Reading::new(), Reading::new());
+    let mut typed = 0;
+    for line in initialize()
+        .iter()
+        .map(|l| l.as_bytes())
+        .chain(lines.iter().map(|l| &l[..]))
+    {
+        tree.tree(line);
+        let parsed = parse_line(line);
+        if let ParsedLine::Event(e) = &parsed {
+            assert_lane_promise(line, e.event());
+            typed += 1;
+        }
+        lane.parsed(&parsed);
+        let (a, b) = (&tree.seen.0, &lane.seen.0);
+        assert_eq!(
+            a.last(),
+            b.last(),
+            "the readings see another message: {}",
+            String::from_utf8_lossy(line)
+        );
+    }
+    assert_eq!(tree.seen.0, lane.seen.0);
+    let (a, b) = (
+        serde_json::to_value(&tree.state).unwrap(),
+        serde_json::to_value(&lane.state).unwrap(),
+    );
+    if a != b {
+        let shown: Vec<_> = lines.iter().map(|l| String::from_utf8_lossy(l)).collect();
+        panic!("the folded states differ:\ntree {a}\nlane {b}\nlines {shown:#?}");
+    }
+    typed
+}
+
+#[test]
+fn a_generated_session_folds_the_same_either_way() {
+    let lines: Vec<Vec<u8>> = (0..3000)
+        .map(|i| {
+            envelope(
+                &events::event_line(i),
+                if i % 7 == 0 { "ua" } else { "lody" },
+            )
+            .into_bytes()
+        })
+        .collect();
+    let typed = assert_same(&lines);
+    // Most events take the typed lane (snapshots with times and the
+    // invalid tenth do not): a lane that took none would prove nothing.
+    assert!(
+        typed > lines.len() * 3 / 4,
+        "{typed} of {} typed",
+        lines.len()
+    );
+}
+
+#[test]
+fn envelope_variants_take_the_lane_only_when_exact() {
+    let snapshot = r#"{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}"#;
+    let text = r#"{"version":1,"sessionId":"s","runId":"r","type":"output","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#;
+    let cases = [
+        (envelope(text, "lody"), true),
+        (envelope(text, "ua"), true),
+        // Another envelope key, an id, another version, another method.
+        (text_with(text, r#""jsonrpc":"2.0","id":3,"method":"_lody/subagents/event""#), false),
+        (text_with(text, r#""jsonrpc":"2.0","x":1,"method":"_lody/subagents/event""#), false),
+        (text_with(text, r#""jsonrpc":"1.0","method":"_lody/subagents/event""#), false),
+        (text_with(text, r#""jsonrpc":"2.0","method":"_lody/subagents/events""#), false),
+        // Keys in another order, and a params key that is repeated.
+        (format!(r#"{{"params":{text},"method":"_lody/subagents/event","jsonrpc":"2.0"}}"#), true),
+        (format!(r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{text},"params":{text}}}"#), false),
+        // `_meta`, epoch fields and escaped ASCII keep the tree.
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","_meta":{"lody":{"x":1}}"#), "lody"), false),
+        (envelope(&text.replace("\"hi\"", "\"_meta\""), "lody"), false),
+        (envelope(&snapshot.replace(r#""state":"running""#, r#""state":"running","startedAtEpochSeconds":1"#), "lody"), false),
+        (envelope(&text.replace("\"runId\"", "\"\\u0072unId\""), "lody"), false),
+        // A union tag that is a number, or repeated: the tree decides.
+        (envelope(&text.replace(r#""type":"text""#, r#""type":0"#), "lody"), false),
+        (envelope(&text.replace(r#""type":"text""#, r#""type":"text","type":"text""#), "lody"), false),
+        (envelope(&text.replace(r#""type":"output""#, r#""type":"output","type":"output""#), "lody"), false),
+        (envelope(&text.replace(r#""sessionUpdate":"agent_message_chunk""#, r#""sessionUpdate":"agent_message_chunk","sessionUpdate":"agent_thought_chunk""#), "lody"), false),
+    ];
+    for (line, lane) in &cases {
+        let parsed = parse_line(line.as_bytes());
+        assert_eq!(matches!(parsed, ParsedLine::Event(_)), *lane, "{line}");
+        assert_same(&[
+            envelope(snapshot, "lody").into_bytes(),
+            line.clone().into_bytes(),
+        ]);
+    }
+}
+
+fn text_with(params: &str, head: &str) -> String {
+    format!(r#"{{{head},"params":{params}}}"#)
+}
+
+/// A run's snapshot, then each mutation of `event` in turn (each after
+/// the snapshot, on a fresh connection: a mutation must not hide the next).
+fn mutated_runs(inputs: &[Value], per_node: usize) -> (usize, usize) {
+    let (mut checked, mut typed) = (0, 0);
+    // Every twelfth input (a spread of the vectors' cases): each reading
+    // costs two folds and two state documents.
+    for (n, input) in inputs.iter().enumerate().filter(|(n, _)| n % 12 == 0) {
+        let sid = input["sessionId"].as_str().unwrap_or("s");
+        let run = input["runId"].as_str().unwrap_or("r");
+        let snapshot = envelope(
+            &json!({"version": 1, "sessionId": sid, "runId": run, "type": "snapshot",
+                "snapshot": {"state": "running", "support": {"stream": ["text", "tool", "plan"],
+                    "progress": true, "outputRead": "none", "cancel": false}}})
+            .to_string(),
+            "lody",
+        );
+        let mut texts = Vec::new();
+        mutations(&J::from_value(input), n, per_node, &mut texts);
+        let mut lines: Vec<Vec<u8>> = texts
+            .into_iter()
+            .map(|t| {
+                let params = finish(t);
+                let mut line =
+                    br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":"#.to_vec();
+                line.extend_from_slice(&params);
+                line.push(b'}');
+                line
+            })
+            .collect();
+        let mut bytes = Vec::new();
+        byte_mutations(&envelope(&input.to_string(), "lody"), n, &mut bytes);
+        lines.extend(bytes);
+        for line in lines {
+            typed += assert_same(&[snapshot.clone().into_bytes(), line]);
+            checked += 1;
+        }
+    }
+    (checked, typed)
+}
+
+#[test]
+fn mutated_events_fold_the_same_either_way() {
+    let guard = common::jsonl("vectors/subagent-event-guard.jsonl");
+    let mut inputs: Vec<Value> = guard.iter().map(|g| g["input"].clone()).collect();
+    inputs.extend((0..60).map(|i| serde_json::from_str(&events::event_line(i)).unwrap()));
+    let (checked, typed) = mutated_runs(&inputs, 1);
+    assert!(checked > 20_000, "{checked} inputs");
+    // Both readings are exercised: the snapshots and the valid mutations
+    // take the lane, the rest do not.
+    assert!(
+        typed > checked && typed < 2 * checked,
+        "{typed} typed of {checked}"
+    );
+}
