@@ -12,7 +12,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use acp_extension_core::state::{ConnectionState, Limits, SessionState};
+use acp_extension_core::state::{ConnectionState, Direction, Limits, SessionState};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
 
@@ -58,6 +58,10 @@ pub fn fold_reader(
         Item::Record(r) => {
             state.set_line(Some(r.line));
             state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
+        }
+        Item::Event { line, parsed } => {
+            state.set_line(Some(line));
+            state.parsed(Direction::Unknown, &parsed);
         }
         Item::Problem { line, finding } => {
             state.set_line(Some(line));

@@ -18,6 +18,12 @@
 //!   need memory run here, once per message, so that every observer sees
 //!   the same [`SequenceFinding`]s.
 //!
+//! A line is parsed once, by [`parse_line`] (on any thread): a valid
+//! subagent event notification is read straight into its type and its
+//! JSON tree is built only if an observer asks ([`Message::params`]);
+//! [`Connection::follow_parsed`] follows either reading to the same
+//! messages and verdicts.
+//!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext
 //! check`'s rules are another, and a tool that wants both runs them in one
@@ -933,7 +939,7 @@ impl Connection {
 /// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
 /// followed with [`Connection::follow_parsed`]: the parse may run on
 /// another thread than the connection.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ParsedLine {
     /// Any JSON value.
@@ -946,7 +952,7 @@ pub enum ParsedLine {
 
 /// A `_<ns>/subagents/event` notification read straight into its type,
 /// with no JSON tree; see [`parse_line`] for which lines are read so.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EventLine {
     namespace: Namespace,
     event: SubagentEvent,
@@ -1030,13 +1036,20 @@ pub fn parse_line(bytes: &[u8]) -> ParsedLine {
 
 /// The typed lane of [`parse_line`].
 fn typed_event(bytes: &[u8]) -> Option<EventLine> {
-    use memchr::memmem;
-    let has = |needle: &[u8]| memmem::find(bytes, needle).is_some();
-    if !has(b"subagents/event") || has(b"_meta") || has(b"EpochSeconds") {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: a searcher's setup costs more than a short line's search.
+    static FINDERS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+        [&b"subagents/event"[..], b"_meta", b"EpochSeconds", b"\\u00"].map(Finder::new)
+    });
+    let [method, meta, epoch, escape] = &*FINDERS;
+    let has = |f: &Finder<'_>| f.find(bytes).is_some();
+    if !has(method) || has(meta) || has(epoch) {
         return None;
     }
     // A key spelled with escapes (`\u005fmeta`) would hide from the search.
-    let escaped_ascii = memmem::find_iter(bytes, b"\\u00")
+    let escaped_ascii = escape
+        .find_iter(bytes)
         .any(|i| bytes.get(i + 4).is_some_and(|d| (b'0'..=b'7').contains(d)));
     if escaped_ascii {
         return None;

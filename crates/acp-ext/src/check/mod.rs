@@ -62,7 +62,7 @@ use acp_extension_core::validate::{Kind, child, validate_value};
 use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
-use acp_extension_core::connection::{Connection, Message, MessageKind, Observer};
+use acp_extension_core::connection::{Connection, Message, MessageKind, Observer, ParsedLine};
 pub use acp_extension_core::connection::{Direction, Limits};
 use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
@@ -191,6 +191,16 @@ impl Checker {
         // Taken out and put back as a box: the connection itself stays put.
         let mut own = self.own.take().unwrap_or_default();
         own.follow_with_method(direction, message, request_method, &mut [self]);
+        self.own = Some(own);
+        self.take_findings()
+    }
+
+    /// Checks one line as
+    /// [`parse_line`](acp_extension_core::connection::parse_line) read it
+    /// (perhaps on another thread): the findings of its JSON tree.
+    pub fn parsed(&mut self, direction: Direction, line: &ParsedLine) -> Vec<Finding> {
+        let mut own = self.own.take().unwrap_or_default();
+        own.follow_parsed(direction, line, &mut [self]);
         self.own = Some(own);
         self.take_findings()
     }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::input::{self, Format, Item};
 use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
-use super::{Checker, Finding, Limits, Severity};
+use super::{Checker, Direction, Finding, Limits, Severity};
 use crate::output::Style;
 
 /// How `check` reads and prints.
@@ -139,6 +139,12 @@ fn check_ticking<R: BufRead + Send>(
             {
                 f.path = r.source_path(&f.path);
                 on(r.line, f);
+            }
+        }
+        Item::Event { line, parsed } => {
+            tick();
+            for f in checker.parsed(Direction::Unknown, &parsed) {
+                on(line, f);
             }
         }
         Item::Problem { line, finding } => on(line, finding),

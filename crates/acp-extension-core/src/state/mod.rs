@@ -116,7 +116,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::Side;
-use crate::connection::{Connection, Message, MessageKind, Observer, Pairing};
+use crate::connection::{Connection, Message, MessageKind, Observer, Pairing, ParsedLine};
 use crate::sequence::{self, SequenceFinding};
 
 #[cfg(feature = "schema")]
@@ -658,6 +658,13 @@ impl ConnectionState {
         request_method: Option<&str>,
     ) -> Vec<Change> {
         self.follow_own(|c, o| c.follow_with_method(direction, message, request_method, o))
+    }
+
+    /// Folds one line as [`parse_line`](crate::connection::parse_line) read
+    /// it (perhaps on another thread): a subagent event read straight into
+    /// its type folds as its JSON tree would, without building one.
+    pub fn parsed(&mut self, direction: Direction, line: &ParsedLine) -> Vec<Change> {
+        self.follow_own(|c, o| c.follow_parsed(direction, line, o))
     }
 
     /// Runs `f` on the state's own connection with the state as its

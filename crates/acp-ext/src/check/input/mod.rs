@@ -42,6 +42,7 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use crate::transcript::RecordLine;
+use acp_extension_core::connection::{ParsedLine, parse_line};
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
 use serde::Deserialize;
@@ -133,6 +134,15 @@ impl Record {
 pub enum Item {
     /// A message to check.
     Record(Record),
+    /// A `_<ns>/subagents/event` notification read straight into its type
+    /// (a [`ParsedLine::Event`]; [`read_parallel`] only, JSON-RPC lines):
+    /// follow it with `Connection::follow_parsed`.
+    Event {
+        /// 1-based line.
+        line: u64,
+        /// The parsed line.
+        parsed: ParsedLine,
+    },
     /// A problem of the input itself (not JSON, too large).
     Problem {
         /// 1-based line.
@@ -142,14 +152,155 @@ pub enum Item {
     },
 }
 
-/// Like [`read`], with the reading and parsing on a thread of its own:
-/// `sink` runs on the calling thread while the next lines are parsed (a
-/// two-core pipeline for `check`, `state` and the like). Items arrive in
-/// order, in batches.
+/// Like [`read`], with the parsing on other threads: `sink` runs on the
+/// calling thread while the next lines are parsed. Items arrive in order,
+/// in batches.
+///
+/// JSON-RPC lines (the format of ACP's stdio, and of most large files) are
+/// read in blocks on one thread and parsed on another with
+/// [`parse_line`](acp_extension_core::connection::parse_line): a valid
+/// subagent event notification arrives as an [`Item::Event`] read straight
+/// into its type, every other line as [`read`] gives it. Other formats are
+/// read and parsed on one thread of their own.
 pub fn read_parallel<R: BufRead + Send>(
-    reader: R,
+    mut reader: R,
     format: Format,
     mut sink: impl FnMut(Item),
+) -> io::Result<()> {
+    let (format, first) = match format {
+        Format::Auto => {
+            let mut first = Vec::new();
+            let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
+            if too_long {
+                sink(too_large(1));
+                return parallel_lines(reader, Vec::new(), 1, &mut sink);
+            }
+            let detected = detect(&first);
+            if consumed > first.len() {
+                first.push(b'\n');
+            }
+            (detected, first)
+        }
+        f => (f, Vec::new()),
+    };
+    if format == Format::JsonRpc {
+        return parallel_lines(reader, first, 0, &mut sink);
+    }
+    let chained = io::Cursor::new(first).chain(reader);
+    one_reader_thread(io::BufReader::new(chained), format, &mut sink)
+}
+
+/// Lines per block handed to the parser.
+const BLOCK_LINES: usize = 256;
+
+/// One block of lines: their text, and each line's number and range (or
+/// `None` for a line longer than [`MAX_VALUE_BYTES`]).
+#[derive(Default)]
+struct Block {
+    text: Vec<u8>,
+    lines: Vec<(u64, Option<std::ops::Range<usize>>)>,
+}
+
+/// JSON-RPC lines, in three stages: one thread reads blocks of lines,
+/// another parses them, and the calling thread takes their items in order.
+/// (On two cores the consumer is the slowest stage: a second parser was
+/// measured and did not help.)
+fn parallel_lines<R: BufRead + Send>(
+    mut reader: R,
+    first: Vec<u8>,
+    lines_before: u64,
+    sink: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    use std::sync::mpsc::sync_channel;
+    // Small queues keep the memory of a bounded fold bounded.
+    let (blocks_tx, blocks_rx) = sync_channel::<Block>(1);
+    let (items_tx, items_rx) = sync_channel::<Vec<Item>>(1);
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("acp-ext-parse".into())
+            .spawn_scoped(scope, move || {
+                for block in blocks_rx {
+                    let mut items = Vec::with_capacity(block.lines.len());
+                    for (line, range) in &block.lines {
+                        match range {
+                            Some(r) => {
+                                parse_jsonrpc_line(&block.text[r.clone()], *line, &mut |i| {
+                                    items.push(i)
+                                })
+                            }
+                            None => items.push(too_large(*line)),
+                        }
+                    }
+                    if items_tx.send(items).is_err() {
+                        return;
+                    }
+                }
+            })?;
+        let reading = std::thread::Builder::new()
+            .name("acp-ext-read".into())
+            .spawn_scoped(scope, move || -> io::Result<()> {
+                let mut chained = io::Cursor::new(first).chain(&mut reader);
+                let mut number = lines_before;
+                loop {
+                    let mut block = Block::default();
+                    while block.lines.len() < BLOCK_LINES {
+                        let start = block.text.len();
+                        let (n, too_long) =
+                            read_line_bounded(&mut chained, &mut block.text, MAX_VALUE_BYTES)?;
+                        if n == 0 {
+                            break;
+                        }
+                        number += 1;
+                        if too_long {
+                            block.text.truncate(start);
+                            block.lines.push((number, None));
+                        } else {
+                            block.lines.push((number, Some(start..block.text.len())));
+                        }
+                    }
+                    let done = block.lines.len() < BLOCK_LINES;
+                    // A closed channel: the consumer is gone.
+                    if !block.lines.is_empty() && blocks_tx.send(block).is_err() {
+                        return Ok(());
+                    }
+                    if done {
+                        return Ok(());
+                    }
+                }
+            })?;
+        for items in items_rx {
+            for item in items {
+                sink(item);
+            }
+        }
+        reading
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
+    })
+}
+
+/// One JSON-RPC line, as [`read`] reads it, with the typed lane.
+fn parse_jsonrpc_line(bytes: &[u8], line: u64, sink: &mut dyn FnMut(Item)) {
+    let text = bytes.trim_ascii();
+    if text.is_empty() {
+        return;
+    }
+    match parse_line(text) {
+        ParsedLine::NotJson(e) => sink(not_json(line, "", e)),
+        ParsedLine::Value(v) if !v.as_object().is_some_and(is_jsonrpc) => {
+            classify(v, "", line, sink)
+        }
+        ParsedLine::Value(v) => sink(Item::Record(Record::new(line, Direction::Unknown, v))),
+        parsed => sink(Item::Event { line, parsed }),
+    }
+}
+
+/// Reading and parsing on a thread of their own (formats other than
+/// JSON-RPC lines).
+fn one_reader_thread<R: BufRead + Send>(
+    reader: R,
+    format: Format,
+    sink: &mut dyn FnMut(Item),
 ) -> io::Result<()> {
     const BATCH: usize = 256;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
@@ -157,7 +308,7 @@ pub fn read_parallel<R: BufRead + Send>(
         let builder = std::thread::Builder::new().name("acp-ext-read".into());
         let parser = builder.spawn_scoped(scope, move || {
             let mut batch = Vec::with_capacity(BATCH);
-            let result = read(reader, format, |item| {
+            let result = read_known(reader, format, &mut |item| {
                 batch.push(item);
                 if batch.len() == BATCH {
                     // A closed channel: the consumer is gone; the rest is
@@ -490,7 +641,7 @@ mod tests {
             .into_iter()
             .map(|i| match i {
                 Item::Record(r) => r.line,
-                Item::Problem { line, .. } => line,
+                Item::Event { line, .. } | Item::Problem { line, .. } => line,
             })
             .collect()
     }
@@ -518,6 +669,55 @@ mod tests {
         );
         assert!(matches!(&items[1], Item::Record(r) if r.line == 3));
         assert_eq!(items.len(), 2);
+    }
+
+    /// An item as `read` would give it: a typed event as its JSON record.
+    fn as_read(item: Item) -> Item {
+        match item {
+            Item::Event {
+                line,
+                parsed: ParsedLine::Event(e),
+            } => Item::Record(Record::new(line, Direction::Unknown, e.to_value())),
+            other => other,
+        }
+    }
+
+    #[test]
+    fn parallel_lines_give_what_read_gives_in_order() {
+        // More lines than a few blocks, with every kind of line: typed
+        // events, other messages, bare events, blank lines, bytes that are
+        // not JSON, and a line too large to read.
+        let event = |i: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{{"version":1,"sessionId":"s","runId":"r{i}","type":"progress","progress":{{"turnCount":{i}}}}}}}"#
+            )
+        };
+        let mut text = String::new();
+        for i in 0..3 * BLOCK_LINES + 7 {
+            let line = match i % 9 {
+                0 => r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#.to_owned(),
+                1 => r#"{"version":1,"sessionId":"s","runId":"b","type":"progress","progress":{}}"#.to_owned(),
+                2 => String::new(),
+                3 => "{oops".to_owned(),
+                _ => event(i),
+            };
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text.push_str(&format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_VALUE_BYTES)));
+        text.push_str(&event(1));
+        let serial = records(&text, Format::Auto);
+        let mut parallel = Vec::new();
+        read_parallel(text.as_bytes(), Format::Auto, |i| parallel.push(i)).unwrap();
+        assert!(
+            parallel.iter().any(|i| matches!(i, Item::Event { .. })),
+            "no line took the typed lane"
+        );
+        let parallel: Vec<Item> = parallel.into_iter().map(as_read).collect();
+        assert_eq!(parallel.len(), serial.len());
+        for (p, s) in parallel.iter().zip(&serial) {
+            assert_eq!(p, s);
+        }
     }
 
     #[test]
