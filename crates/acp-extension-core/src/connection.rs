@@ -573,27 +573,16 @@ impl Connection {
         }
     }
 
-    /// A typed event classified as [`Connection::one`] classifies its JSON
-    /// tree: a notification of its method, whose session is named.
+    /// A typed event: a notification of its method, classified as
+    /// [`Connection::one`] classifies its JSON tree.
     fn one_event<'a>(&mut self, direction: Direction, line: &'a EventLine) -> Message<'a> {
-        self.values += 1;
         let body = Body::Event {
             line,
             tree: OnceCell::new(),
         };
         let mut m = Message::of_body(direction, MessageKind::Notification, body);
         m.call_method = Some(line.method());
-        if m.direction == Direction::Unknown {
-            m.direction = Direction::of_method(line.method());
-        }
-        if m.direction == Direction::ClientToAgent {
-            self.client_seen = true;
-        }
-        self.name_session(Some(line.event.session_id()));
-        let (sequence, run_accepted) = self.sequence(&m);
-        m.sequence = sequence;
-        m.run_accepted = run_accepted;
-        m
+        self.classified(m, None)
     }
 
     /// Follows one parsed message (or batch) that travelled in `direction`
@@ -672,8 +661,13 @@ impl Connection {
         value: &'a Value,
         hint: Option<&str>,
     ) -> Message<'a> {
+        self.classified(classify_shape(direction, value), hint)
+    }
+
+    /// What follows the shape of a message, however it was read: its
+    /// direction, its request, the advertisements, the sequence rules.
+    fn classified<'a>(&mut self, mut m: Message<'a>, hint: Option<&str>) -> Message<'a> {
         self.values += 1;
-        let mut m = classify_shape(direction, value);
         match m.kind {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
@@ -945,7 +939,7 @@ pub enum ParsedLine {
     /// Any JSON value.
     Value(Value),
     /// A valid subagent event notification, read straight into its type.
-    Event(Box<EventLine>),
+    Event(EventLine),
     /// Bytes that are not one JSON value (serde_json's reason).
     NotJson(String),
 }
@@ -955,7 +949,7 @@ pub enum ParsedLine {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventLine {
     namespace: Namespace,
-    event: SubagentEvent,
+    event: Box<SubagentEvent>,
     text: Box<str>,
 }
 
@@ -997,7 +991,7 @@ struct EventEnvelope<'a> {
     jsonrpc: Cow<'a, str>,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    params: SubagentEvent,
+    params: Box<SubagentEvent>,
 }
 
 /// Parses one line of JSON-RPC traffic (without its newline).
@@ -1026,7 +1020,7 @@ struct EventEnvelope<'a> {
 /// ```
 pub fn parse_line(bytes: &[u8]) -> ParsedLine {
     if let Some(line) = typed_event(bytes) {
-        return ParsedLine::Event(Box::new(line));
+        return ParsedLine::Event(line);
     }
     match serde_json::from_slice(bytes) {
         Ok(v) => ParsedLine::Value(v),

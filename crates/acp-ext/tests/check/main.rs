@@ -26,6 +26,7 @@ mod corpus;
 mod each_rule;
 mod fields;
 mod formats;
+mod lanes;
 
 // Helpers shared by the topic files.
 

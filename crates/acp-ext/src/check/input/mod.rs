@@ -191,7 +191,7 @@ pub fn read_parallel<R: BufRead + Send>(
 }
 
 /// Lines per block handed to the parser.
-const BLOCK_LINES: usize = 256;
+const BLOCK_LINES: usize = 128;
 
 /// One block of lines: their text, and each line's number and range (or
 /// `None` for a line longer than [`MAX_VALUE_BYTES`]).
