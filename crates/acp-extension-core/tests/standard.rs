@@ -295,6 +295,18 @@ fn std_update(session: &str, update: Value) -> Value {
     json!({"sessionId": session, "update": update})
 }
 
+/// The Core events of a `subagent_update` giving `child` a `state`, sent on
+/// the session of its `parent`.
+fn child_state(runs: &mut CoreSubagents, parent: &str, child: &str, state: Value) -> Vec<Value> {
+    let update = json!({"sessionUpdate": "subagent_update", "sessionId": child, "state": state});
+    core_events(runs, std_update(parent, update)).expect("a child session's update")
+}
+
+/// The Core events of an update on a child's own session.
+fn child_update(runs: &mut CoreSubagents, child: &str, update: Value) -> Vec<Value> {
+    core_events(runs, std_update(child, update)).expect("a child session's update")
+}
+
 #[test]
 fn codex_style_children_become_core_runs() {
     let mut runs = CoreSubagents::new();
@@ -331,84 +343,63 @@ fn codex_style_children_become_core_runs() {
     )
     .unwrap();
     assert_eq!(cancel[0]["snapshot"]["support"]["cancel"], true);
-    let running = core_events(
+    let running = child_state(
         &mut runs,
-        std_update(
-            "root",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "requires_action"}}),
-        ),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "requires_action"}),
+    );
     assert_eq!(running[0]["snapshot"]["state"], "running");
     // A repeated state says nothing new.
-    let again = core_events(
+    let again = child_state(
         &mut runs,
-        std_update(
-            "root",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
-        ),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "running"}),
+    );
     assert!(again.is_empty());
     // The child's chunk is output; its usage has no Core slot.
-    let chunk = core_events(
+    let chunk = child_update(
         &mut runs,
-        std_update(
-            "root:subagent:t1",
-            json!({"sessionUpdate": "agent_message_chunk",
+        "root:subagent:t1",
+        json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "Found it"}}),
-        ),
-    )
-    .unwrap();
+    );
     assert_eq!(chunk[0]["type"], "output");
     assert_eq!(chunk[0]["runId"], run.as_str());
     assert_eq!(chunk[0]["update"]["content"]["text"], "Found it");
-    let usage = core_events(
+    let usage = child_update(
         &mut runs,
-        std_update(
-            "root:subagent:t1",
-            json!({"sessionUpdate": "usage_update", "used": 1, "size": 2}),
-        ),
-    )
-    .unwrap();
+        "root:subagent:t1",
+        json!({"sessionUpdate": "usage_update", "used": 1, "size": 2}),
+    );
     assert!(usage.is_empty());
     // A nested child: announced on its parent's session.
-    let nested = core_events(
+    let nested = child_state(
         &mut runs,
-        std_update(
-            "root:subagent:t1",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t2", "state": {"state": "running"}}),
-        ),
-    )
-    .unwrap();
+        "root:subagent:t1",
+        "root:subagent:t2",
+        json!({"state": "running"}),
+    );
     assert_eq!(nested[0]["sessionId"], "root");
     assert_eq!(nested[0]["snapshot"]["parentRunId"], run.as_str());
     // idle/end_turn ends the run; running again is a new run.
-    let done = core_events(
+    let done = child_state(
         &mut runs,
-        std_update(
-            "root",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "idle", "stopReason": "end_turn"}}),
-        ),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "idle", "stopReason": "end_turn"}),
+    );
     assert_eq!(done[0]["snapshot"]["state"], "completed");
     assert_eq!(runs.child_of_run(&run), Some("root:subagent:t1"));
     // Output of an ended child: it works again, so a new run begins
     // (codex streams a resumed child's first chunk before its `running`).
-    let late = core_events(
+    let late = child_update(
         &mut runs,
-        std_update(
-            "root:subagent:t1",
-            json!({"sessionUpdate": "agent_message_chunk",
+        "root:subagent:t1",
+        json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "again"}}),
-        ),
-    )
-    .unwrap();
+    );
     assert_eq!(late.len(), 2, "{late:?}");
     assert_eq!(late[0]["snapshot"]["state"], "running");
     let second = late[0]["runId"].as_str().unwrap().to_owned();
@@ -416,33 +407,27 @@ fn codex_style_children_become_core_runs() {
     assert_eq!(late[1]["runId"], second.as_str());
     assert_eq!(late[1]["update"]["content"]["text"], "again");
     // Its `running` then says nothing new; its end ends the second run.
-    let running_again = core_events(
+    let running_again = child_state(
         &mut runs,
-        std_update(
-            "root",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
-        ),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "running"}),
+    );
     assert!(running_again.is_empty(), "{running_again:?}");
-    let cancelled = core_events(
+    let cancelled = child_state(
         &mut runs,
-        std_update("root", json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "idle", "stopReason": "cancelled"}})),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "idle", "stopReason": "cancelled"}),
+    );
     assert_eq!(cancelled[0]["runId"], second.as_str());
     assert_eq!(cancelled[0]["snapshot"]["state"], "cancelled");
-    let rerun = core_events(
+    let rerun = child_state(
         &mut runs,
-        std_update(
-            "root",
-            json!({"sessionUpdate": "subagent_update",
-            "sessionId": "root:subagent:t1", "state": {"state": "running"}}),
-        ),
-    )
-    .unwrap();
+        "root",
+        "root:subagent:t1",
+        json!({"state": "running"}),
+    );
     assert_ne!(rerun[0]["runId"], run.as_str());
     assert_ne!(rerun[0]["runId"], second.as_str());
     assert_eq!(rerun[0]["snapshot"]["state"], "running");
