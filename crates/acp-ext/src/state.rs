@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
+use acp_extension_core::connection::EventParse;
 use acp_extension_core::state::{ConnectionState, Direction, Limits, SessionState};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
@@ -53,18 +54,19 @@ pub fn fold_reader(
     limits: Limits,
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
-    // Lines are parsed on one core while the state folds on the other.
-    input::read_parallel(reader, format, |item| match item {
+    // Lines are parsed on other threads while the state folds on this one;
+    // the fold reads every event, so each is built with its line.
+    input::read_parallel(reader, format, EventParse::Now, |item| match item {
         Item::Record(r) => {
             state.set_line(Some(r.line));
             state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
         }
         Item::Event { line, parsed } => {
-            state.set_line(Some(line));
-            state.parsed(Direction::Unknown, &parsed);
+            state.set_line(Some(*line));
+            state.parsed(Direction::Unknown, parsed);
         }
         Item::Problem { line, finding } => {
-            state.set_line(Some(line));
+            state.set_line(Some(*line));
             state.unreadable(finding.rule, &finding.message);
         }
     })?;

@@ -53,11 +53,10 @@
 //! assert_eq!(answers.0, ["session/new"]);
 //! ```
 
-use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::capabilities::{Feature, Side};
@@ -68,6 +67,9 @@ use crate::sequence::{SequenceFinding, SequenceTracker, TrackedState};
 use crate::subagent_events::SubagentEvent;
 use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
+
+mod line;
+pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -402,7 +404,7 @@ impl<'a> Message<'a> {
         match self.kind {
             MessageKind::Response => self.request.as_ref()?.session_id.as_deref(),
             _ => match &self.body {
-                Body::Event { line, .. } => Some(line.event.session_id()),
+                Body::Event { line, .. } => Some(line.session_id()),
                 Body::Tree { params, .. } => params.get("sessionId").and_then(Value::as_str),
             },
         }
@@ -795,10 +797,11 @@ impl Connection {
                         }
                     }
                     (_, Some("subagents/event")) => {
-                        // A typed event's facts are read from its type: its
-                        // JSON tree is never built here.
-                        let v = match m.event() {
-                            Some(event) => self.seq.subagent_event(event),
+                        // A typed event's facts are read from its type (or,
+                        // sifted, from its text): its JSON tree is never
+                        // built here.
+                        let v = match m.event_line() {
+                            Some(line) => self.seq.subagent_event(line.facts()),
                             None => self.seq.subagent_event(m.params()),
                         };
                         run_accepted = v.accepted;
@@ -930,142 +933,6 @@ impl Connection {
 
 /// What a value is, by its keys alone (no memory): the first step of
 /// classification.
-/// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
-/// followed with [`Connection::follow_parsed`]: the parse may run on
-/// another thread than the connection.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum ParsedLine {
-    /// Any JSON value.
-    Value(Value),
-    /// A valid subagent event notification, read straight into its type.
-    Event(EventLine),
-    /// Bytes that are not one JSON value (serde_json's reason).
-    NotJson(String),
-}
-
-/// A `_<ns>/subagents/event` notification read straight into its type,
-/// with no JSON tree; see [`parse_line`] for which lines are read so.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EventLine {
-    namespace: Namespace,
-    event: Box<SubagentEvent>,
-    text: Box<str>,
-}
-
-impl EventLine {
-    /// `_lody/subagents/event` or `_ua/subagents/event`.
-    pub fn method(&self) -> &'static str {
-        match self.namespace {
-            Namespace::Lody => "_lody/subagents/event",
-            Namespace::Ua => "_ua/subagents/event",
-        }
-    }
-
-    /// The method's namespace.
-    pub fn namespace(&self) -> Namespace {
-        self.namespace
-    }
-
-    /// The event (the notification's params).
-    pub fn event(&self) -> &SubagentEvent {
-        &self.event
-    }
-
-    /// The line as it was read.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The whole message as a JSON tree, read from the line.
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.text).unwrap_or(Value::Null)
-    }
-}
-
-/// The envelope of the typed lane: exactly these three keys.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EventEnvelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    params: Box<SubagentEvent>,
-}
-
-/// Parses one line of JSON-RPC traffic (without its newline).
-///
-/// A line that is a `_lody/subagents/event` or `_ua/subagents/event`
-/// notification with exactly `jsonrpc: "2.0"`, `method` and `params`, whose
-/// params are a valid [`SubagentEvent`] and whose text holds no `_meta`,
-/// no `EpochSeconds` and no `\u` escape of an ASCII character, is read
-/// straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
-/// Such a line is one no `_meta` or epoch rule can say anything about, and
-/// one validation accepts, so every observer reaches the same verdict as
-/// on its tree, without it. Every other line is a JSON tree, or not JSON.
-///
-/// ```
-/// use acp_extension_core::connection::{parse_line, ParsedLine};
-///
-/// let event = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
-/// let ParsedLine::Event(line) = parse_line(event) else { panic!() };
-/// assert_eq!(line.event().run_id.as_str(), "r");
-/// assert_eq!(line.to_value()["params"]["progress"]["turnCount"], 2);
-///
-/// // Invalid (a negative count): a tree, for the rules to report.
-/// let bad = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}}"#;
-/// assert!(matches!(parse_line(bad), ParsedLine::Value(_)));
-/// assert!(matches!(parse_line(b"{oops"), ParsedLine::NotJson(_)));
-/// ```
-pub fn parse_line(bytes: &[u8]) -> ParsedLine {
-    if let Some(line) = typed_event(bytes) {
-        return ParsedLine::Event(line);
-    }
-    match serde_json::from_slice(bytes) {
-        Ok(v) => ParsedLine::Value(v),
-        Err(e) => ParsedLine::NotJson(e.to_string()),
-    }
-}
-
-/// The typed lane of [`parse_line`].
-fn typed_event(bytes: &[u8]) -> Option<EventLine> {
-    use memchr::memmem::Finder;
-    use std::sync::LazyLock;
-    // Built once: a searcher's setup costs more than a short line's search.
-    static FINDERS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
-        [&b"subagents/event"[..], b"_meta", b"EpochSeconds", b"\\u00"].map(Finder::new)
-    });
-    let [method, meta, epoch, escape] = &*FINDERS;
-    let has = |f: &Finder<'_>| f.find(bytes).is_some();
-    if !has(method) || has(meta) || has(epoch) {
-        return None;
-    }
-    // A key spelled with escapes (`\u005fmeta`) would hide from the search.
-    let escaped_ascii = escape
-        .find_iter(bytes)
-        .any(|i| bytes.get(i + 4).is_some_and(|d| (b'0'..=b'7').contains(d)));
-    if escaped_ascii {
-        return None;
-    }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let envelope: EventEnvelope<'_> = serde_json::from_str(text).ok()?;
-    let namespace = match (envelope.jsonrpc.as_ref(), envelope.method.as_ref()) {
-        ("2.0", "_lody/subagents/event") => Namespace::Lody,
-        ("2.0", "_ua/subagents/event") => Namespace::Ua,
-        _ => return None,
-    };
-    // The typed parse accepts what `Check` accepts on the JSON tree, and
-    // reads the same values: where the two could part (a union tag that
-    // is a number, or repeated), it refuses, and the tree decides
-    // (`tests/lanes.rs` holds them to it).
-    Some(EventLine {
-        namespace,
-        event: envelope.params,
-        text: text.into(),
-    })
-}
-
 fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     let invalid = |pointer: &'static str, why: String| {
         let mut m = Message::new(direction, MessageKind::Invalid, value);

@@ -1,15 +1,18 @@
-//! The follower's two readings of a line reach one result.
+//! The follower's readings of a line reach one result.
 //!
 //! [`parse_line`] reads a valid subagent event notification straight into
 //! its type (the typed lane) and every other line as a JSON tree. Each line
-//! here is followed both ways by a connection with the consumer state as
-//! its observer: as a tree ([`Connection::follow`]) and as `parse_line`
-//! reads it ([`Connection::follow_parsed`]). The messages the observers see
-//! (kind, direction, method, session, sequence findings, whether a run
-//! folds it) and the folded states must be the same. For every line the
-//! typed lane takes, the tree must also be a valid message with no `_meta`
-//! section and no epoch finding (what lets `acp-ext check` skip those rules
-//! for it), holding the same event.
+//! here is followed three ways by a connection with the consumer state as
+//! its observer: as a tree ([`Connection::follow`]), as `parse_line` reads
+//! it, and as [`parse_line_with`] reads it with [`EventParse::OnDemand`]
+//! (sifted, the event built when the state asks), both through
+//! [`Connection::follow_parsed`]. The messages the observers see (kind,
+//! direction, method, session, sequence findings, whether a run folds it)
+//! and the folded states must be the same, and both lanes must take the
+//! same lines. For every line the typed lane takes, the tree must also be
+//! a valid message with no `_meta` section and no epoch finding (what lets
+//! `acp-ext check` skip those rules for it), holding the same event; the
+//! sifted line's facts (read from its text) must be the event's.
 //!
 //! Inputs: generated sessions, the subagent-event vectors, envelope
 //! variants, and structural and byte-level mutations of them.
@@ -17,9 +20,10 @@
 mod common;
 
 use acp_extension_core::connection::{
-    Connection, Direction, Message, Observer, ParsedLine, parse_line,
+    Connection, Direction, EventParse, Message, Observer, ParsedLine, parse_line, parse_line_with,
 };
 use acp_extension_core::meta::{epoch_findings, sections};
+use acp_extension_core::sequence::EventFacts;
 use acp_extension_core::state::ConnectionState;
 use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::validate::{Kind, validate_value};
@@ -127,39 +131,66 @@ fn assert_lane_promise(line: &[u8], typed: &SubagentEvent) {
     );
 }
 
-/// Follows `lines` both ways and compares everything; returns how many
-/// lines took the typed lane.
+/// Follows `lines` the three ways and compares everything; returns how
+/// many lines took the typed lane.
 fn assert_same(lines: &[Vec<u8>]) -> usize {
-    let (mut tree, mut lane) = (Reading::new(), Reading::new());
+    let (mut tree, mut lane, mut sifted) = (Reading::new(), Reading::new(), Reading::new());
     let mut typed = 0;
     for line in initialize()
         .iter()
         .map(|l| l.as_bytes())
         .chain(lines.iter().map(|l| &l[..]))
     {
+        let text = String::from_utf8_lossy(line);
         tree.tree(line);
         let parsed = parse_line(line);
-        if let ParsedLine::Event(e) = &parsed {
-            assert_lane_promise(line, e.event());
-            typed += 1;
+        let on_demand = parse_line_with(line, EventParse::OnDemand);
+        match (&parsed, &on_demand) {
+            (ParsedLine::Event(e), ParsedLine::Event(s)) => {
+                assert!(e.is_built());
+                assert_lane_promise(line, e.event());
+                // Facts first: read from the text before anything builds
+                // the sifted event.
+                assert_eq!(s.facts(), EventFacts::from(e.event()), "facts of {text}");
+                assert_eq!(s.session_id(), e.event().session_id(), "{text}");
+                typed += 1;
+            }
+            (ParsedLine::Event(_), _) | (_, ParsedLine::Event(_)) => {
+                panic!("the lanes took different lines: {text}")
+            }
+            _ => assert_eq!(parsed, on_demand, "{text}"),
         }
         lane.parsed(&parsed);
-        let (a, b) = (&tree.seen.0, &lane.seen.0);
+        sifted.parsed(&on_demand);
+        if let (ParsedLine::Event(e), ParsedLine::Event(s)) = (&parsed, &on_demand) {
+            assert_eq!(
+                s.event(),
+                e.event(),
+                "the sifted line built another event: {text}"
+            );
+        }
+        let (a, b, c) = (&tree.seen.0, &lane.seen.0, &sifted.seen.0);
         assert_eq!(
             a.last(),
             b.last(),
-            "the readings see another message: {}",
-            String::from_utf8_lossy(line)
+            "the readings see another message: {text}"
+        );
+        assert_eq!(
+            a.last(),
+            c.last(),
+            "the sifted reading sees another message: {text}"
         );
     }
     assert_eq!(tree.seen.0, lane.seen.0);
-    let (a, b) = (
+    assert_eq!(tree.seen.0, sifted.seen.0);
+    let (a, b, c) = (
         serde_json::to_value(&tree.state).unwrap(),
         serde_json::to_value(&lane.state).unwrap(),
+        serde_json::to_value(&sifted.state).unwrap(),
     );
-    if a != b {
+    if a != b || a != c {
         let shown: Vec<_> = lines.iter().map(|l| String::from_utf8_lossy(l)).collect();
-        panic!("the folded states differ:\ntree {a}\nlane {b}\nlines {shown:#?}");
+        panic!("the folded states differ:\ntree {a}\nlane {b}\nsifted {c}\nlines {shown:#?}");
     }
     typed
 }
@@ -183,6 +214,22 @@ fn a_generated_session_folds_the_same_either_way() {
         "{typed} of {} typed",
         lines.len()
     );
+    // Sifted, none of them is built to be followed: their facts come from
+    // the text.
+    let mut connection = Connection::new();
+    let mut seen = Seen::default();
+    let parsed: Vec<ParsedLine> = lines
+        .iter()
+        .map(|l| parse_line_with(l, EventParse::OnDemand))
+        .collect();
+    for line in &parsed {
+        connection.follow_parsed(Direction::Unknown, line, &mut [&mut seen]);
+    }
+    let built = parsed
+        .iter()
+        .filter(|p| matches!(p, ParsedLine::Event(e) if e.is_built()))
+        .count();
+    assert_eq!(built, 0, "sifted events were built");
 }
 
 #[test]
@@ -200,6 +247,10 @@ fn envelope_variants_take_the_lane_only_when_exact() {
         // Keys in another order, and a params key that is repeated.
         (format!(r#"{{"params":{text},"method":"_lody/subagents/event","jsonrpc":"2.0"}}"#), true),
         (format!(r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{text},"params":{text}}}"#), false),
+        // Escapes in the facts' strings: the lane, with the event built at
+        // once (the facts are then read from it).
+        (envelope(&text.replace(r#""runId":"r""#, r#""runId":"r\u00e9\n""#), "lody"), true),
+        (envelope(&snapshot.replace(r#""state":"running""#, r#""state":"running","parentToolCallId":"p\"1""#), "ua"), true),
         // `_meta`, epoch fields and escaped ASCII keep the tree.
         (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","_meta":{"lody":{"x":1}}"#), "lody"), false),
         (envelope(&text.replace("\"hi\"", "\"_meta\""), "lody"), false),
@@ -214,6 +265,8 @@ fn envelope_variants_take_the_lane_only_when_exact() {
     for (line, lane) in &cases {
         let parsed = parse_line(line.as_bytes());
         assert_eq!(matches!(parsed, ParsedLine::Event(_)), *lane, "{line}");
+        let sifted = parse_line_with(line.as_bytes(), EventParse::OnDemand);
+        assert_eq!(matches!(sifted, ParsedLine::Event(_)), *lane, "{line}");
         assert_same(&[
             envelope(snapshot, "lody").into_bytes(),
             line.clone().into_bytes(),

@@ -22,6 +22,7 @@ use super::input::{self, Format, Item};
 use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
 use super::{Checker, Direction, Finding, Limits, Severity};
 use crate::output::Style;
+use acp_extension_core::connection::EventParse;
 
 /// How `check` reads and prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,8 +131,10 @@ fn check_ticking<R: BufRead + Send>(
     mut on: impl FnMut(u64, Finding),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
-    // Lines are parsed on one core while the rules run on the other.
-    input::read_parallel(reader, format, |item| match item {
+    // Lines are parsed on other threads while the rules run on this one;
+    // the rules read only a typed event's facts, so it is sifted, not
+    // built.
+    input::read_parallel(reader, format, EventParse::OnDemand, |item| match item {
         Item::Record(r) => {
             tick();
             for mut f in
@@ -143,11 +146,11 @@ fn check_ticking<R: BufRead + Send>(
         }
         Item::Event { line, parsed } => {
             tick();
-            for f in checker.parsed(Direction::Unknown, &parsed) {
-                on(line, f);
+            for f in checker.parsed(Direction::Unknown, parsed) {
+                on(*line, f);
             }
         }
-        Item::Problem { line, finding } => on(line, finding),
+        Item::Problem { line, finding } => on(*line, finding.clone()),
     })
 }
 

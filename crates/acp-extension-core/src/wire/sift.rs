@@ -42,6 +42,14 @@ pub fn fallback<E: de::Error>() -> E {
     E::custom("the typed parse decides")
 }
 
+/// Runs `sift` and tells whether it gave up ([`fallback`]): then only the
+/// typed parse can decide.
+pub(crate) fn sifting<T>(sift: impl FnOnce() -> T) -> (T, bool) {
+    FALLBACK.with(|f| f.set(false));
+    let result = sift();
+    (result, FALLBACK.with(Cell::get))
+}
+
 /// Checks a value the way its typed parse does, without building it.
 pub trait Sift {
     /// Reads one value from `d`; `Ok` exactly when the typed parse would

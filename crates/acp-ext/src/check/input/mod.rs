@@ -42,7 +42,7 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use crate::transcript::RecordLine;
-use acp_extension_core::connection::{ParsedLine, parse_line};
+use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
 use serde::Deserialize;
@@ -152,28 +152,30 @@ pub enum Item {
     },
 }
 
-/// Like [`read`], with the parsing on other threads: `sink` runs on the
-/// calling thread while the next lines are parsed. Items arrive in order,
-/// in batches.
+/// Like [`read`], with the reading and parsing on other threads: `sink`
+/// runs on the calling thread while the next lines are parsed, and sees
+/// each item in order. Items are lent, not given: each is dropped on the
+/// thread that parsed it, which frees its memory where it was allocated.
 ///
 /// JSON-RPC lines (the format of ACP's stdio, and of most large files) are
-/// read in blocks on one thread and parsed on another with
-/// [`parse_line`](acp_extension_core::connection::parse_line): a valid
-/// subagent event notification arrives as an [`Item::Event`] read straight
-/// into its type, every other line as [`read`] gives it. Other formats are
-/// read and parsed on one thread of their own.
+/// cut into blocks on one thread and parsed on one or two others with
+/// [`parse_line_with`](acp_extension_core::connection::parse_line_with)
+/// and `events`: a valid subagent event notification arrives as an
+/// [`Item::Event`], every other line as [`read`] gives it. Other formats
+/// are read and parsed on one thread of their own.
 pub fn read_parallel<R: BufRead + Send>(
     mut reader: R,
     format: Format,
-    mut sink: impl FnMut(Item),
+    events: EventParse,
+    mut sink: impl FnMut(&Item),
 ) -> io::Result<()> {
     let (format, first) = match format {
         Format::Auto => {
             let mut first = Vec::new();
             let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
             if too_long {
-                sink(too_large(1));
-                return parallel_lines(reader, Vec::new(), 1, &mut sink);
+                sink(&too_large(1));
+                return parallel_lines(reader, Vec::new(), 1, events, &mut sink);
             }
             let detected = detect(&first);
             if consumed > first.len() {
@@ -184,94 +186,221 @@ pub fn read_parallel<R: BufRead + Send>(
         f => (f, Vec::new()),
     };
     if format == Format::JsonRpc {
-        return parallel_lines(reader, first, 0, &mut sink);
+        return parallel_lines(reader, first, 0, events, &mut sink);
     }
     let chained = io::Cursor::new(first).chain(reader);
     one_reader_thread(io::BufReader::new(chained), format, &mut sink)
 }
 
-/// Lines per block handed to the parser.
-const BLOCK_LINES: usize = 128;
+/// Bytes of whole lines per block handed to a parser (a longer line makes
+/// a longer block).
+const BLOCK_BYTES: usize = 64 << 10;
 
-/// One block of lines: their text, and each line's number and range (or
-/// `None` for a line longer than [`MAX_VALUE_BYTES`]).
+/// Bytes asked of the reader at a time.
+const READ_BYTES: usize = 64 << 10;
+
+/// Parser threads (blocks go to them in turn, and their items are taken in
+/// the same turn, so they arrive in order). Measured on two cores
+/// (BENCHMARKS.md): two when events are sifted, as the rules that read
+/// them are the lighter stage; one when they are built, as the fold that
+/// reads every event is then the slowest stage and a second parser would
+/// take its core.
+fn parsers(events: EventParse) -> usize {
+    match events {
+        EventParse::OnDemand => 2,
+        _ => 1,
+    }
+}
+
+/// One block of whole lines: their text, and each line's number and range
+/// (or `None` for a line longer than [`MAX_VALUE_BYTES`]).
 #[derive(Default)]
 struct Block {
     text: Vec<u8>,
     lines: Vec<(u64, Option<std::ops::Range<usize>>)>,
 }
 
-/// JSON-RPC lines, in three stages: one thread reads blocks of lines,
-/// another parses them, and the calling thread takes their items in order.
-/// (On two cores the consumer is the slowest stage: a second parser was
-/// measured and did not help.)
+/// Cuts a byte stream into [`Block`]s of whole lines, as
+/// [`read_line_bounded`] would cut them one by one.
+struct Blocks<R> {
+    reader: R,
+    /// Bytes read past the last whole line of the previous block.
+    carry: Vec<u8>,
+    /// The number of the last line cut.
+    number: u64,
+    /// The line being read is longer than [`MAX_VALUE_BYTES`]: its bytes
+    /// are dropped until its end.
+    skipping: bool,
+    eof: bool,
+    /// The limits: [`MAX_VALUE_BYTES`], [`BLOCK_BYTES`], [`READ_BYTES`].
+    max: usize,
+    block_bytes: usize,
+    read_bytes: usize,
+}
+
+impl<R: Read> Blocks<R> {
+    fn new(reader: R, lines_before: u64) -> Self {
+        Self {
+            reader,
+            carry: Vec::new(),
+            number: lines_before,
+            skipping: false,
+            eof: false,
+            max: MAX_VALUE_BYTES,
+            block_bytes: BLOCK_BYTES,
+            read_bytes: READ_BYTES,
+        }
+    }
+
+    /// Fills `block` with the next lines (at least one, unless the input
+    /// has ended: then `false`).
+    fn fill(&mut self, block: &mut Block) -> io::Result<bool> {
+        block.text.clear();
+        block.lines.clear();
+        block.text.append(&mut self.carry);
+        // The current line starts at `start`; bytes before `scanned` hold
+        // no newline.
+        let (mut start, mut scanned) = (0, 0);
+        loop {
+            while let Some(i) = memchr::memchr(b'\n', &block.text[scanned..]) {
+                let end = scanned + i;
+                self.number += 1;
+                if std::mem::take(&mut self.skipping) {
+                    // The end of a line too long to keep.
+                    block.lines.push((self.number, None));
+                    block.text.drain(start..=end);
+                    scanned = start;
+                    continue;
+                }
+                let range = start..end;
+                let kept = (range.len() <= self.max).then_some(range);
+                block.lines.push((self.number, kept));
+                start = end + 1;
+                scanned = start;
+            }
+            scanned = block.text.len();
+            if self.skipping || block.text.len() - start > self.max {
+                // Too long: keep nothing of it.
+                self.skipping = true;
+                block.text.truncate(start);
+                scanned = start;
+            }
+            if start >= self.block_bytes || self.eof {
+                break;
+            }
+            let old = block.text.len();
+            block.text.resize(old + self.read_bytes, 0);
+            let n = loop {
+                match self.reader.read(&mut block.text[old..]) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r,
+                }
+            };
+            let n = match n {
+                Ok(n) => n,
+                Err(e) => {
+                    block.text.truncate(old);
+                    return Err(e);
+                }
+            };
+            block.text.truncate(old + n);
+            if n == 0 {
+                self.eof = true;
+            }
+        }
+        if self.eof {
+            // A last line without a newline.
+            if self.skipping || start < block.text.len() {
+                self.number += 1;
+                let range = start..block.text.len();
+                block
+                    .lines
+                    .push((self.number, (!self.skipping).then_some(range)));
+                self.skipping = false;
+            }
+        } else {
+            self.carry.extend_from_slice(&block.text[start..]);
+            block.text.truncate(start);
+        }
+        Ok(!block.lines.is_empty())
+    }
+}
+
+/// JSON-RPC lines, in three stages: one thread cuts the input into blocks
+/// of lines, one or two threads ([`parsers`]) parse them in turn, and the calling thread
+/// takes their items in the same turn. Blocks return to the reader for
+/// reuse once parsed, and items to their parser to be dropped.
 fn parallel_lines<R: BufRead + Send>(
     mut reader: R,
     first: Vec<u8>,
     lines_before: u64,
-    sink: &mut dyn FnMut(Item),
+    events: EventParse,
+    sink: &mut dyn FnMut(&Item),
 ) -> io::Result<()> {
-    use std::sync::mpsc::sync_channel;
-    // Small queues keep the memory of a bounded fold bounded.
-    let (blocks_tx, blocks_rx) = sync_channel::<Block>(1);
-    let (items_tx, items_rx) = sync_channel::<Vec<Item>>(1);
+    use std::sync::mpsc::{channel, sync_channel};
+    let (recycle_tx, recycle_rx) = channel::<Block>();
     std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("acp-ext-parse".into())
-            .spawn_scoped(scope, move || {
-                for block in blocks_rx {
-                    let mut items = Vec::with_capacity(block.lines.len());
-                    for (line, range) in &block.lines {
-                        match range {
-                            Some(r) => {
-                                parse_jsonrpc_line(&block.text[r.clone()], *line, &mut |i| {
-                                    items.push(i)
-                                })
+        let parsers = parsers(events);
+        let mut to_parsers = Vec::with_capacity(parsers);
+        let mut from_parsers = Vec::with_capacity(parsers);
+        for _ in 0..parsers {
+            // Small queues keep the memory of a bounded fold bounded.
+            let (blocks_tx, blocks_rx) = sync_channel::<Block>(1);
+            let (items_tx, items_rx) = sync_channel::<Vec<Item>>(1);
+            let (used_tx, used_rx) = channel::<Vec<Item>>();
+            let recycle = recycle_tx.clone();
+            std::thread::Builder::new()
+                .name("acp-ext-parse".into())
+                .spawn_scoped(scope, move || {
+                    for block in blocks_rx {
+                        // What the consumer is done with is dropped here.
+                        while used_rx.try_recv().is_ok() {}
+                        let mut items = Vec::with_capacity(block.lines.len());
+                        for (line, range) in &block.lines {
+                            match range {
+                                Some(r) => parse_jsonrpc_line(
+                                    &block.text[r.clone()],
+                                    *line,
+                                    events,
+                                    &mut |i| items.push(i),
+                                ),
+                                None => items.push(too_large(*line)),
                             }
-                            None => items.push(too_large(*line)),
                         }
+                        if items_tx.send(items).is_err() {
+                            return;
+                        }
+                        // The reader may be gone: the block is dropped.
+                        let _ = recycle.send(block);
                     }
-                    if items_tx.send(items).is_err() {
-                        return;
-                    }
-                }
-            })?;
+                })?;
+            to_parsers.push(blocks_tx);
+            from_parsers.push((items_rx, used_tx));
+        }
+        drop(recycle_tx);
         let reading = std::thread::Builder::new()
             .name("acp-ext-read".into())
             .spawn_scoped(scope, move || -> io::Result<()> {
-                let mut chained = io::Cursor::new(first).chain(&mut reader);
-                let mut number = lines_before;
-                loop {
-                    let mut block = Block::default();
-                    while block.lines.len() < BLOCK_LINES {
-                        let start = block.text.len();
-                        let (n, too_long) =
-                            read_line_bounded(&mut chained, &mut block.text, MAX_VALUE_BYTES)?;
-                        if n == 0 {
-                            break;
-                        }
-                        number += 1;
-                        if too_long {
-                            block.text.truncate(start);
-                            block.lines.push((number, None));
-                        } else {
-                            block.lines.push((number, Some(start..block.text.len())));
-                        }
-                    }
-                    let done = block.lines.len() < BLOCK_LINES;
+                let mut blocks =
+                    Blocks::new(io::Cursor::new(first).chain(&mut reader), lines_before);
+                for parser in to_parsers.iter().cycle() {
+                    let mut block = recycle_rx.try_recv().unwrap_or_default();
                     // A closed channel: the consumer is gone.
-                    if !block.lines.is_empty() && blocks_tx.send(block).is_err() {
-                        return Ok(());
-                    }
-                    if done {
-                        return Ok(());
+                    if !blocks.fill(&mut block)? || parser.send(block).is_err() {
+                        break;
                     }
                 }
+                Ok(())
             })?;
-        for items in items_rx {
-            for item in items {
+        for (items_rx, used_tx) in from_parsers.iter().cycle() {
+            let Ok(items) = items_rx.recv() else {
+                break;
+            };
+            for item in &items {
                 sink(item);
             }
+            // A parser that has ended drops nothing more: dropped here.
+            let _ = used_tx.send(items);
         }
         reading
             .join()
@@ -280,12 +409,12 @@ fn parallel_lines<R: BufRead + Send>(
 }
 
 /// One JSON-RPC line, as [`read`] reads it, with the typed lane.
-fn parse_jsonrpc_line(bytes: &[u8], line: u64, sink: &mut dyn FnMut(Item)) {
+fn parse_jsonrpc_line(bytes: &[u8], line: u64, events: EventParse, sink: &mut dyn FnMut(Item)) {
     let text = bytes.trim_ascii();
     if text.is_empty() {
         return;
     }
-    match parse_line(text) {
+    match parse_line_with(text, events) {
         ParsedLine::NotJson(e) => sink(not_json(line, "", e)),
         ParsedLine::Value(v) if !v.as_object().is_some_and(is_jsonrpc) => {
             classify(v, "", line, sink)
@@ -300,7 +429,7 @@ fn parse_jsonrpc_line(bytes: &[u8], line: u64, sink: &mut dyn FnMut(Item)) {
 fn one_reader_thread<R: BufRead + Send>(
     reader: R,
     format: Format,
-    sink: &mut dyn FnMut(Item),
+    sink: &mut dyn FnMut(&Item),
 ) -> io::Result<()> {
     const BATCH: usize = 256;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
@@ -323,7 +452,7 @@ fn one_reader_thread<R: BufRead + Send>(
         });
         for batch in rx {
             for item in batch {
-                sink(item);
+                sink(&item);
             }
         }
         match parser {
@@ -682,6 +811,79 @@ mod tests {
         }
     }
 
+    /// A reader that gives at most `step` bytes per read.
+    struct Trickle<'a> {
+        text: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.text.len());
+            buf[..n].copy_from_slice(&self.text[..n]);
+            self.text = &self.text[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn blocks_cut_lines_as_read_line_bounded_does() {
+        // Random lines (some longer than the limit, some empty, some with
+        // `\r`), with and without a last newline, cut with small limits
+        // and reads of every size from one byte up.
+        let mut seed = 0x2545_f491_u64;
+        let mut next = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..400 {
+            let mut text = Vec::new();
+            for _ in 0..next(30) {
+                let len = [0, 3, 15, 16, 17, 40][next(6) as usize] + next(3) as usize;
+                text.extend((0..len).map(|i| b'a' + (i % 26) as u8));
+                if next(5) == 0 {
+                    text.push(b'\r');
+                }
+                text.push(b'\n');
+            }
+            if round % 2 == 0 {
+                text.extend_from_slice(b"tail without newline");
+            }
+            let max = 16;
+            let mut expected = Vec::new();
+            let mut reader = &text[..];
+            let mut number = 0;
+            loop {
+                let mut line = Vec::new();
+                let (n, too_long) = read_line_bounded(&mut reader, &mut line, max).unwrap();
+                if n == 0 {
+                    break;
+                }
+                number += 1;
+                expected.push((number, (!too_long).then_some(line)));
+            }
+            let step = 1 + round % 23;
+            let mut blocks = Blocks::new(Trickle { text: &text, step }, 0);
+            (blocks.max, blocks.block_bytes, blocks.read_bytes) =
+                (max, 8 + round % 40, 1 + round % 29);
+            let mut cut = Vec::new();
+            let mut block = Block::default();
+            while blocks.fill(&mut block).unwrap() {
+                for (n, range) in &block.lines {
+                    cut.push((*n, range.clone().map(|r| block.text[r].to_vec())));
+                }
+            }
+            assert_eq!(
+                cut,
+                expected,
+                "round {round}: {:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+
     #[test]
     fn parallel_lines_give_what_read_gives_in_order() {
         // More lines than a few blocks, with every kind of line: typed
@@ -693,7 +895,7 @@ mod tests {
             )
         };
         let mut text = String::new();
-        for i in 0..3 * BLOCK_LINES + 7 {
+        for i in 0..3 * BLOCK_BYTES / 100 + 7 {
             let line = match i % 9 {
                 0 => r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#.to_owned(),
                 1 => r#"{"version":1,"sessionId":"s","runId":"b","type":"progress","progress":{}}"#.to_owned(),
@@ -707,16 +909,21 @@ mod tests {
         text.push_str(&format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_VALUE_BYTES)));
         text.push_str(&event(1));
         let serial = records(&text, Format::Auto);
-        let mut parallel = Vec::new();
-        read_parallel(text.as_bytes(), Format::Auto, |i| parallel.push(i)).unwrap();
-        assert!(
-            parallel.iter().any(|i| matches!(i, Item::Event { .. })),
-            "no line took the typed lane"
-        );
-        let parallel: Vec<Item> = parallel.into_iter().map(as_read).collect();
-        assert_eq!(parallel.len(), serial.len());
-        for (p, s) in parallel.iter().zip(&serial) {
-            assert_eq!(p, s);
+        for events in [EventParse::Now, EventParse::OnDemand] {
+            let mut parallel = Vec::new();
+            read_parallel(text.as_bytes(), Format::Auto, events, |i| {
+                parallel.push(i.clone())
+            })
+            .unwrap();
+            assert!(
+                parallel.iter().any(|i| matches!(i, Item::Event { .. })),
+                "no line took the typed lane"
+            );
+            let parallel: Vec<Item> = parallel.into_iter().map(as_read).collect();
+            assert_eq!(parallel.len(), serial.len());
+            for (p, s) in parallel.iter().zip(&serial) {
+                assert_eq!(p, s);
+            }
         }
     }
 

@@ -1,0 +1,573 @@
+//! One line of JSON-RPC traffic, parsed once, on any thread: a JSON tree,
+//! or for a valid subagent event notification its typed value with no
+//! tree (the typed lane), or bytes that are not JSON.
+
+use std::borrow::Cow;
+use std::cell::OnceCell;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use crate::namespace::Namespace;
+use crate::sequence::EventFacts;
+use crate::subagent_events::SubagentEvent;
+use crate::wire::Key;
+use crate::wire::sift::{SiftSeed, sifting};
+
+/// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
+/// followed with [`Connection::follow_parsed`](super::Connection::follow_parsed):
+/// the parse may run on another thread than the connection.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ParsedLine {
+    /// Any JSON value.
+    Value(Value),
+    /// A valid subagent event notification, read straight into its type.
+    Event(EventLine),
+    /// Bytes that are not one JSON value (serde_json's reason).
+    NotJson(String),
+}
+
+/// When the typed lane of [`parse_line_with`] builds the event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum EventParse {
+    /// With the line: for followers that read every event (a fold).
+    #[default]
+    Now,
+    /// When first asked ([`EventLine::event`]): the line is verified with
+    /// the sift (the typed parse's verdict, building nothing), and the
+    /// facts the run rules read ([`EventLine::facts`]) are located in its
+    /// text. For followers that read only those facts (`acp-ext check`).
+    OnDemand,
+}
+
+/// A `_<ns>/subagents/event` notification read straight into its type,
+/// with no JSON tree; see [`parse_line`] for which lines are read so.
+///
+/// Two lines are equal when their text is: the text decides the event.
+#[derive(Clone)]
+pub struct EventLine {
+    namespace: Namespace,
+    text: Box<str>,
+    /// Built with the line ([`EventParse::Now`]) or on the first ask.
+    event: OnceCell<Box<SubagentEvent>>,
+    /// Where the run rules' facts are in `text`, for a line whose event
+    /// waits ([`EventParse::OnDemand`]).
+    facts: Option<FactSpans>,
+}
+
+impl fmt::Debug for EventLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EventLine")
+            .field("namespace", &self.namespace)
+            .field("text", &self.text)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for EventLine {
+    fn eq(&self, other: &Self) -> bool {
+        self.namespace == other.namespace && self.text == other.text
+    }
+}
+
+impl EventLine {
+    /// `_lody/subagents/event` or `_ua/subagents/event`.
+    pub fn method(&self) -> &'static str {
+        match self.namespace {
+            Namespace::Lody => "_lody/subagents/event",
+            Namespace::Ua => "_ua/subagents/event",
+        }
+    }
+
+    /// The method's namespace.
+    pub fn namespace(&self) -> Namespace {
+        self.namespace
+    }
+
+    /// The event (the notification's params); for a line read with
+    /// [`EventParse::OnDemand`], parsed from the line on the first call.
+    pub fn event(&self) -> &SubagentEvent {
+        self.event.get_or_init(|| {
+            // The sift accepted the line, and it accepts exactly what the
+            // typed parse accepts (tests/verdict.rs, tests/lanes.rs).
+            typed_envelope(&self.text)
+                .expect("a line the sift accepts is one the typed parse reads")
+                .params
+        })
+    }
+
+    /// Whether the event is built: always with [`EventParse::Now`]; with
+    /// [`EventParse::OnDemand`], once asked for, or from the start when
+    /// its facts could not be found in the text (a string among them with
+    /// an escape).
+    pub fn is_built(&self) -> bool {
+        self.event.get().is_some()
+    }
+
+    /// The facts of the event the run rules read ([`EventFacts`]), without
+    /// building the event when the line was sifted.
+    pub fn facts(&self) -> EventFacts<'_> {
+        match &self.facts {
+            Some(spans) => spans.facts(&self.text),
+            None => EventFacts::from(self.event()),
+        }
+    }
+
+    /// The root session id.
+    pub fn session_id(&self) -> &str {
+        match &self.facts {
+            Some(spans) => spans.session_id.of(&self.text),
+            None => self.event().session_id(),
+        }
+    }
+
+    /// The line as it was read.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The whole message as a JSON tree, read from the line.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+}
+
+/// Parses one line of JSON-RPC traffic (without its newline), building a
+/// typed lane event with the line ([`EventParse::Now`]).
+///
+/// A line that is a `_lody/subagents/event` or `_ua/subagents/event`
+/// notification with exactly `jsonrpc: "2.0"`, `method` and `params`, whose
+/// params are a valid [`SubagentEvent`] and whose text holds no `_meta`,
+/// no `EpochSeconds` and no `\u` escape of an ASCII character, is read
+/// straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
+/// Such a line is one no `_meta` or epoch rule can say anything about, and
+/// one validation accepts, so every observer reaches the same verdict as
+/// on its tree, without it. Every other line is a JSON tree, or not JSON.
+///
+/// ```
+/// use acp_extension_core::connection::{parse_line, ParsedLine};
+///
+/// let event = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
+/// let ParsedLine::Event(line) = parse_line(event) else { panic!() };
+/// assert_eq!(line.event().run_id.as_str(), "r");
+/// assert_eq!(line.to_value()["params"]["progress"]["turnCount"], 2);
+///
+/// // Invalid (a negative count): a tree, for the rules to report.
+/// let bad = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}}"#;
+/// assert!(matches!(parse_line(bad), ParsedLine::Value(_)));
+/// assert!(matches!(parse_line(b"{oops"), ParsedLine::NotJson(_)));
+/// ```
+pub fn parse_line(bytes: &[u8]) -> ParsedLine {
+    parse_line_with(bytes, EventParse::Now)
+}
+
+/// [`parse_line`], choosing when a typed lane event is built: the lines
+/// taken, and everything a follower observes, are the same either way.
+///
+/// ```
+/// use acp_extension_core::connection::{parse_line_with, EventParse, ParsedLine};
+///
+/// let event = br#"{"jsonrpc":"2.0","method":"_ua/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}}"#;
+/// let ParsedLine::Event(line) = parse_line_with(event, EventParse::OnDemand) else { panic!() };
+/// // The run rules' facts come from the text; the event when asked.
+/// assert_eq!(line.facts().snapshot_state, Some("running"));
+/// assert!(!line.is_built());
+/// assert_eq!(line.event().run_id.as_str(), "r");
+/// assert!(line.is_built());
+/// ```
+pub fn parse_line_with(bytes: &[u8], parse: EventParse) -> ParsedLine {
+    if let Some(line) = typed_event(bytes, parse) {
+        return ParsedLine::Event(line);
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(v) => ParsedLine::Value(v),
+        Err(e) => ParsedLine::NotJson(e.to_string()),
+    }
+}
+
+/// The envelope of the typed lane: exactly these three keys.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventEnvelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: Box<SubagentEvent>,
+}
+
+fn typed_envelope(text: &str) -> Option<EventEnvelope<'_>> {
+    serde_json::from_str(text).ok()
+}
+
+/// The namespace of a typed lane envelope's `jsonrpc` and `method`.
+fn lane_namespace(jsonrpc: &str, method: &str) -> Option<Namespace> {
+    match (jsonrpc, method) {
+        ("2.0", "_lody/subagents/event") => Some(Namespace::Lody),
+        ("2.0", "_ua/subagents/event") => Some(Namespace::Ua),
+        _ => None,
+    }
+}
+
+/// The typed lane of [`parse_line_with`].
+fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    // Built once: a searcher's setup costs more than a short line's search.
+    static FINDERS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+        [&b"subagents/event"[..], b"_meta", b"EpochSeconds", b"\\u00"].map(Finder::new)
+    });
+    let [method, meta, epoch, escape] = &*FINDERS;
+    let has = |f: &Finder<'_>| f.find(bytes).is_some();
+    if !has(method) || has(meta) || has(epoch) {
+        return None;
+    }
+    // A key spelled with escapes (`\u005fmeta`) would hide from the search.
+    let escaped_ascii = escape
+        .find_iter(bytes)
+        .any(|i| bytes.get(i + 4).is_some_and(|d| (b'0'..=b'7').contains(d)));
+    if escaped_ascii {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    if parse == EventParse::OnDemand {
+        match sifted_envelope(text) {
+            Sifted::Accepted(namespace) => {
+                if let Some(facts) = FactSpans::find(text) {
+                    return Some(EventLine {
+                        namespace,
+                        text: text.into(),
+                        event: OnceCell::new(),
+                        facts: Some(facts),
+                    });
+                }
+            }
+            // The typed parse would refuse it too.
+            Sifted::Refused => return None,
+            Sifted::Undecided => {}
+        }
+    }
+    let envelope = typed_envelope(text)?;
+    let namespace = lane_namespace(&envelope.jsonrpc, &envelope.method)?;
+    // The typed parse accepts what `Check` accepts on the JSON tree, and
+    // reads the same values: where the two could part (a union tag that
+    // is a number, or repeated), it refuses, and the tree decides
+    // (`tests/lanes.rs` holds them to it).
+    Some(EventLine {
+        namespace,
+        text: text.into(),
+        event: OnceCell::from(envelope.params),
+        facts: None,
+    })
+}
+
+/// What the sift says of a typed lane envelope.
+enum Sifted {
+    /// [`typed_envelope`] reads it, as a notification of this namespace.
+    Accepted(Namespace),
+    /// It does not, or the method is not the lane's.
+    Refused,
+    /// The sift gave up: only the typed parse can tell.
+    Undecided,
+}
+
+/// The sift of the typed lane's envelope: exactly the three keys, once
+/// each, `jsonrpc` and `method` strings, and params the sift accepts as a
+/// [`SubagentEvent`] (what [`typed_envelope`] reads).
+fn sifted_envelope(text: &str) -> Sifted {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Namespace>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a subagent event notification")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let (mut jsonrpc, mut method, mut params) = (None, None, false);
+            while let Some(key) = map.next_key::<Key<'de>>()? {
+                match &*key.0 {
+                    "jsonrpc" if jsonrpc.is_none() => {
+                        jsonrpc = Some(map.next_value::<Key<'de>>()?.0)
+                    }
+                    "method" if method.is_none() => method = Some(map.next_value::<Key<'de>>()?.0),
+                    "params" if !params => {
+                        map.next_value_seed(SiftSeed::<SubagentEvent>::new(false))?;
+                        params = true;
+                    }
+                    // Another key, or one twice: the typed parse refuses.
+                    _ => return Ok(None),
+                }
+            }
+            Ok(match (jsonrpc, method, params) {
+                (Some(j), Some(m), true) => lane_namespace(&j, &m),
+                _ => None,
+            })
+        }
+    }
+    let (read, gave_up) = sifting(|| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        de.deserialize_map(V)
+            .and_then(|namespace| de.end().map(|()| namespace))
+    });
+    match read {
+        Ok(Some(namespace)) => Sifted::Accepted(namespace),
+        _ if gave_up => Sifted::Undecided,
+        _ => Sifted::Refused,
+    }
+}
+
+/// A string's place in a line's text (lines are at most a few MiB; a
+/// longer one is not given places).
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn of(self, text: &str) -> &str {
+        &text[self.start as usize..self.end as usize]
+    }
+}
+
+/// Where [`EventFacts`] sit in a line's text.
+#[derive(Debug, Clone, Copy)]
+struct FactSpans {
+    session_id: Span,
+    run_id: Span,
+    event_type: Span,
+    snapshot_state: Option<Span>,
+    parent_tool_call_id: Option<Span>,
+    native_turn_id: Option<Span>,
+}
+
+impl FactSpans {
+    fn facts<'a>(&self, text: &'a str) -> EventFacts<'a> {
+        let at = |s: Span| s.of(text);
+        EventFacts {
+            session_id: Some(at(self.session_id)),
+            run_id: Some(at(self.run_id)),
+            event_type: Some(at(self.event_type)),
+            snapshot_state: self.snapshot_state.map(at),
+            parent_tool_call_id: self.parent_tool_call_id.map(at),
+            native_turn_id: self.native_turn_id.map(at),
+        }
+    }
+
+    /// Reads the facts' places from a line the sift accepted, as
+    /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
+    /// event is then built with the line) when a string among them has an
+    /// escape, or a key among them comes twice.
+    fn find(text: &str) -> Option<Self> {
+        u32::try_from(text.len()).ok()?;
+        let base = text.as_ptr() as usize;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let found = de.deserialize_map(Envelope { base }).ok()??;
+        Some(found)
+    }
+}
+
+/// A string's place in the text, or `None` for any other value; an
+/// escaped string (not borrowed from the text) is an error.
+struct Place {
+    base: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Place {
+    type Value = Option<Span>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Place {
+    type Value = Option<Span>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+        // Within a text of at most `u32::MAX` bytes ([`FactSpans::find`]).
+        let start = (s.as_ptr() as usize - self.base) as u32;
+        Ok(Some(Span {
+            start,
+            end: start + s.len() as u32,
+        }))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Err(E::custom("an escaped string"))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+/// Sets `slot` once; a second copy of the key is an error.
+fn once<'de, A: MapAccess<'de>, T>(
+    slot: &mut Option<T>,
+    map: &mut A,
+    seed: impl DeserializeSeed<'de, Value = T>,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(de::Error::custom("a fact's key twice"));
+    }
+    *slot = Some(map.next_value_seed(seed)?);
+    Ok(())
+}
+
+/// The envelope: finds the facts in `params`.
+struct Envelope {
+    base: usize,
+}
+
+impl<'de> Visitor<'de> for Envelope {
+    type Value = Option<FactSpans>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a subagent event notification")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.0 == "params" {
+                once(&mut found, &mut map, Params { base: self.base })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found.flatten())
+    }
+}
+
+/// The event's own facts: `sessionId`, `runId`, `type`, `nativeTurnId`
+/// and `snapshot`'s `state` and `parentToolCallId`.
+struct Params {
+    base: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Params {
+    type Value = Option<FactSpans>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Params {
+    type Value = Option<FactSpans>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a subagent event")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let base = self.base;
+        let (mut session_id, mut run_id, mut event_type, mut native_turn_id, mut snapshot) =
+            (None, None, None, None, None);
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match &*key.0 {
+                "sessionId" => once(&mut session_id, &mut map, Place { base })?,
+                "runId" => once(&mut run_id, &mut map, Place { base })?,
+                "type" => once(&mut event_type, &mut map, Place { base })?,
+                "nativeTurnId" => once(&mut native_turn_id, &mut map, Place { base })?,
+                "snapshot" => once(&mut snapshot, &mut map, Snapshot { base })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let (snapshot_state, parent_tool_call_id) = snapshot.flatten().unwrap_or_default();
+        // The sift accepted the event: these are strings.
+        let (Some(session_id), Some(run_id), Some(event_type)) =
+            (session_id.flatten(), run_id.flatten(), event_type.flatten())
+        else {
+            return Ok(None);
+        };
+        Ok(Some(FactSpans {
+            session_id,
+            run_id,
+            event_type,
+            snapshot_state,
+            parent_tool_call_id,
+            native_turn_id: native_turn_id.flatten(),
+        }))
+    }
+}
+
+/// `snapshot`: its `state` and `parentToolCallId`, when an object.
+struct Snapshot {
+    base: usize,
+}
+
+type SnapshotSpans = (Option<Span>, Option<Span>);
+
+impl<'de> DeserializeSeed<'de> for Snapshot {
+    type Value = Option<SnapshotSpans>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Snapshot {
+    type Value = Option<SnapshotSpans>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let base = self.base;
+        let (mut state, mut parent) = (None, None);
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match &*key.0 {
+                "state" => once(&mut state, &mut map, Place { base })?,
+                "parentToolCallId" => once(&mut parent, &mut map, Place { base })?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some((state.flatten(), parent.flatten())))
+    }
+    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
