@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use acp_extension_core::Namespace;
+use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
 use acp_extension_core::methods::{
     ALL_METHODS, AnyExtensionNotification, AnyExtensionRequest, ExtensionNotification,
     ExtensionRequest, ExtensionResponse, MethodKind, method_kind,
@@ -71,11 +72,14 @@ fn assert_points_into(v: &Value, violation: &Violation) {
 /// full report's; when the input is JSON, the report is `validate_value`'s
 /// (a key given twice counts with its last value), never a syntax error,
 /// never the fallback that means the collector and serde disagree, and
-/// every pointer points into the value.
+/// every pointer points into the value. Read as a line of traffic, the
+/// input takes the follower's typed lane whether its event is built or
+/// sifted, or neither way, and a sifted event builds the same event.
 pub fn validate(data: &[u8]) {
     let Some((&selector, input)) = data.split_first() else {
         return;
     };
+    lanes_agree(input);
     let kind = Kind::ALL[usize::from(selector) % Kind::ALL.len()];
     let report = validate_slice(kind, input);
     assert_eq!(
@@ -103,6 +107,23 @@ pub fn validate(data: &[u8]) {
             "{kind}: the collector found nothing serde rejects: {violation}"
         );
         assert_points_into(&value, violation);
+    }
+}
+
+/// [`parse_line_with`] both ways: the same lines take the typed lane, and
+/// a sifted line's event (built on demand) and facts are the built one's.
+fn lanes_agree(line: &[u8]) {
+    let built = parse_line_with(line, EventParse::Now);
+    let sifted = parse_line_with(line, EventParse::OnDemand);
+    match (&built, &sifted) {
+        (ParsedLine::Event(b), ParsedLine::Event(s)) => {
+            assert_eq!(s.facts(), b.facts(), "facts");
+            assert_eq!(s.event(), b.event(), "the sifted line built another event");
+        }
+        (ParsedLine::Event(_), _) | (_, ParsedLine::Event(_)) => {
+            panic!("the lanes took different lines")
+        }
+        _ => assert_eq!(built, sifted),
     }
 }
 

@@ -22,7 +22,11 @@
 //! subagent event notification is read straight into its type and its
 //! JSON tree is built only if an observer asks ([`Message::params`]);
 //! [`Connection::follow_parsed`] follows either reading to the same
-//! messages and verdicts.
+//! messages and verdicts. With [`parse_line_with`] and
+//! [`EventParse::OnDemand`] such a line is only sifted (verified without
+//! building anything) and its event built when first asked for: the
+//! sequence rules read their [`EventLine::facts`] from the text, so a
+//! follower whose observers never ask (`acp-ext check`) builds no event.
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext

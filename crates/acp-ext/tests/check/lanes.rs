@@ -1,12 +1,13 @@
 //! `check`'s findings are the same whichever way a line is read: as a JSON
-//! tree (`Checker::message`) or as `parse_line` reads it
+//! tree (`Checker::message`) or as `parse_line_with` reads it
 //! (`Checker::parsed`), where a valid subagent event skips the tree and
-//! with it the shape and `_meta` rules. Streams here mix typed-lane events
+//! with it the shape and `_meta` rules, whether the event is built with the
+//! line or sifted (what `check` does: then no rule builds it). Streams here mix typed-lane events
 //! with events those rules and the sequence and negotiation rules do
 //! report on.
 
 use super::*;
-use acp_extension_core::connection::{ParsedLine, parse_line};
+use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
 
 fn event(ns: &str, run: &str, kind: &str, payload: Value) -> Value {
     let mut params = json!({"version": 1, "sessionId": "s", "runId": run, "type": kind});
@@ -117,14 +118,23 @@ fn typed_events_get_the_findings_of_their_trees() {
     let mut typed = 0;
     let mut found = BTreeSet::new();
     for (start, ns) in streams {
-        let (mut tree, mut lane) = (Checker::new(), Checker::new());
+        let (mut tree, mut lane, mut sifted) = (Checker::new(), Checker::new(), Checker::new());
         for message in start.iter().chain(&events(ns)) {
             let text = message.to_string();
-            let parsed = parse_line(text.as_bytes());
+            let parsed = parse_line_with(text.as_bytes(), EventParse::Now);
             typed += usize::from(matches!(parsed, ParsedLine::Event(_)));
             let expected = tree.message(Direction::Unknown, message);
             let got = lane.parsed(Direction::Unknown, &parsed);
             assert_eq!(got, expected, "{text}");
+            let on_demand = parse_line_with(text.as_bytes(), EventParse::OnDemand);
+            assert_eq!(
+                sifted.parsed(Direction::Unknown, &on_demand),
+                expected,
+                "{text}"
+            );
+            if let ParsedLine::Event(line) = &on_demand {
+                assert!(!line.is_built(), "a rule built the sifted event: {text}");
+            }
             found.extend(expected.iter().map(|f| f.rule));
         }
     }
