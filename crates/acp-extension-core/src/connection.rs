@@ -383,7 +383,10 @@ impl<'a> Message<'a> {
     /// The subagent event, when the message was read straight into its
     /// type ([`parse_line`]): then it is a valid `subagents/event`
     /// notification whose text has no `_meta` and no `…EpochSeconds` key,
-    /// so no `_meta` or epoch rule can apply to it.
+    /// so no `_meta` or epoch rule can apply to it. A sifted line's event
+    /// ([`EventParse::OnDemand`]) is built on the first call; an observer
+    /// that needs only the run rules' facts reads
+    /// [`EventLine::facts`] instead.
     pub fn event(&self) -> Option<&'a SubagentEvent> {
         self.event_line().map(EventLine::event)
     }

@@ -90,6 +90,13 @@ impl EventLine {
 
     /// The event (the notification's params); for a line read with
     /// [`EventParse::OnDemand`], parsed from the line on the first call.
+    ///
+    /// # Panics
+    ///
+    /// Only on a bug of the sift: a sifted line is one the sift accepted,
+    /// and it accepts exactly what the typed parse reads (held by the
+    /// library's `tests/verdict.rs` and `tests/lanes.rs`, and by the
+    /// `validate` fuzz property).
     pub fn event(&self) -> &SubagentEvent {
         self.event.get_or_init(|| {
             // The sift accepted the line, and it accepts exactly what the
