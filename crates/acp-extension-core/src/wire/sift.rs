@@ -74,11 +74,13 @@ pub trait SiftFields {
 /// `Some(valid)`, or `None` where only the typed parse and the JSON tree
 /// can decide (see the module docs).
 pub fn verdict<T: Sift>(text: &str) -> Option<bool> {
-    FALLBACK.with(|f| f.set(false));
-    let mut de = serde_json::Deserializer::from_str(text);
-    match T::sift(&mut de, false).and_then(|()| de.end()) {
+    let (read, gave_up) = sifting(|| {
+        let mut de = serde_json::Deserializer::from_str(text);
+        T::sift(&mut de, false).and_then(|()| de.end())
+    });
+    match read {
         Ok(()) => Some(true),
-        Err(_) if FALLBACK.with(Cell::get) => None,
+        Err(_) if gave_up => None,
         // A broken rule stops the sift, and a later copy of the same key
         // would win in the JSON tree: final only without duplicate keys.
         Err(e) if e.is_data() => match has_duplicate_keys(text) {
