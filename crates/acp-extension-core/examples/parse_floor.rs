@@ -18,7 +18,8 @@
 
 use std::time::{Duration, Instant};
 
-use acp_extension_core::connection::{ParsedLine, parse_line};
+use acp_extension_core::connection::{Direction, ParsedLine, parse_line};
+use acp_extension_core::state::ConnectionState;
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde::Deserialize;
 use serde_json::Value;
@@ -55,6 +56,7 @@ fn main() {
         .filter_map(|l| std::str::from_utf8(l).ok())
         .collect();
     let (mut tree, mut typed, mut lane) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut fold, mut dropped) = (Vec::new(), Vec::new());
     let (mut typed_ok, mut lane_events) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
@@ -79,6 +81,18 @@ fn main() {
             std::hint::black_box(parsed);
         }
         lane.push(t.elapsed());
+        let parsed: Vec<ParsedLine> = lines.iter().map(|l| parse_line(l.as_bytes())).collect();
+        let t = Instant::now();
+        let mut state = ConnectionState::new();
+        for (i, p) in parsed.iter().enumerate() {
+            state.set_line(Some(i as u64 + 1));
+            std::hint::black_box(state.parsed(Direction::Unknown, p));
+        }
+        fold.push(t.elapsed());
+        let t = Instant::now();
+        drop(state);
+        drop(parsed);
+        dropped.push(t.elapsed());
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!("{} lines, {} rounds", lines.len(), rounds);
@@ -86,6 +100,8 @@ fn main() {
         ("value tree", tree),
         ("typed envelope", typed),
         ("parse_line", lane),
+        ("fold parsed", fold),
+        ("drop", dropped),
     ] {
         let best = *times.iter().min().expect("rounds");
         println!(

@@ -488,7 +488,7 @@ struct SessionMemory {
 /// The sessions of one connection, least recently used dropped first.
 #[derive(Debug, Default, Clone)]
 struct Sessions {
-    map: HashMap<String, SessionMemory>,
+    map: HashMap<String, SessionMemory, foldhash::fast::RandomState>,
     tick: u64,
 }
 

@@ -452,13 +452,13 @@ pub struct ConnectionState {
     /// Child sessions announced by standard `subagent_update`s: child
     /// session id → root session id.
     #[serde(skip)]
-    standard_children: IndexMap<String, String>,
+    standard_children: IdMap<String>,
     /// Both peers' advertisements.
     negotiation: NegotiationState,
     /// Sessions by id, in first-seen order.
-    sessions: IndexMap<String, SessionState>,
+    sessions: IdMap<SessionState>,
     /// Rate-limit rows by `limitId`.
-    rate_limits: IndexMap<String, RateLimitEntry>,
+    rate_limits: IdMap<RateLimitEntry>,
     /// What was not folded, oldest first (bounded by [`Limits::invalid`]).
     invalid: VecDeque<Invalid>,
     /// Every invalid record, kept or not.
@@ -542,10 +542,10 @@ impl ConnectionState {
             now: Now::default(),
             observed: Vec::new(),
             current_session: None,
-            standard_children: IndexMap::new(),
+            standard_children: IdMap::default(),
             negotiation: NegotiationState::default(),
-            sessions: IndexMap::new(),
-            rate_limits: IndexMap::new(),
+            sessions: IdMap::default(),
+            rate_limits: IdMap::default(),
             invalid: VecDeque::new(),
             invalid_count: 0,
             messages: 0,
@@ -570,12 +570,12 @@ impl ConnectionState {
     }
 
     /// Every session, in first-seen order.
-    pub fn sessions(&self) -> &IndexMap<String, SessionState> {
+    pub fn sessions(&self) -> &IdMap<SessionState> {
         &self.sessions
     }
 
     /// The rate-limit rows by `limitId`.
-    pub fn rate_limits(&self) -> &IndexMap<String, RateLimitEntry> {
+    pub fn rate_limits(&self) -> &IdMap<RateLimitEntry> {
         &self.rate_limits
     }
 
@@ -936,7 +936,7 @@ pub fn document_schema() -> schemars::Schema {
 }
 
 /// Keeps at most `cap` entries, dropping the oldest.
-fn cap_map<V>(map: &mut IndexMap<String, V>, cap: usize) {
+fn cap_map<V, S>(map: &mut IndexMap<String, V, S>, cap: usize) {
     while map.len() > cap {
         map.shift_remove_index(0);
     }

@@ -634,16 +634,13 @@ fn fold_typed_output(run: &mut RunState, update: &SubagentOutput, limits: &Limit
             _ => run.output_incomplete = true,
         },
         SubagentOutput::AgentThoughtChunk(_) => {}
-        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => {
+        SubagentOutput::ToolCall(c) => {
             run.message_ended = true;
-            let id = match update {
-                SubagentOutput::ToolCall(c) => c.tool_call_id.as_str(),
-                SubagentOutput::ToolCallUpdate(c) => c.tool_call_id.as_str(),
-                _ => return,
-            };
-            if let Ok(Value::Object(from)) = serde_json::to_value(update) {
-                merge_tool_call(run, id, &from, limits);
-            }
+            merge_typed_tool_call(run, c.tool_call_id.as_str(), c, limits);
+        }
+        SubagentOutput::ToolCallUpdate(c) => {
+            run.message_ended = true;
+            merge_typed_tool_call(run, c.tool_call_id.as_str(), c, limits);
         }
         SubagentOutput::Plan(_) => {
             run.message_ended = true;
@@ -673,6 +670,20 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
     }
     run.text.push_str(text);
     cap_text(&mut run.text, limits.text_per_run);
+}
+
+/// [`merge_tool_call`] of a typed call or update (its own keys: the
+/// variant's, without `sessionUpdate`). A call the run does not know yet is
+/// written straight as its text, with no JSON tree between.
+fn merge_typed_tool_call(run: &mut RunState, id: &str, call: &impl Serialize, limits: &Limits) {
+    if !run.tool_calls.contains_key(id)
+        && let Some(text) = CompactObject::of(call)
+    {
+        run.tool_calls.insert(id.to_owned(), text);
+        cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
+    } else if let Ok(Value::Object(from)) = serde_json::to_value(call) {
+        merge_tool_call(run, id, &from, limits);
+    }
 }
 
 /// Merges a tool call or its update (all keys but `sessionUpdate`) into

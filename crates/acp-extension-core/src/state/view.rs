@@ -4,6 +4,8 @@
 //! contract's own types ([`GoalSnapshot`], [`ModelUsage`], [`RateLimit`],
 //! [`SubagentSnapshot`], [`TaskMeta`]) appear as they travel.
 
+use std::hash::{BuildHasher, Hasher};
+
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -18,6 +20,69 @@ use crate::usage::{ModelUsage, UsageDelta};
 
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
+
+/// How the state's maps keyed by ids ([`IdMap`]) hash their keys: a fast
+/// hash (foldhash) with a random seed, so that a peer cannot choose ids
+/// that collide.
+#[derive(Debug, Clone, Default)]
+pub struct IdHashing(foldhash::fast::RandomState);
+
+impl BuildHasher for IdHashing {
+    type Hasher = IdHasher;
+
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(self.0.build_hasher())
+    }
+}
+
+/// The [`Hasher`] of [`IdHashing`].
+#[derive(Clone)]
+pub struct IdHasher(foldhash::fast::FoldHasher<'static>);
+
+impl std::fmt::Debug for IdHasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IdHasher")
+    }
+}
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.write(bytes)
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0.write_u8(i)
+    }
+    #[inline]
+    fn write_u16(&mut self, i: u16) {
+        self.0.write_u16(i)
+    }
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.0.write_u32(i)
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0.write_u64(i)
+    }
+    #[inline]
+    fn write_u128(&mut self, i: u128) {
+        self.0.write_u128(i)
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.0.write_usize(i)
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0.finish()
+    }
+}
+
+/// A map keyed by ids (session ids, run ids, tool call ids, …), in
+/// insertion order: what the state holds per session and per run.
+pub type IdMap<V> = IndexMap<String, V, IdHashing>;
 
 /// Where a session's title came from, in order of authority (see
 /// [`SessionState::title`]).
@@ -248,7 +313,7 @@ pub struct RunState {
     pub text: String,
     /// Tool calls by id, updates merged into them, each kept as compact
     /// JSON text ([`CompactObject`]).
-    pub tool_calls: IndexMap<String, CompactObject>,
+    pub tool_calls: IdMap<CompactObject>,
     /// The latest plan (replaced whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Value>,
@@ -333,7 +398,7 @@ impl RunState {
             output_incomplete: false,
             progress: Map::new(),
             text: String::new(),
-            tool_calls: IndexMap::new(),
+            tool_calls: IdMap::default(),
             plan: None,
             output_events: 0,
             dialect,
@@ -635,19 +700,19 @@ pub struct SessionState {
     /// Prompt turns.
     pub turns: TurnState,
     /// Task rows by `taskId`.
-    pub tasks: IndexMap<String, TaskState>,
+    pub tasks: IdMap<TaskState>,
     /// Subagent runs by `runId`, in first-seen order.
-    pub subagent_runs: IndexMap<String, RunState>,
+    pub subagent_runs: IdMap<RunState>,
     /// Compaction and retry work by tool call id or `compactionId`.
-    pub activities: IndexMap<String, ActivityEntry>,
+    pub activities: IdMap<ActivityEntry>,
     /// Notices, oldest first.
     pub notices: Vec<NoticeEntry>,
     /// Usage.
     pub usage: UsageState,
     /// Steers by `steerId`.
-    pub steers: IndexMap<String, SteerState>,
+    pub steers: IdMap<SteerState>,
     /// Agent requests awaiting the client, by JSON-RPC id (as JSON text).
-    pub pending_requests: IndexMap<String, PendingRequest>,
+    pub pending_requests: IdMap<PendingRequest>,
     /// The session's plan as last sent: a standard `plan` (`{entries}`), a
     /// `plan_update`'s `plan` (`items`, `markdown` or `file`), or codex's
     /// proposed plan; `plan_removed` clears it.
@@ -855,6 +920,14 @@ impl CompactObject {
     /// The compact text of `object`.
     pub fn new(object: &Map<String, Value>) -> Self {
         Self(serde_json::value::to_raw_value(object).expect("a JSON map serializes"))
+    }
+
+    /// The compact text of a typed object, written straight from its type
+    /// (its keys in the order the type writes them); `None` when it does
+    /// not serialize as a JSON object.
+    pub(crate) fn of(object: &impl Serialize) -> Option<Self> {
+        let raw = serde_json::value::to_raw_value(object).ok()?;
+        raw.get().starts_with('{').then_some(Self(raw))
     }
 
     /// The compact text of `object` without its key `skip`.

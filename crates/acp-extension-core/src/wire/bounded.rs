@@ -1,21 +1,46 @@
 //! Bounded memory: sets and maps of id hashes that forget their oldest
 //! entry at a capacity, for the state a connection follower keeps.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
 
-/// A stable 64-bit hash of an id (SipHash with fixed keys).
+/// A 64-bit hash of an id, with a seed drawn once per process
+/// (foldhash's quality hasher): ids come from the peer, and a random seed
+/// keeps them from choosing collisions.
 pub(crate) fn id_hash(s: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    static SEED: LazyLock<foldhash::quality::RandomState> = LazyLock::new(Default::default);
+    SEED.hash_one(s)
 }
+
+/// The sets and maps below hold [`id_hash`]es, which are spread already:
+/// they are their own hash.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Spread(u64);
+
+impl Hasher for Spread {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for `u64` keys; a fold keeps it correct for others.
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Hashes = BuildHasherDefault<Spread>;
 
 /// An insertion-ordered set of hashes with a capacity.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct BoundedSet {
-    set: HashSet<u64>,
+    set: HashSet<u64, Hashes>,
     order: VecDeque<u64>,
 }
 
@@ -44,14 +69,14 @@ impl BoundedSet {
 /// An insertion-ordered map from hashes with a capacity.
 #[derive(Debug, Clone)]
 pub(crate) struct BoundedMap<V> {
-    map: HashMap<u64, V>,
+    map: HashMap<u64, V, Hashes>,
     order: VecDeque<u64>,
 }
 
 impl<V> Default for BoundedMap<V> {
     fn default() -> Self {
         Self {
-            map: HashMap::new(),
+            map: HashMap::default(),
             order: VecDeque::new(),
         }
     }
