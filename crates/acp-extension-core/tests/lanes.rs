@@ -207,8 +207,8 @@ fn a_generated_session_folds_the_same_either_way() {
         })
         .collect();
     let typed = assert_same(&lines);
-    // Most events take the typed lane (snapshots with times and the
-    // invalid tenth do not): a lane that took none would prove nothing.
+    // Most events take the typed lane (the invalid tenth does not): a lane
+    // that took none would prove nothing.
     assert!(
         typed > lines.len() * 3 / 4,
         "{typed} of {} typed",
@@ -247,15 +247,47 @@ fn envelope_variants_take_the_lane_only_when_exact() {
         // Keys in another order, and a params key that is repeated.
         (format!(r#"{{"params":{text},"method":"_lody/subagents/event","jsonrpc":"2.0"}}"#), true),
         (format!(r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{text},"params":{text}}}"#), false),
+        // Space between every token, and strings that hold brackets,
+        // quotes and backslashes before and between the facts: the facts
+        // are found past them.
+        (spaced(text), true),
+        (spaced(snapshot), true),
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"}]\" {[\\\\\"x\\""#).replace(r#""version":1,"#, r#""version":1,"messageId":"]}\\","#), "ua"), true),
+        (envelope(&snapshot.replace(r#""version":1,"#, r#""version":1,"x":[{"a":["}"]},[[]],-1.5e3,true,null,{}],"y":{"runId":"q"},"#), "lody"), true),
+        (envelope(&snapshot.replace(r#""state":"running""#, r#""name":"{\"","state":"running""#), "lody"), true),
         // Escapes in the facts' strings: the lane, with the event built at
         // once (the facts are then read from it).
         (envelope(&text.replace(r#""runId":"r""#, r#""runId":"r\u00e9\n""#), "lody"), true),
         (envelope(&snapshot.replace(r#""state":"running""#, r#""state":"running","parentToolCallId":"p\"1""#), "ua"), true),
-        // `_meta`, epoch fields and escaped ASCII keep the tree.
+        // `_meta`, epoch fields the epoch rules could flag and escaped
+        // ASCII keep the tree.
         (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","_meta":{"lody":{"x":1}}"#), "lody"), false),
         (envelope(&text.replace("\"hi\"", "\"_meta\""), "lody"), false),
-        (envelope(&snapshot.replace(r#""state":"running""#, r#""state":"running","startedAtEpochSeconds":1"#), "lody"), false),
         (envelope(&text.replace("\"runId\"", "\"\\u0072unId\""), "lody"), false),
+        // A plain whole number of seconds from 1 to 10^11: the lane.
+        (started(snapshot, "1"), true),
+        (started(snapshot, "1764460000"), true),
+        (started(snapshot, "100000000000"), true),
+        (started(snapshot, " \t1764460000 "), true),
+        // Zero, milliseconds, a fraction (even `.0`), an exponent, a sign,
+        // not a number: the tree.
+        (started(snapshot, "0"), false),
+        (started(snapshot, "100000000001"), false),
+        (started(snapshot, "1764460000000"), false),
+        (started(snapshot, "99999999999999999999999"), false),
+        (started(snapshot, "1764460000.5"), false),
+        (started(snapshot, "1764460000.0"), false),
+        (started(snapshot, "1.76446e9"), false),
+        (started(snapshot, "-1"), false),
+        (started(snapshot, "null"), false),
+        (started(snapshot, r#""1764460000""#), false),
+        // The same key in another object (an extension method's params are
+        // walked whole), and a key or text that only contains the words.
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","sentAtEpochSeconds":0"#), "lody"), false),
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","sentAtEpochSeconds":5"#), "lody"), true),
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"hi","xEpochSecondsY":0"#), "lody"), true),
+        (envelope(&text.replace("\"hi\"", r#""startedAtEpochSeconds""#), "lody"), true),
+        (envelope(&text.replace("\"hi\"", r#""startedAtEpochSeconds\":0""#), "lody"), true),
         // A union tag that is a number, or repeated: the tree decides.
         (envelope(&text.replace(r#""type":"text""#, r#""type":0"#), "lody"), false),
         (envelope(&text.replace(r#""type":"text""#, r#""type":"text","type":"text""#), "lody"), false),
@@ -272,6 +304,20 @@ fn envelope_variants_take_the_lane_only_when_exact() {
             line.clone().into_bytes(),
         ]);
     }
+}
+
+/// The notification of `params` with a space around every token.
+fn spaced(params: &str) -> String {
+    let v: Value = serde_json::from_str(&envelope(params, "lody")).unwrap();
+    let pretty = serde_json::to_string_pretty(&v).unwrap();
+    // One line: the pretty form's newlines become spaces and tabs.
+    pretty.replace("\n", " \t").replace(':', " : ")
+}
+
+/// `snapshot` with its `startedAtEpochSeconds` written as `value`.
+fn started(snapshot: &str, value: &str) -> String {
+    let at = format!(r#""state":"running","startedAtEpochSeconds":{value}"#);
+    envelope(&snapshot.replace(r#""state":"running""#, &at), "lody")
 }
 
 fn text_with(params: &str, head: &str) -> String {

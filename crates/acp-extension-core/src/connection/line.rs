@@ -7,7 +7,7 @@ use std::cell::OnceCell;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::namespace::Namespace;
@@ -149,8 +149,9 @@ impl EventLine {
 /// A line that is a `_lody/subagents/event` or `_ua/subagents/event`
 /// notification with exactly `jsonrpc: "2.0"`, `method` and `params`, whose
 /// params are a valid [`SubagentEvent`] and whose text holds no `_meta`,
-/// no `EpochSeconds` and no `\u` escape of an ASCII character, is read
-/// straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
+/// no `…EpochSeconds` key but with a plain whole number of seconds (no
+/// fraction, no exponent, from 1 to 10^11) and no `\u` escape of an ASCII
+/// character, is read straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
 /// Such a line is one no `_meta` or epoch rule can say anything about, and
 /// one validation accepts, so every observer reaches the same verdict as
 /// on its tree, without it. Every other line is a JSON tree, or not JSON.
@@ -230,7 +231,13 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     });
     let [method, meta, epoch, escape] = &*FINDERS;
     let has = |f: &Finder<'_>| f.find(bytes).is_some();
-    if !has(method) || has(meta) || has(epoch) {
+    if !has(method) || has(meta) {
+        return None;
+    }
+    let plain_epochs = epoch
+        .find_iter(bytes)
+        .all(|i| plain_epoch_at(bytes, i + b"EpochSeconds".len()));
+    if !plain_epochs {
         return None;
     }
     // A key spelled with escapes (`\u005fmeta`) would hide from the search.
@@ -270,6 +277,44 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
         event: OnceCell::from(envelope.params),
         facts: None,
     })
+}
+
+/// Whether the `EpochSeconds` that ends before `at` is harmless to the
+/// epoch rules ([`crate::meta::epoch_findings`]): within a string or a
+/// longer key, at the end of a string value, or at the end of a key whose
+/// value is a plain whole number from 1 to 10^11 (no sign, fraction or
+/// exponent), which no epoch rule flags. Anything else sends the line to
+/// its tree, for the rules.
+fn plain_epoch_at(bytes: &[u8], at: usize) -> bool {
+    let skip_space = |mut i: usize| {
+        while bytes.get(i).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+            i += 1;
+        }
+        i
+    };
+    // Not followed by a quote: within a string, or within a longer key.
+    if bytes.get(at) != Some(&b'"') {
+        return true;
+    }
+    // An unescaped quote closes a string; only a key's is followed by `:`.
+    let colon = skip_space(at + 1);
+    if bytes.get(colon) != Some(&b':') {
+        return true;
+    }
+    let start = skip_space(colon + 1);
+    let digits = bytes[start.min(bytes.len())..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    let end = start + digits;
+    // A fraction or an exponent follows: the rules read it as a number.
+    if digits == 0 || digits > 12 || matches!(bytes.get(end), Some(b'.' | b'e' | b'E')) {
+        return false;
+    }
+    let value = bytes[start..end]
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    (1..=100_000_000_000).contains(&value)
 }
 
 /// What the sift says of a typed lane envelope.
@@ -366,157 +411,189 @@ impl FactSpans {
 
     /// Reads the facts' places from a line the sift accepted, as
     /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
-    /// event is then built with the line) when a string among them has an
-    /// escape, or a key among them comes twice.
+    /// event is then built with the line) when a string among them or a
+    /// key of the objects walked has an escape, or a key among them comes
+    /// twice.
+    ///
+    /// The sift has verified the line as JSON, so this walks its bytes
+    /// alone: strings are skipped by searching for their closing quote,
+    /// and only the envelope, `params` and `params.snapshot` are read key
+    /// by key. Anything it does not expect gives `None`, never a wrong
+    /// place (the library's `tests/lanes.rs` and the `validate` fuzz
+    /// property hold the facts found to the built event's).
     fn find(text: &str) -> Option<Self> {
         u32::try_from(text.len()).ok()?;
-        let base = text.as_ptr() as usize;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let found = de.deserialize_map(Envelope { base }).ok()??;
-        Some(found)
-    }
-}
-
-/// The `visit_*` methods of a visitor whose value is `None` for a
-/// boolean, a number, `null` or an array (walked to its end).
-macro_rules! none_for_other_values {
-    () => {
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(None)
-        }
-    };
-}
-
-/// A string's place in the text, or `None` for any other value; an
-/// escaped string (not borrowed from the text) is an error.
-struct Place {
-    base: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Place {
-    type Value = Option<Span>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Place {
-    type Value = Option<Span>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
-        // Within a text of at most `u32::MAX` bytes ([`FactSpans::find`]).
-        let start = (s.as_ptr() as usize - self.base) as u32;
-        Ok(Some(Span {
-            start,
-            end: start + s.len() as u32,
-        }))
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Err(E::custom("an escaped string"))
-    }
-    none_for_other_values!();
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-}
-
-/// Sets `slot` once; a second copy of the key is an error.
-fn once<'de, A: MapAccess<'de>, T>(
-    slot: &mut Option<T>,
-    map: &mut A,
-    seed: impl DeserializeSeed<'de, Value = T>,
-) -> Result<(), A::Error> {
-    if slot.is_some() {
-        return Err(de::Error::custom("a fact's key twice"));
-    }
-    *slot = Some(map.next_value_seed(seed)?);
-    Ok(())
-}
-
-/// The envelope: finds the facts in `params`.
-struct Envelope {
-    base: usize,
-}
-
-impl<'de> Visitor<'de> for Envelope {
-    type Value = Option<FactSpans>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a subagent event notification")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.0 == "params" {
-                once(&mut found, &mut map, Params { base: self.base })?;
+        let mut scan = Scan {
+            bytes: text.as_bytes(),
+            at: 0,
+        };
+        let mut params = None;
+        scan.object(|scan, key| {
+            if key == b"params" {
+                if params.is_some() {
+                    return None;
+                }
+                params = Some(scan.params()?);
+                Some(())
             } else {
-                map.next_value::<IgnoredAny>()?;
+                scan.value()
+            }
+        })?;
+        params.flatten()
+    }
+}
+
+/// A walk over the bytes of one JSON value the sift accepted.
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Scan<'_> {
+    fn space(&mut self) {
+        while self
+            .bytes
+            .get(self.at)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            self.at += 1;
+        }
+    }
+
+    /// Takes `byte` (after any space), or gives `None`.
+    fn take(&mut self, byte: u8) -> Option<()> {
+        self.space();
+        (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
+    }
+
+    /// The string at the cursor (after its opening quote): its place and
+    /// whether it holds an escape; the cursor moves past its closing quote.
+    fn string_body(&mut self) -> Option<(Span, bool)> {
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            let i = self.at + memchr::memchr2(b'"', b'\\', self.bytes.get(self.at..)?)?;
+            if self.bytes[i] == b'"' {
+                self.at = i + 1;
+                let span = Span {
+                    start: start as u32,
+                    end: i as u32,
+                };
+                return Some((span, escaped));
+            }
+            // A backslash and the byte it escapes.
+            escaped = true;
+            self.at = i + 2;
+        }
+    }
+
+    /// Walks an object, calling `entry` with the cursor on each value (a
+    /// key with an escape gives `None`).
+    fn object(&mut self, mut entry: impl FnMut(&mut Self, &[u8]) -> Option<()>) -> Option<()> {
+        self.take(b'{')?;
+        if self.take(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.take(b'"')?;
+            let (key, escaped) = self.string_body()?;
+            if escaped {
+                return None;
+            }
+            self.take(b':')?;
+            self.space();
+            let bytes = self.bytes;
+            entry(self, &bytes[key.start as usize..key.end as usize])?;
+            if self.take(b',').is_none() {
+                return self.take(b'}');
             }
         }
-        Ok(found.flatten())
     }
-}
 
-/// The event's own facts: `sessionId`, `runId`, `type`, `nativeTurnId`
-/// and `snapshot`'s `state` and `parentToolCallId`.
-struct Params {
-    base: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for Params {
-    type Value = Option<FactSpans>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
+    /// Skips any value.
+    fn value(&mut self) -> Option<()> {
+        self.space();
+        let mut depth = 0usize;
+        loop {
+            let b = *self.bytes.get(self.at)?;
+            self.at += 1;
+            match b {
+                b'"' => {
+                    self.string_body()?;
+                }
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth = depth.checked_sub(1)?,
+                _ => {}
+            }
+            // A scalar ends before the next delimiter; a string or a
+            // container ends with its last byte.
+            if depth == 0 {
+                if !matches!(b, b'"' | b'}' | b']') {
+                    while self
+                        .bytes
+                        .get(self.at)
+                        .is_some_and(|b| !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                    {
+                        self.at += 1;
+                    }
+                }
+                return Some(());
+            }
+        }
     }
-}
 
-impl<'de> Visitor<'de> for Params {
-    type Value = Option<FactSpans>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a subagent event")
+    /// A fact: the place of a string with no escape; `Some(None)` for any
+    /// other value; `None` for an escaped string.
+    fn place(&mut self) -> Option<Option<Span>> {
+        if self.bytes.get(self.at) != Some(&b'"') {
+            self.value()?;
+            return Some(None);
+        }
+        self.at += 1;
+        match self.string_body()? {
+            (_, true) => None,
+            (span, false) => Some(Some(span)),
+        }
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let base = self.base;
+
+    /// `params`: the event's own facts (`Some(None)` when it is not an
+    /// object or lacks a required fact).
+    fn params(&mut self) -> Option<Option<FactSpans>> {
+        if self.bytes.get(self.at) != Some(&b'{') {
+            self.value()?;
+            return Some(None);
+        }
         let (mut session_id, mut run_id, mut event_type, mut native_turn_id, mut snapshot) =
             (None, None, None, None, None);
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            match &*key.0 {
-                "sessionId" => once(&mut session_id, &mut map, Place { base })?,
-                "runId" => once(&mut run_id, &mut map, Place { base })?,
-                "type" => once(&mut event_type, &mut map, Place { base })?,
-                "nativeTurnId" => once(&mut native_turn_id, &mut map, Place { base })?,
-                "snapshot" => once(&mut snapshot, &mut map, Snapshot { base })?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
+        self.object(|scan, key| {
+            let slot = match key {
+                b"sessionId" => &mut session_id,
+                b"runId" => &mut run_id,
+                b"type" => &mut event_type,
+                b"nativeTurnId" => &mut native_turn_id,
+                b"snapshot" => {
+                    if snapshot.is_some() {
+                        return None;
+                    }
+                    snapshot = Some(scan.snapshot()?);
+                    return Some(());
                 }
+                _ => return scan.value(),
+            };
+            if slot.is_some() {
+                return None;
             }
-        }
+            *slot = Some(scan.place()?);
+            Some(())
+        })?;
         let (snapshot_state, parent_tool_call_id) = snapshot.flatten().unwrap_or_default();
         // The sift accepted the event: these are strings.
         let (Some(session_id), Some(run_id), Some(event_type)) =
             (session_id.flatten(), run_id.flatten(), event_type.flatten())
         else {
-            return Ok(None);
+            return Some(None);
         };
-        Ok(Some(FactSpans {
+        Some(Some(FactSpans {
             session_id,
             run_id,
             event_type,
@@ -525,46 +602,28 @@ impl<'de> Visitor<'de> for Params {
             native_turn_id: native_turn_id.flatten(),
         }))
     }
-}
 
-/// `snapshot`: its `state` and `parentToolCallId`, when an object.
-struct Snapshot {
-    base: usize,
+    /// `snapshot`: its `state` and `parentToolCallId`, when an object.
+    fn snapshot(&mut self) -> Option<Option<SnapshotSpans>> {
+        if self.bytes.get(self.at) != Some(&b'{') {
+            self.value()?;
+            return Some(None);
+        }
+        let (mut state, mut parent) = (None, None);
+        self.object(|scan, key| {
+            let slot = match key {
+                b"state" => &mut state,
+                b"parentToolCallId" => &mut parent,
+                _ => return scan.value(),
+            };
+            if slot.is_some() {
+                return None;
+            }
+            *slot = Some(scan.place()?);
+            Some(())
+        })?;
+        Some(Some((state.flatten(), parent.flatten())))
+    }
 }
 
 type SnapshotSpans = (Option<Span>, Option<Span>);
-
-impl<'de> DeserializeSeed<'de> for Snapshot {
-    type Value = Option<SnapshotSpans>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Snapshot {
-    type Value = Option<SnapshotSpans>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let base = self.base;
-        let (mut state, mut parent) = (None, None);
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            match &*key.0 {
-                "state" => once(&mut state, &mut map, Place { base })?,
-                "parentToolCallId" => once(&mut parent, &mut map, Place { base })?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(Some((state.flatten(), parent.flatten())))
-    }
-    fn visit_borrowed_str<E>(self, _: &'de str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    none_for_other_values!();
-}
