@@ -55,8 +55,9 @@ pub fn fold_reader(
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
     // Lines are parsed on other threads while the state folds on this one;
-    // the fold reads every event, so each is built with its line.
-    input::read_parallel(reader, format, EventParse::Now, |item| match item {
+    // the fold reads every event, so each is built with its line, but a
+    // chunk of plain text, whose text the fold reads from the line.
+    input::read_parallel(reader, format, EventParse::TextOnDemand, |item| match item {
         Item::Record(r) => {
             state.set_line(Some(r.line));
             state.message_with_method(r.direction, &r.message, r.request_method.as_deref());

@@ -73,6 +73,7 @@ use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 mod line;
+pub(crate) use line::TextChunk;
 pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
 
 /// Which way a message travelled.

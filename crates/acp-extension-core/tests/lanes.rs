@@ -131,11 +131,20 @@ fn assert_lane_promise(line: &[u8], typed: &SubagentEvent) {
     );
 }
 
-/// Follows `lines` the three ways and compares everything; returns how
-/// many lines took the typed lane.
+/// Follows `lines` the four ways (as a tree, built, sifted, and with text
+/// chunks sifted) and compares everything; returns how many lines took the
+/// typed lane.
 fn assert_same(lines: &[Vec<u8>]) -> usize {
+    assert_same_counting(lines).0
+}
+
+/// [`assert_same`], and how many lines read with
+/// [`EventParse::TextOnDemand`] were left unbuilt (text chunks the state
+/// folds from the line).
+fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
     let (mut tree, mut lane, mut sifted) = (Reading::new(), Reading::new(), Reading::new());
-    let mut typed = 0;
+    let mut chunks = Reading::new();
+    let (mut typed, mut unbuilt) = (0, 0);
     for line in initialize()
         .iter()
         .map(|l| l.as_bytes())
@@ -145,6 +154,17 @@ fn assert_same(lines: &[Vec<u8>]) -> usize {
         tree.tree(line);
         let parsed = parse_line(line);
         let on_demand = parse_line_with(line, EventParse::OnDemand);
+        let text_sifted = parse_line_with(line, EventParse::TextOnDemand);
+        match (&parsed, &text_sifted) {
+            (ParsedLine::Event(e), ParsedLine::Event(t)) => {
+                assert_eq!(t.facts(), EventFacts::from(e.event()), "facts of {text}");
+                unbuilt += usize::from(!t.is_built());
+            }
+            (ParsedLine::Event(_), _) | (_, ParsedLine::Event(_)) => {
+                panic!("the text chunk lane took other lines: {text}")
+            }
+            _ => assert_eq!(parsed, text_sifted, "{text}"),
+        }
         match (&parsed, &on_demand) {
             (ParsedLine::Event(e), ParsedLine::Event(s)) => {
                 assert!(e.is_built());
@@ -162,6 +182,7 @@ fn assert_same(lines: &[Vec<u8>]) -> usize {
         }
         lane.parsed(&parsed);
         sifted.parsed(&on_demand);
+        chunks.parsed(&text_sifted);
         if let (ParsedLine::Event(e), ParsedLine::Event(s)) = (&parsed, &on_demand) {
             assert_eq!(
                 s.event(),
@@ -180,19 +201,28 @@ fn assert_same(lines: &[Vec<u8>]) -> usize {
             c.last(),
             "the sifted reading sees another message: {text}"
         );
+        assert_eq!(
+            a.last(),
+            chunks.seen.0.last(),
+            "the text chunk reading sees another message: {text}"
+        );
     }
     assert_eq!(tree.seen.0, lane.seen.0);
     assert_eq!(tree.seen.0, sifted.seen.0);
-    let (a, b, c) = (
+    assert_eq!(tree.seen.0, chunks.seen.0);
+    let (a, b, c, d) = (
         serde_json::to_value(&tree.state).unwrap(),
         serde_json::to_value(&lane.state).unwrap(),
         serde_json::to_value(&sifted.state).unwrap(),
+        serde_json::to_value(&chunks.state).unwrap(),
     );
-    if a != b || a != c {
+    if a != b || a != c || a != d {
         let shown: Vec<_> = lines.iter().map(|l| String::from_utf8_lossy(l)).collect();
-        panic!("the folded states differ:\ntree {a}\nlane {b}\nsifted {c}\nlines {shown:#?}");
+        panic!(
+            "the folded states differ:\ntree {a}\nlane {b}\nsifted {c}\ntext chunks {d}\nlines {shown:#?}"
+        );
     }
-    typed
+    (typed, unbuilt)
 }
 
 #[test]
@@ -206,7 +236,10 @@ fn a_generated_session_folds_the_same_either_way() {
             .into_bytes()
         })
         .collect();
-    let typed = assert_same(&lines);
+    let (typed, unbuilt) = assert_same_counting(&lines);
+    // The state folds the plain text chunks from their lines, unbuilt.
+    assert!(unbuilt > lines.len() / 10, "{unbuilt} text chunks unbuilt");
+    assert!(unbuilt < typed, "{unbuilt} of {typed} unbuilt");
     // Most events take the typed lane (the invalid tenth does not): a lane
     // that took none would prove nothing.
     assert!(
@@ -255,6 +288,17 @@ fn envelope_variants_take_the_lane_only_when_exact() {
         (envelope(&text.replace(r#""text":"hi""#, r#""text":"}]\" {[\\\\\"x\\""#).replace(r#""version":1,"#, r#""version":1,"messageId":"]}\\","#), "ua"), true),
         (envelope(&snapshot.replace(r#""version":1,"#, r#""version":1,"x":[{"a":["}"]},[[]],-1.5e3,true,null,{}],"y":{"runId":"q"},"#), "lody"), true),
         (envelope(&snapshot.replace(r#""state":"running""#, r#""name":"{\"","state":"running""#), "lody"), true),
+        // Text chunks the state folds from the line, and ones it builds:
+        // an escape in the text or message id, a `null` or absent message
+        // id, another content type, a thought, the tag's words elsewhere.
+        (envelope(&text.replace(r#""content""#, r#""messageId":"m1","content""#), "lody"), true),
+        (envelope(&text.replace(r#""content""#, r#""messageId":null,"content""#), "lody"), true),
+        (envelope(&text.replace(r#""content""#, r#""messageId":"m\u00e91","content""#), "lody"), true),
+        (envelope(&text.replace(r#""text":"hi""#, r#""text":"h\ni\"""#), "lody"), true),
+        (envelope(&text.replace(r#""text":"hi""#, r#""annotations":{"priority":1},"text":"hi","type":"text""#).replace(r#""type":"text","annotations""#, r#""annotations""#), "lody"), true),
+        (envelope(&text.replace(r#"{"type":"text","text":"hi"}"#, r#"{"type":"image","data":"x","mimeType":"image/png"}"#), "lody"), true),
+        (envelope(&text.replace("agent_message_chunk", "agent_thought_chunk"), "lody"), true),
+        (envelope(&text.replace("agent_message_chunk", "agent_thought_chunk").replace(r#""text":"hi""#, r#""text":"\"agent_message_chunk\"""#), "lody"), true),
         // Escapes in the facts' strings: the lane, with the event built at
         // once (the facts are then read from it).
         (envelope(&text.replace(r#""runId":"r""#, r#""runId":"r\u00e9\n""#), "lody"), true),

@@ -42,6 +42,12 @@ pub enum EventParse {
     /// facts the run rules read ([`EventLine::facts`]) are located in its
     /// text. For followers that read only those facts (`acp-ext check`).
     OnDemand,
+    /// As [`EventParse::Now`], except for an `agent_message_chunk` of
+    /// plain text (no escape in its text or message id), which is sifted
+    /// as with [`EventParse::OnDemand`]: the consumer state folds such a
+    /// chunk straight from the line, without building it. For a fold on
+    /// another thread than the parse (`acp-ext state`).
+    TextOnDemand,
 }
 
 /// A `_<ns>/subagents/event` notification read straight into its type,
@@ -122,6 +128,17 @@ impl EventLine {
             Some(spans) => spans.facts(&self.text),
             None => EventFacts::from(self.event()),
         }
+    }
+
+    /// An `agent_message_chunk` of plain text, from the line's text: the
+    /// line was sifted ([`EventParse::OnDemand`], [`EventParse::TextOnDemand`])
+    /// and neither its text nor its message id has an escape.
+    pub(crate) fn text_chunk(&self) -> Option<TextChunk<'_>> {
+        let chunk = self.facts.as_ref()?.text_chunk?;
+        Some(TextChunk {
+            text: chunk.text.of(&self.text),
+            message_id: chunk.message_id.map(|m| m.of(&self.text)),
+        })
     }
 
     /// The root session id.
@@ -226,10 +243,17 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: a searcher's setup costs more than a short line's search.
-    static FINDERS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
-        [&b"subagents/event"[..], b"_meta", b"EpochSeconds", b"\\u00"].map(Finder::new)
+    static FINDERS: LazyLock<[Finder<'static>; 5]> = LazyLock::new(|| {
+        [
+            &b"subagents/event"[..],
+            b"_meta",
+            b"EpochSeconds",
+            b"\\u00",
+            b"\"agent_message_chunk\"",
+        ]
+        .map(Finder::new)
     });
-    let [method, meta, epoch, escape] = &*FINDERS;
+    let [method, meta, epoch, escape, chunk] = &*FINDERS;
     let has = |f: &Finder<'_>| f.find(bytes).is_some();
     if !has(method) || has(meta) {
         return None;
@@ -248,10 +272,18 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
-    if parse == EventParse::OnDemand {
+    // Where a text chunk is likely; the walk below decides.
+    let sift = match parse {
+        EventParse::OnDemand => true,
+        EventParse::TextOnDemand => chunk.find(bytes).is_some(),
+        EventParse::Now => false,
+    };
+    if sift {
         match sifted_envelope(text) {
             Sifted::Accepted(namespace) => {
-                if let Some(facts) = FactSpans::find(text) {
+                if let Some(facts) = FactSpans::find(text)
+                    .filter(|f| parse == EventParse::OnDemand || f.text_chunk.is_some())
+                {
                     return Some(EventLine {
                         namespace,
                         text: text.into(),
@@ -394,6 +426,26 @@ struct FactSpans {
     snapshot_state: Option<Span>,
     parent_tool_call_id: Option<Span>,
     native_turn_id: Option<Span>,
+    /// An output event's `agent_message_chunk` of text, with no escape in
+    /// its text or message id.
+    text_chunk: Option<ChunkSpans>,
+}
+
+/// Where an `agent_message_chunk`'s text and message id are.
+#[derive(Debug, Clone, Copy)]
+struct ChunkSpans {
+    text: Span,
+    message_id: Option<Span>,
+}
+
+/// An `agent_message_chunk` of text, read from a line without building
+/// its event ([`EventLine::text_chunk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TextChunk<'a> {
+    /// `content.text`.
+    pub(crate) text: &'a str,
+    /// `messageId`, when a string.
+    pub(crate) message_id: Option<&'a str>,
 }
 
 impl FactSpans {
@@ -565,6 +617,7 @@ impl Scan<'_> {
         }
         let (mut session_id, mut run_id, mut event_type, mut native_turn_id, mut snapshot) =
             (None, None, None, None, None);
+        let mut update = None;
         self.object(|scan, key| {
             let slot = match key {
                 b"sessionId" => &mut session_id,
@@ -576,6 +629,13 @@ impl Scan<'_> {
                         return None;
                     }
                     snapshot = Some(scan.snapshot()?);
+                    return Some(());
+                }
+                b"update" => {
+                    if update.is_some() {
+                        return None;
+                    }
+                    update = Some(scan.update());
                     return Some(());
                 }
                 _ => return scan.value(),
@@ -593,6 +653,7 @@ impl Scan<'_> {
         else {
             return Some(None);
         };
+        let output = &self.bytes[event_type.start as usize..event_type.end as usize] == b"output";
         Some(Some(FactSpans {
             session_id,
             run_id,
@@ -600,7 +661,88 @@ impl Scan<'_> {
             snapshot_state,
             parent_tool_call_id,
             native_turn_id: native_turn_id.flatten(),
+            text_chunk: update.flatten().filter(|_| output),
         }))
+    }
+
+    /// `update`, when an `agent_message_chunk` whose content is text: the
+    /// places of its text and message id (`None` for anything else, and
+    /// for an escape in either; the cursor then still moves past it).
+    fn update(&mut self) -> Option<ChunkSpans> {
+        if self.bytes.get(self.at) != Some(&b'{') {
+            self.value();
+            return None;
+        }
+        let start = self.at;
+        let (mut tag, mut content, mut message_id) = (None, None, None);
+        let mut plain = true;
+        let walked = self.object(|scan, key| {
+            let slot = match key {
+                b"sessionUpdate" => &mut tag,
+                b"messageId" => &mut message_id,
+                b"content" => {
+                    if content.is_some() {
+                        plain = false;
+                    }
+                    content = Some(scan.content());
+                    return Some(());
+                }
+                _ => return scan.value(),
+            };
+            if slot.is_some() {
+                plain = false;
+            }
+            match scan.place() {
+                Some(place) => *slot = Some(place),
+                // An escaped string: moved past, and not plain.
+                None => plain = false,
+            }
+            Some(())
+        });
+        if walked.is_none() {
+            // Not walked to its end: the caller's walk fails with it.
+            self.at = start;
+            self.value();
+            return None;
+        }
+        let is_chunk = tag
+            .flatten()
+            .is_some_and(|t| &self.bytes[t.start as usize..t.end as usize] == b"agent_message_chunk");
+        let text = content.flatten()?;
+        // A string, or `null` (the sift accepted nothing else), or absent:
+        // the fold reads only a string.
+        let message_id = message_id.flatten();
+        (plain && is_chunk).then_some(ChunkSpans { text, message_id })
+    }
+
+    /// `content`, when `{"type": "text", "text": …}` with both plain
+    /// strings (other keys allowed): the text's place.
+    fn content(&mut self) -> Option<Span> {
+        if self.bytes.get(self.at) != Some(&b'{') {
+            self.value();
+            return None;
+        }
+        let (mut kind, mut text) = (None, None);
+        let mut plain = true;
+        self.object(|scan, key| {
+            let slot = match key {
+                b"type" => &mut kind,
+                b"text" => &mut text,
+                _ => return scan.value(),
+            };
+            if slot.is_some() {
+                plain = false;
+            }
+            match scan.place() {
+                Some(place) => *slot = Some(place),
+                None => plain = false,
+            }
+            Some(())
+        })?;
+        let kind = kind.flatten()?;
+        let is_text = &self.bytes[kind.start as usize..kind.end as usize] == b"text";
+        (plain && is_text).then_some(())?;
+        text.flatten()
     }
 
     /// `snapshot`: its `state` and `parentToolCallId`, when an object.

@@ -14,6 +14,7 @@ use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse,
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
+use crate::connection::{EventLine, TextChunk};
 use crate::subagent_events::SubagentEvent;
 
 use super::updates::ext_key;
@@ -700,20 +701,42 @@ impl ConnectionState {
         event: &SubagentEvent,
         out: &mut Vec<Change>,
     ) {
-        if self.agent_lacks(Feature::SubagentEvents) {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(event.session_id()),
-                "/method",
-                "not-negotiated",
-                "a subagent event from an agent that did not advertise `subagentEvents`; dropped"
-                    .to_owned(),
-                false,
-            );
-            return;
+        if !self.refuses_core_events(method, event.session_id(), out) {
+            self.subagent_event(method, event, Dialect::Extension, out);
         }
-        self.subagent_event(method, event, Dialect::Extension, out);
+    }
+
+    /// [`Self::core_event`] of a text chunk read from its line, unbuilt.
+    pub(super) fn core_text_chunk(
+        &mut self,
+        method: &str,
+        line: &EventLine,
+        chunk: TextChunk<'_>,
+        out: &mut Vec<Change>,
+    ) {
+        let (sid, facts) = (line.session_id(), line.facts());
+        if !self.refuses_core_events(method, sid, out) {
+            self.subagent_text_chunk(sid, facts.run_id.unwrap_or(""), chunk, out);
+        }
+    }
+
+    /// Records and drops a Core subagent event from an agent that did not
+    /// advertise `subagentEvents`: whether it did.
+    fn refuses_core_events(&mut self, method: &str, sid: &str, out: &mut Vec<Change>) -> bool {
+        if !self.agent_lacks(Feature::SubagentEvents) {
+            return false;
+        }
+        self.record_invalid(
+            out,
+            Some(method),
+            Some(sid),
+            "/method",
+            "not-negotiated",
+            "a subagent event from an agent that did not advertise `subagentEvents`; dropped"
+                .to_owned(),
+            false,
+        );
+        true
     }
 
     pub(super) fn extension_notification(

@@ -813,10 +813,15 @@ impl ConnectionState {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
                 self.pending_sequence(method, m.session_id(), out);
-                match m.event() {
+                match m.event_line() {
                     // Read straight into its type: valid, and with no epoch
-                    // field for the epoch rules to record or convert.
-                    Some(event) => self.core_event(method, event, out),
+                    // field for the epoch rules to record or convert. A
+                    // chunk of plain text is folded from the line as it
+                    // stands, without building it.
+                    Some(line) => match line.text_chunk() {
+                        Some(chunk) => self.core_text_chunk(method, line, chunk, out),
+                        None => self.core_event(method, line.event(), out),
+                    },
                     None => self.on_call(m.direction, method, m.id, m.params(), out),
                 }
             }

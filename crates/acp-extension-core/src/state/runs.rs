@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 use super::str_at;
 use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
+use crate::connection::TextChunk;
 use crate::namespace;
 use crate::subagent_events::{
     SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
@@ -109,6 +110,31 @@ impl ConnectionState {
                 fold_typed_output(run, &output.update, &limits);
             }
         }
+        out.push(Change::SubagentRun {
+            session_id: sid.to_owned(),
+            run_id: run_id.to_owned(),
+        });
+    }
+
+    /// [`Self::subagent_event`] of an output event whose update is an
+    /// `agent_message_chunk` of text, read from its line.
+    pub(super) fn subagent_text_chunk(
+        &mut self,
+        sid: &str,
+        run_id: &str,
+        chunk: TextChunk<'_>,
+        out: &mut Vec<Change>,
+    ) {
+        if !self.now.run_accepted {
+            return;
+        }
+        let limits = self.limits;
+        let s = self.session_mut(sid);
+        let Some(run) = s.subagent_runs.get_mut(run_id) else {
+            return;
+        };
+        run.output_events += 1;
+        append_text(run, chunk.text, chunk.message_id, &limits);
         out.push(Change::SubagentRun {
             session_id: sid.to_owned(),
             run_id: run_id.to_owned(),
