@@ -57,20 +57,25 @@ pub fn fold_reader(
     // Lines are parsed on other threads while the state folds on this one;
     // the fold reads every event, so each is built with its line, but a
     // chunk of plain text, whose text the fold reads from the line.
-    input::read_parallel(reader, format, EventParse::TextOnDemand, |item| match item {
-        Item::Record(r) => {
-            state.set_line(Some(r.line));
-            state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
-        }
-        Item::Event { line, parsed } => {
-            state.set_line(Some(*line));
-            state.parsed(Direction::Unknown, parsed);
-        }
-        Item::Problem { line, finding } => {
-            state.set_line(Some(*line));
-            state.unreadable(finding.rule, &finding.message);
-        }
-    })?;
+    input::read_parallel(
+        reader,
+        format,
+        EventParse::TextOnDemand,
+        |item| match item {
+            Item::Record(r) => {
+                state.set_line(Some(r.line));
+                state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
+            }
+            Item::Event { line, parsed } => {
+                state.set_line(Some(*line));
+                state.parsed(Direction::Unknown, parsed);
+            }
+            Item::Problem { line, finding } => {
+                state.set_line(Some(*line));
+                state.unreadable(finding.rule, &finding.message);
+            }
+        },
+    )?;
     Ok(state)
 }
 

@@ -319,7 +319,10 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
 /// its tree, for the rules.
 fn plain_epoch_at(bytes: &[u8], at: usize) -> bool {
     let skip_space = |mut i: usize| {
-        while bytes.get(i).is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
+        while bytes
+            .get(i)
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        {
             i += 1;
         }
         i
@@ -581,11 +584,9 @@ impl Scan<'_> {
             // container ends with its last byte.
             if depth == 0 {
                 if !matches!(b, b'"' | b'}' | b']') {
-                    while self
-                        .bytes
-                        .get(self.at)
-                        .is_some_and(|b| !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                    {
+                    while self.bytes.get(self.at).is_some_and(|b| {
+                        !matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                    }) {
                         self.at += 1;
                     }
                 }
@@ -705,9 +706,9 @@ impl Scan<'_> {
             self.value();
             return None;
         }
-        let is_chunk = tag
-            .flatten()
-            .is_some_and(|t| &self.bytes[t.start as usize..t.end as usize] == b"agent_message_chunk");
+        let is_chunk = tag.flatten().is_some_and(|t| {
+            &self.bytes[t.start as usize..t.end as usize] == b"agent_message_chunk"
+        });
         let text = content.flatten()?;
         // A string, or `null` (the sift accepted nothing else), or absent:
         // the fold reads only a string.

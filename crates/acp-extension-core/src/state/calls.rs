@@ -8,13 +8,13 @@ use super::legacy;
 use super::tasks;
 use super::*;
 use crate::capabilities::Feature;
+use crate::connection::{EventLine, TextChunk};
 use crate::connection::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
 use crate::meta::MetaError;
 use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
-use crate::connection::{EventLine, TextChunk};
 use crate::subagent_events::SubagentEvent;
 
 use super::updates::ext_key;
