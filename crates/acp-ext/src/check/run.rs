@@ -12,6 +12,7 @@
 //! # Ok::<_, std::io::Error>(())
 //! ```
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -119,7 +120,7 @@ pub fn check_reader<R: BufRead + Send>(
     options: &Options,
     on: impl FnMut(u64, Finding),
 ) -> io::Result<()> {
-    check_ticking(reader, format, options, || {}, on)
+    check_ticking(reader, format, options, || {}, on, || {})
 }
 
 /// [`check_reader`], calling `tick` before each message.
@@ -129,12 +130,13 @@ fn check_ticking<R: BufRead + Send>(
     options: &Options,
     mut tick: impl FnMut(),
     mut on: impl FnMut(u64, Finding),
+    settled: impl FnMut(),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
     // Lines are parsed on other threads while the rules run on this one;
     // the rules read only a typed event's facts, so it is sifted, not
     // built.
-    input::read_parallel(reader, format, EventParse::OnDemand, |item| match item {
+    let each = |item: &Item| match item {
         Item::Record(r) => {
             tick();
             for mut f in
@@ -151,7 +153,33 @@ fn check_ticking<R: BufRead + Send>(
             }
         }
         Item::Problem { line, finding } => on(*line, finding.clone()),
-    })
+    };
+    input::read_parallel_batches(reader, format, EventParse::OnDemand, each, settled)
+}
+
+/// The `--json` output of [`check_files`]: the first write error is kept,
+/// and nothing more is written after it.
+struct JsonOut<W: Write> {
+    out: io::BufWriter<W>,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> JsonOut<W> {
+    fn write(&mut self, located: &Located) {
+        if self.error.is_none()
+            && let Err(e) = write_json(&mut self.out, located)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.error = Some(e);
+        }
+    }
 }
 
 /// Counts bytes read, for the progress bar.
@@ -180,7 +208,13 @@ pub fn check_files(
     let paths = if paths.is_empty() { &stdin[..] } else { paths };
     let mut summary = Summary::default();
     let mut human = HumanReport::new();
-    let mut write_error: Option<io::Error> = None;
+    // `--json` lines are buffered, and flushed after each batch of input
+    // lines: one write per batch, not per finding, yet a live stream's
+    // findings are not held back.
+    let json = RefCell::new(JsonOut {
+        out: io::BufWriter::new(&mut *out),
+        error: None,
+    });
     for path in paths {
         let name = path.display().to_string();
         let (reader, size): (Box<dyn Read + Send>, u64) = if name == "-" {
@@ -220,15 +254,12 @@ pub fn check_files(
                 summary.counts.add(finding.severity);
                 let located = Located::new(name.clone(), line, finding);
                 if options.json {
-                    if write_error.is_none()
-                        && let Err(e) = write_json(out, &located)
-                    {
-                        write_error = Some(e);
-                    }
+                    json.borrow_mut().write(&located);
                 } else {
                     human.add(located);
                 }
             },
+            || json.borrow_mut().flush(),
         );
         progress.finish();
         match result {
@@ -239,12 +270,15 @@ pub fn check_files(
             }
         }
     }
-    if let Some(e) = write_error {
+    let mut json = json.into_inner();
+    json.flush();
+    if let Some(e) = json.error {
         if e.kind() == io::ErrorKind::BrokenPipe {
             return Ok(summary);
         }
         return Err(e);
     }
+    drop(json);
     if !options.json {
         let style = options.style;
         human.write(out, style)?;

@@ -193,3 +193,47 @@ fn the_rule_table_is_in_the_binary() {
     assert!(!help.contains("CHECK.md"), "{help}");
     assert!(help.contains("--rules"), "{help}");
 }
+
+#[test]
+fn json_findings_of_a_live_stream_are_not_held_back() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    // `--json` output is buffered, and flushed after each batch of input:
+    // a finding reaches the reader while the stream is still open.
+    let mut child = Command::new(EXE)
+        .args(["check", "--json", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let bad = r#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":2,"sessionId":"s","runId":"r","type":"progress","progress":{}}}"#;
+    for _ in 0..2 {
+        writeln!(stdin, "{bad}").unwrap();
+        stdin.flush().unwrap();
+        // Generous: this waits for the flush, it does not time it.
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("a finding while the stream is open");
+        let finding: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(finding["path"], "/params/version", "{line}");
+        // The rest of this line's findings, if any.
+        while rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_ok()
+        {}
+    }
+    drop(stdin);
+    assert!(!child.wait().unwrap().success());
+    reader.join().unwrap();
+}

@@ -164,10 +164,24 @@ pub enum Item {
 /// [`Item::Event`], every other line as [`read`] gives it. Other formats
 /// are read and parsed on one thread of their own.
 pub fn read_parallel<R: BufRead + Send>(
+    reader: R,
+    format: Format,
+    events: EventParse,
+    sink: impl FnMut(&Item),
+) -> io::Result<()> {
+    read_parallel_batches(reader, format, events, sink, || {})
+}
+
+/// [`read_parallel`], calling `settled` after each batch of items (the
+/// lines of one block of about 64 KiB, or of what one read of a slower
+/// stream gave): where a buffered writer of what the sink makes flushes,
+/// so that a live stream's output is not held back.
+pub fn read_parallel_batches<R: BufRead + Send>(
     mut reader: R,
     format: Format,
     events: EventParse,
     mut sink: impl FnMut(&Item),
+    mut settled: impl FnMut(),
 ) -> io::Result<()> {
     let (format, first) = match format {
         Format::Auto => {
@@ -175,7 +189,7 @@ pub fn read_parallel<R: BufRead + Send>(
             let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
             if too_long {
                 sink(&too_large(1));
-                return parallel_lines(reader, Vec::new(), 1, events, &mut sink);
+                return parallel_lines(reader, Vec::new(), 1, events, &mut sink, &mut settled);
             }
             let detected = detect(&first);
             if consumed > first.len() {
@@ -186,10 +200,10 @@ pub fn read_parallel<R: BufRead + Send>(
         f => (f, Vec::new()),
     };
     if format == Format::JsonRpc {
-        return parallel_lines(reader, first, 0, events, &mut sink);
+        return parallel_lines(reader, first, 0, events, &mut sink, &mut settled);
     }
     let chained = io::Cursor::new(first).chain(reader);
-    one_reader_thread(io::BufReader::new(chained), format, &mut sink)
+    one_reader_thread(io::BufReader::new(chained), format, &mut sink, &mut settled)
 }
 
 /// Bytes of whole lines per block handed to a parser (a longer line makes
@@ -261,6 +275,7 @@ impl<R: Read> Blocks<R> {
         // The current line starts at `start`; bytes before `scanned` hold
         // no newline.
         let (mut start, mut scanned) = (0, 0);
+        let mut short = false;
         loop {
             while let Some(i) = memchr::memchr(b'\n', &block.text[scanned..]) {
                 let end = scanned + i;
@@ -285,7 +300,10 @@ impl<R: Read> Blocks<R> {
                 block.text.truncate(start);
                 scanned = start;
             }
-            if start >= self.block_bytes || self.eof {
+            // Full, or the input ended, or a read gave less than asked (a
+            // live stream has no more for now): whole lines are not held
+            // back for more.
+            if start >= self.block_bytes || self.eof || (short && !block.lines.is_empty()) {
                 break;
             }
             let old = block.text.len();
@@ -304,6 +322,7 @@ impl<R: Read> Blocks<R> {
                 }
             };
             block.text.truncate(old + n);
+            short = n < self.read_bytes;
             if n == 0 {
                 self.eof = true;
             }
@@ -336,6 +355,7 @@ fn parallel_lines<R: BufRead + Send>(
     lines_before: u64,
     events: EventParse,
     sink: &mut dyn FnMut(&Item),
+    settled: &mut dyn FnMut(),
 ) -> io::Result<()> {
     use std::sync::mpsc::{channel, sync_channel};
     let (recycle_tx, recycle_rx) = channel::<Block>();
@@ -399,6 +419,7 @@ fn parallel_lines<R: BufRead + Send>(
             for item in &items {
                 sink(item);
             }
+            settled();
             // A parser that has ended drops nothing more: dropped here.
             let _ = used_tx.send(items);
         }
@@ -430,6 +451,7 @@ fn one_reader_thread<R: BufRead + Send>(
     reader: R,
     format: Format,
     sink: &mut dyn FnMut(&Item),
+    settled: &mut dyn FnMut(),
 ) -> io::Result<()> {
     const BATCH: usize = 256;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Item>>(4);
@@ -454,6 +476,7 @@ fn one_reader_thread<R: BufRead + Send>(
             for item in batch {
                 sink(&item);
             }
+            settled();
         }
         match parser {
             Ok(handle) => handle
