@@ -303,6 +303,14 @@ where
         anyhow::bail!("cannot start the agent: {missing}");
     }
     let started = Instant::now();
+    // Where the guard tells how the agent ended.
+    let report_path = std::env::temp_dir().join(format!(
+        "acp-ext-guard-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
     // With a guard, the agent's process group ends even if the probe is
     // killed (SIGKILL included): the tap's guard, between probe and agent,
     // which also reports a signal death of the agent.
@@ -311,7 +319,11 @@ where
             .iter()
             .cloned()
             .chain([
-                format!("{}=1", crate::tap::guard::REPORT_ENV),
+                format!(
+                    "{}={}",
+                    crate::tap::guard::REPORT_ENV,
+                    report_path.display()
+                ),
                 exe.to_string_lossy().into_owned(),
                 crate::tap::GUARD_ARG.to_owned(),
                 std::process::id().to_string(),
@@ -326,9 +338,6 @@ where
     let (tx, rx) = mpsc::channel::<(Direction, Duration, String)>();
     let stderr_tail: Arc<Mutex<Vec<String>>> = Arc::default();
     let tail = stderr_tail.clone();
-    // How the agent ended, as its guard reports it.
-    let ended: Arc<Mutex<Option<String>>> = Arc::default();
-    let ended_by = ended.clone();
     let quiet = options.quiet;
     let agent = AcpAgent::from_args(&spawned)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv.join(" ")))?
@@ -337,10 +346,6 @@ where
                 LineDirection::Stdin => Direction::ClientToAgent,
                 LineDirection::Stdout => Direction::AgentToClient,
                 LineDirection::Stderr => {
-                    if let Some(how) = line.strip_prefix(crate::tap::guard::REPORT_PREFIX) {
-                        *ended_by.lock().unwrap_or_else(|p| p.into_inner()) = Some(how.to_owned());
-                        return;
-                    }
                     if quiet {
                         let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
                         if t.len() >= 50 {
@@ -364,11 +369,27 @@ where
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
     let mut report = Report::build(outcome, findings, turns, &options);
     if let Err(e) = result {
-        let how = ended
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .map_or(String::new(), |h| format!(" (the agent was ended by {h})"));
+        // How the agent ended, as its guard tells it (once the guard has
+        // ended too).
+        let mut ended = None;
+        if options.agent_guard.is_some() {
+            use crate::tap::guard::{GuardReport, read_report};
+            // While the guard runs, the agent's end is on its way (a
+            // guard's zombie also looks alive: bounded).
+            let waited = Instant::now();
+            loop {
+                match read_report(&report_path) {
+                    GuardReport::Signal(how) => ended = Some(how),
+                    GuardReport::Running if waited.elapsed() < Duration::from_secs(2) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                    _ => {}
+                }
+                break;
+            }
+        }
+        let how = ended.map_or(String::new(), |h| format!(" (the agent was ended by {h})"));
         report.push_finding(
             Severity::Error,
             "probe-connection",
@@ -376,6 +397,7 @@ where
             format!("connection failed: {e}{how}"),
         );
     }
+    let _ = std::fs::remove_file(&report_path);
     let tail = stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     report.stderr_tail = tail.clone();
     report.command = argv;

@@ -35,12 +35,44 @@ use signal_hook::iterator::Signals;
 /// The first argument that makes a binary run the guard.
 pub const GUARD_ARG: &str = "__tap-guard";
 
-/// Set in the guard's environment, it reports a signal death of the agent
-/// on stderr as one line starting with [`REPORT_PREFIX`].
+/// Set in the guard's environment to a file's path: the guard writes its
+/// own process id there when the agent has started (`pid N`), and when the
+/// agent has ended, how (`ended by signal 9 (SIGKILL)`, or `exited`). The
+/// probe reads it ([`read_report`]): a write to the dead agent can fail
+/// before the probe learns how the guard ended, and the agent's stderr is
+/// no longer read once the connection has failed.
 pub(crate) const REPORT_ENV: &str = "ACP_EXT_GUARD_REPORT";
 
-/// The start of the guard's report line.
-pub(crate) const REPORT_PREFIX: &str = "acp-ext guard: the agent was ended by ";
+/// What a guard's report file tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GuardReport {
+    /// The agent was ended by this signal.
+    Signal(String),
+    /// The agent exited, or the guard is gone without a word.
+    Over,
+    /// The guard still runs: the agent has not ended yet.
+    Running,
+}
+
+/// Reads the guard's report at `path` as it stands.
+pub(crate) fn read_report(path: &std::path::Path) -> GuardReport {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    if let Some(how) = text.lines().find_map(|l| l.strip_prefix("ended by ")) {
+        return GuardReport::Signal(how.to_owned());
+    }
+    let running = !text.lines().any(|l| l == "exited")
+        && text
+            .lines()
+            .find_map(|l| l.strip_prefix("pid "))
+            .and_then(|p| p.parse::<i32>().ok())
+            .and_then(Pid::from_raw)
+            .is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok());
+    if running {
+        GuardReport::Running
+    } else {
+        GuardReport::Over
+    }
+}
 
 /// `signal 9 (SIGKILL)`.
 fn signal_text(sig: i32) -> String {
@@ -133,6 +165,10 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
                 format!("cannot run {}: {e}", program.to_string_lossy()),
             )
         })?;
+    let report = std::env::var_os(REPORT_ENV).map(std::path::PathBuf::from);
+    if let Some(path) = &report {
+        let _ = std::fs::write(path, format!("pid {}\n", std::process::id()));
+    }
     // Only the agent holds its output now: its end of output is the end.
     // The guard keeps the read end of the agent's input until the agent is
     // reaped, so that a write after the agent died waits for the guard's
@@ -151,12 +187,17 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            // The probe reads this line: a write to the dead agent can fail
-            // before the probe learns how the guard ended.
-            if std::env::var_os(REPORT_ENV).is_some() {
-                let _ = writeln!(io::stderr(), "{REPORT_PREFIX}{}", signal_text(sig));
+            if let Some(path) = &report {
+                let line = format!(
+                    "pid {}\nended by {}\n",
+                    std::process::id(),
+                    signal_text(sig)
+                );
+                let _ = std::fs::write(path, line);
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);
+        } else if let Some(path) = &report {
+            let _ = std::fs::write(path, format!("pid {}\nexited\n", std::process::id()));
         }
     }
     Ok(super::process::exit_code(status))
