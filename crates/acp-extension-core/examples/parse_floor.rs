@@ -6,8 +6,10 @@
 //! the tree for the lines that are not valid events), and
 //! [`parse_line`], the follower's parse (the typed lane where it applies,
 //! else the tree). One thread, the file
-//! in memory, no folding and no output: the floor under `acp-ext check` and
-//! `acp-ext state` on the same file.
+//! in memory, no output: the floor under `acp-ext check` and
+//! `acp-ext state` on the same file. Then the fold alone: a
+//! [`ConnectionState`] following the lines `parse_line` read beforehand
+//! (`fold parsed`), and dropping the state and the lines (`drop`).
 //!
 //! ```sh
 //! cargo run --release -p acp-extension-core --example parse_floor -- FILE [ROUNDS]

@@ -27,6 +27,9 @@
 //! building anything) and its event built when first asked for: the
 //! sequence rules read their [`EventLine::facts`] from the text, so a
 //! follower whose observers never ask (`acp-ext check`) builds no event.
+//! With [`EventParse::TextOnDemand`] only an `agent_message_chunk` of plain
+//! text is sifted: the consumer state folds its text from the line, and
+//! every other event is built with its line (`acp-ext state`).
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext
@@ -74,7 +77,7 @@ use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 mod line;
 pub(crate) use line::TextChunk;
-pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
+pub use line::{EventLine, EventParse, ParsedLine, parse_block_line, parse_line, parse_line_with};
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
