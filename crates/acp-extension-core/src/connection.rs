@@ -77,7 +77,7 @@ use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 mod line;
 pub(crate) use line::TextChunk;
-pub use line::{EventLine, EventParse, ParsedLine, parse_block_line, parse_line, parse_line_with};
+pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

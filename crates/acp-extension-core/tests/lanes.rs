@@ -20,8 +20,7 @@
 mod common;
 
 use acp_extension_core::connection::{
-    Connection, Direction, EventParse, Message, Observer, ParsedLine, parse_block_line, parse_line,
-    parse_line_with,
+    Connection, Direction, EventParse, Message, Observer, ParsedLine, parse_line, parse_line_with,
 };
 use acp_extension_core::meta::{epoch_findings, sections};
 use acp_extension_core::sequence::EventFacts;
@@ -30,7 +29,6 @@ use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::validate::{Kind, validate_value};
 use common::mutate::{J, byte_mutations, finish, mutations};
 use serde_json::{Value, json};
-use std::sync::Arc;
 
 #[path = "../benches/events.rs"]
 mod events;
@@ -157,19 +155,6 @@ fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
         let parsed = parse_line(line);
         let on_demand = parse_line_with(line, EventParse::OnDemand);
         let text_sifted = parse_line_with(line, EventParse::TextOnDemand);
-        // The same line read in place, within a block of lines.
-        if let Ok(own) = std::str::from_utf8(line) {
-            let block: Arc<str> = Arc::from(format!("{{}}\n{own}\n[1]"));
-            let in_block = parse_block_line(&block, 3..3 + own.len(), EventParse::TextOnDemand);
-            assert_eq!(in_block, text_sifted, "{text}");
-            if let ParsedLine::Event(e) = &in_block {
-                assert_eq!(e.text(), own);
-                assert_eq!(
-                    e.is_built(),
-                    matches!(&text_sifted, ParsedLine::Event(t) if t.is_built())
-                );
-            }
-        }
         match (&parsed, &text_sifted) {
             (ParsedLine::Event(e), ParsedLine::Event(t)) => {
                 assert_eq!(t.facts(), EventFacts::from(e.event()), "facts of {text}");

@@ -5,8 +5,6 @@
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
-use std::ops::Range;
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -59,7 +57,7 @@ pub enum EventParse {
 #[derive(Clone)]
 pub struct EventLine {
     namespace: Namespace,
-    text: LineText,
+    text: Box<str>,
     /// Built with the line ([`EventParse::Now`]) or on the first ask.
     event: OnceCell<Box<SubagentEvent>>,
     /// Where the run rules' facts are in `text`, for a line whose event
@@ -67,52 +65,18 @@ pub struct EventLine {
     facts: Option<FactSpans>,
 }
 
-/// An [`EventLine`]'s text: its own copy, or its place in a block of lines
-/// it shares ([`parse_block_line`]).
-#[derive(Clone)]
-enum LineText {
-    Own(Box<str>),
-    Shared {
-        block: Arc<str>,
-        start: u32,
-        end: u32,
-    },
-}
-
-impl LineText {
-    /// `text`, the line at `at` in `block` when given (and within reach of
-    /// a `u32`), else a copy.
-    fn keep(text: &str, shared: Option<(&Arc<str>, usize)>) -> Self {
-        let place = shared.and_then(|(block, at)| {
-            let start = u32::try_from(at).ok()?;
-            let end = u32::try_from(at + text.len()).ok()?;
-            // The caller's place is that of `text` in `block`.
-            let offset = (text.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
-            (offset == at && block.len() >= at + text.len()).then_some((block, start, end))
-        });
-        match place {
-            Some((block, start, end)) => LineText::Shared {
-                block: Arc::clone(block),
-                start,
-                end,
-            },
-            None => LineText::Own(text.into()),
-        }
-    }
-}
-
 impl fmt::Debug for EventLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventLine")
             .field("namespace", &self.namespace)
-            .field("text", &self.text())
+            .field("text", &self.text)
             .finish_non_exhaustive()
     }
 }
 
 impl PartialEq for EventLine {
     fn eq(&self, other: &Self) -> bool {
-        self.namespace == other.namespace && self.text() == other.text()
+        self.namespace == other.namespace && self.text == other.text
     }
 }
 
@@ -143,7 +107,7 @@ impl EventLine {
         self.event.get_or_init(|| {
             // The sift accepted the line, and it accepts exactly what the
             // typed parse accepts (tests/verdict.rs, tests/lanes.rs).
-            typed_envelope(self.text())
+            typed_envelope(&self.text)
                 .expect("a line the sift accepts is one the typed parse reads")
                 .params
         })
@@ -161,7 +125,7 @@ impl EventLine {
     /// building the event when the line was sifted.
     pub fn facts(&self) -> EventFacts<'_> {
         match &self.facts {
-            Some(spans) => spans.facts(self.text()),
+            Some(spans) => spans.facts(&self.text),
             None => EventFacts::from(self.event()),
         }
     }
@@ -172,30 +136,27 @@ impl EventLine {
     pub(crate) fn text_chunk(&self) -> Option<TextChunk<'_>> {
         let chunk = self.facts.as_ref()?.text_chunk?;
         Some(TextChunk {
-            text: chunk.text.of(self.text()),
-            message_id: chunk.message_id.map(|m| m.of(self.text())),
+            text: chunk.text.of(&self.text),
+            message_id: chunk.message_id.map(|m| m.of(&self.text)),
         })
     }
 
     /// The root session id.
     pub fn session_id(&self) -> &str {
         match &self.facts {
-            Some(spans) => spans.session_id.of(self.text()),
+            Some(spans) => spans.session_id.of(&self.text),
             None => self.event().session_id(),
         }
     }
 
     /// The line as it was read.
     pub fn text(&self) -> &str {
-        match &self.text {
-            LineText::Own(text) => text,
-            LineText::Shared { block, start, end } => &block[*start as usize..*end as usize],
-        }
+        &self.text
     }
 
     /// The whole message as a JSON tree, read from the line.
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.text()).unwrap_or(Value::Null)
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
     }
 }
 
@@ -244,38 +205,7 @@ pub fn parse_line(bytes: &[u8]) -> ParsedLine {
 /// assert!(line.is_built());
 /// ```
 pub fn parse_line_with(bytes: &[u8], parse: EventParse) -> ParsedLine {
-    parse_kept(bytes, parse, None)
-}
-
-/// [`parse_line_with`] for the line at `range` of `block`, a text of many
-/// lines: a typed lane line keeps its place in the shared block instead of
-/// a copy of its own (one allocation for the block, not one per line). The
-/// block lives as long as any of its lines.
-///
-/// ```
-/// use std::sync::Arc;
-/// use acp_extension_core::connection::{parse_block_line, EventParse, ParsedLine};
-///
-/// let block: Arc<str> = Arc::from(concat!(
-///     r#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#,
-///     "\n{oops\n",
-/// ));
-/// let first = block.find('\n').unwrap();
-/// let ParsedLine::Event(line) = parse_block_line(&block, 0..first, EventParse::Now) else { panic!() };
-/// assert_eq!(line.text(), &block[..first]);
-/// assert!(matches!(parse_block_line(&block, first + 1..block.len() - 1, EventParse::Now), ParsedLine::NotJson(_)));
-/// ```
-///
-/// # Panics
-///
-/// When `range` is not within `block`.
-pub fn parse_block_line(block: &Arc<str>, range: Range<usize>, parse: EventParse) -> ParsedLine {
-    let at = range.start;
-    parse_kept(&block.as_bytes()[range], parse, Some((block, at)))
-}
-
-fn parse_kept(bytes: &[u8], parse: EventParse, shared: Option<(&Arc<str>, usize)>) -> ParsedLine {
-    if let Some(line) = typed_event(bytes, parse, shared) {
+    if let Some(line) = typed_event(bytes, parse) {
         return ParsedLine::Event(line);
     }
     match serde_json::from_slice(bytes) {
@@ -309,11 +239,7 @@ fn lane_namespace(jsonrpc: &str, method: &str) -> Option<Namespace> {
 }
 
 /// The typed lane of [`parse_line_with`].
-fn typed_event(
-    bytes: &[u8],
-    parse: EventParse,
-    shared: Option<(&Arc<str>, usize)>,
-) -> Option<EventLine> {
+fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: a searcher's setup costs more than a short line's search.
@@ -360,7 +286,7 @@ fn typed_event(
                 {
                     return Some(EventLine {
                         namespace,
-                        text: LineText::keep(text, shared),
+                        text: text.into(),
                         event: OnceCell::new(),
                         facts: Some(facts),
                     });
@@ -379,7 +305,7 @@ fn typed_event(
     // (`tests/lanes.rs` holds them to it).
     Some(EventLine {
         namespace,
-        text: LineText::keep(text, shared),
+        text: text.into(),
         event: OnceCell::from(envelope.params),
         facts: None,
     })

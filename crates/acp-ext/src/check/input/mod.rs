@@ -40,10 +40,9 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Read};
-use std::sync::Arc;
 
 use crate::transcript::RecordLine;
-use acp_extension_core::connection::{EventParse, ParsedLine, parse_block_line, parse_line_with};
+use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
 use serde::Deserialize;
@@ -377,17 +376,10 @@ fn parallel_lines<R: BufRead + Send>(
                         // What the consumer is done with is dropped here.
                         while used_rx.try_recv().is_ok() {}
                         let mut items = Vec::with_capacity(block.lines.len());
-                        // One copy of the block that its typed lines share,
-                        // not one each (a block that is not all UTF-8 is
-                        // read line by line).
-                        let shared: Option<Arc<str>> =
-                            std::str::from_utf8(&block.text).ok().map(Arc::from);
                         for (line, range) in &block.lines {
                             match range {
                                 Some(r) => parse_jsonrpc_line(
-                                    &block.text,
-                                    shared.as_ref(),
-                                    r.clone(),
+                                    &block.text[r.clone()],
                                     *line,
                                     events,
                                     &mut |i| items.push(i),
@@ -438,25 +430,12 @@ fn parallel_lines<R: BufRead + Send>(
 }
 
 /// One JSON-RPC line, as [`read`] reads it, with the typed lane.
-fn parse_jsonrpc_line(
-    block: &[u8],
-    shared: Option<&Arc<str>>,
-    range: std::ops::Range<usize>,
-    line: u64,
-    events: EventParse,
-    sink: &mut dyn FnMut(Item),
-) {
-    let bytes = &block[range.clone()];
+fn parse_jsonrpc_line(bytes: &[u8], line: u64, events: EventParse, sink: &mut dyn FnMut(Item)) {
     let text = bytes.trim_ascii();
     if text.is_empty() {
         return;
     }
-    let start = range.start + (bytes.len() - bytes.trim_ascii_start().len());
-    let parsed = match shared {
-        Some(block) => parse_block_line(block, start..start + text.len(), events),
-        None => parse_line_with(text, events),
-    };
-    match parsed {
+    match parse_line_with(text, events) {
         ParsedLine::NotJson(e) => sink(not_json(line, "", e)),
         ParsedLine::Value(v) if !v.as_object().is_some_and(is_jsonrpc) => {
             classify(v, "", line, sink)
