@@ -609,6 +609,28 @@ impl Scan<'_> {
         }
     }
 
+    /// Reads a fact into `slot`, once: a second copy of its key, or an
+    /// escaped string, gives `None` (the walk fails; the event is built).
+    fn fact(&mut self, slot: &mut Option<Option<Span>>) -> Option<()> {
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(self.place()?);
+        Some(())
+    }
+
+    /// [`Self::fact`] for a walk that goes on: a second copy of the key, or
+    /// an escaped string (moved past), only marks what is read not `plain`.
+    fn soft_fact(&mut self, slot: &mut Option<Option<Span>>, plain: &mut bool) {
+        if slot.is_some() {
+            *plain = false;
+        }
+        match self.place() {
+            Some(place) => *slot = Some(place),
+            None => *plain = false,
+        }
+    }
+
     /// `params`: the event's own facts (`Some(None)` when it is not an
     /// object or lacks a required fact).
     fn params(&mut self) -> Option<Option<FactSpans>> {
@@ -641,11 +663,7 @@ impl Scan<'_> {
                 }
                 _ => return scan.value(),
             };
-            if slot.is_some() {
-                return None;
-            }
-            *slot = Some(scan.place()?);
-            Some(())
+            scan.fact(slot)
         })?;
         let (snapshot_state, parent_tool_call_id) = snapshot.flatten().unwrap_or_default();
         // The sift accepted the event: these are strings.
@@ -690,14 +708,7 @@ impl Scan<'_> {
                 }
                 _ => return scan.value(),
             };
-            if slot.is_some() {
-                plain = false;
-            }
-            match scan.place() {
-                Some(place) => *slot = Some(place),
-                // An escaped string: moved past, and not plain.
-                None => plain = false,
-            }
+            scan.soft_fact(slot, &mut plain);
             Some(())
         });
         if walked.is_none() {
@@ -731,13 +742,7 @@ impl Scan<'_> {
                 b"text" => &mut text,
                 _ => return scan.value(),
             };
-            if slot.is_some() {
-                plain = false;
-            }
-            match scan.place() {
-                Some(place) => *slot = Some(place),
-                None => plain = false,
-            }
+            scan.soft_fact(slot, &mut plain);
             Some(())
         })?;
         let kind = kind.flatten()?;
@@ -759,11 +764,7 @@ impl Scan<'_> {
                 b"parentToolCallId" => &mut parent,
                 _ => return scan.value(),
             };
-            if slot.is_some() {
-                return None;
-            }
-            *slot = Some(scan.place()?);
-            Some(())
+            scan.fact(slot)
         })?;
         Some(Some((state.flatten(), parent.flatten())))
     }
