@@ -39,6 +39,10 @@ impl ConnectionState {
             return;
         }
         let (sid, run_id) = (event.session_id(), event.run_id.as_str());
+        if let SubagentEventPayload::Output(output) = &event.payload {
+            let update = &output.update;
+            return self.run_output(sid, run_id, |run, l| fold_typed_output(run, update, l), out);
+        }
         let limits = self.limits;
         let snapshot = match &event.payload {
             SubagentEventPayload::Snapshot(s) => Some(s),
@@ -103,12 +107,8 @@ impl ConnectionState {
                     fold_progress(run, &p);
                 }
             }
-            SubagentEventPayload::Output(output) => {
-                let Some(run) = s.subagent_runs.get_mut(run_id) else {
-                    return;
-                };
-                fold_typed_output(run, &output.update, &limits);
-            }
+            // Folded above.
+            SubagentEventPayload::Output(_) => return,
         }
         out.push(Change::SubagentRun {
             session_id: sid.to_owned(),
@@ -128,13 +128,31 @@ impl ConnectionState {
         if !self.now.run_accepted {
             return;
         }
+        self.run_output(
+            sid,
+            run_id,
+            |run, limits| {
+                run.output_events += 1;
+                append_text(run, chunk.text, chunk.message_id, limits);
+            },
+            out,
+        );
+    }
+
+    /// Folds an output event into its run with `fold` (nothing for a run
+    /// not seen yet: it starts with a snapshot).
+    fn run_output(
+        &mut self,
+        sid: &str,
+        run_id: &str,
+        fold: impl FnOnce(&mut RunState, &Limits),
+        out: &mut Vec<Change>,
+    ) {
         let limits = self.limits;
-        let s = self.session_mut(sid);
-        let Some(run) = s.subagent_runs.get_mut(run_id) else {
+        let Some(run) = self.session_mut(sid).subagent_runs.get_mut(run_id) else {
             return;
         };
-        run.output_events += 1;
-        append_text(run, chunk.text, chunk.message_id, &limits);
+        fold(run, &limits);
         out.push(Change::SubagentRun {
             session_id: sid.to_owned(),
             run_id: run_id.to_owned(),
