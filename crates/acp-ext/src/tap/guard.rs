@@ -27,6 +27,8 @@
 use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::process::{Pid, Signal, getpgrp, getppid, kill_process_group};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
@@ -37,7 +39,9 @@ pub const GUARD_ARG: &str = "__tap-guard";
 
 /// Set in the guard's environment to a file's path: the guard writes its
 /// own process id there when the agent has started (`pid N`), and when the
-/// agent has ended, how (`ended by signal 9 (SIGKILL)`, or `exited`). The
+/// agent has ended, how (`ended by signal 9 (SIGKILL)`, or `exited`: also
+/// when a signal came to the whole group, such as the probe's own ending
+/// of the agent after its connection failed). The
 /// probe reads it ([`read_report`]): a write to the dead agent can fail
 /// before the probe learns how the guard ended, and the agent's stderr is
 /// no longer read once the connection has failed.
@@ -140,10 +144,15 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
     if Pid::as_raw(getppid()) != parent {
         return Ok(128 + 9);
     }
+    // Whether a signal came to the agent's group (the guard's too): the
+    // agent's end is then not its own, and the report does not tell it.
+    let group_signalled = Arc::new(AtomicBool::new(false));
+    let signalled = Arc::clone(&group_signalled);
     std::thread::Builder::new()
         .name("tap-guard-signals".into())
         .spawn(move || {
             for sig in signals.forever() {
+                signalled.store(true, Ordering::Relaxed);
                 if sig == PARENT_DIED {
                     // The tap is gone: end the agent's whole group, this
                     // process included.
@@ -188,12 +197,12 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
             if let Some(path) = &report {
-                let line = format!(
-                    "pid {}\nended by {}\n",
-                    std::process::id(),
-                    signal_text(sig)
-                );
-                let _ = std::fs::write(path, line);
+                let how = if group_signalled.load(Ordering::Relaxed) {
+                    "exited".to_owned()
+                } else {
+                    format!("ended by {}", signal_text(sig))
+                };
+                let _ = std::fs::write(path, format!("pid {}\n{how}\n", std::process::id()));
             }
             let _ = signal_hook::low_level::emulate_default_handler(sig);
         } else if let Some(path) = &report {
