@@ -43,10 +43,10 @@ pub enum EventParse {
     /// text. For followers that read only those facts (`acp-ext check`).
     OnDemand,
     /// As [`EventParse::Now`], except for an `agent_message_chunk` of
-    /// plain text (no escape in its text or message id), which is sifted
-    /// as with [`EventParse::OnDemand`]: the consumer state folds such a
-    /// chunk straight from the line, without building it. For a fold on
-    /// another thread than the parse (`acp-ext state`).
+    /// text in a line with no escape at all, which is sifted as with
+    /// [`EventParse::OnDemand`]: the consumer state folds such a chunk
+    /// straight from the line, without building it. For a fold on another
+    /// thread than the parse (`acp-ext state`).
     TextOnDemand,
 }
 
@@ -272,10 +272,14 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
-    // Where a text chunk is likely; the walk below decides.
+    // Where a plain text chunk is likely (the walk below decides): a line
+    // with an escape anywhere is built at once, as the sift and the walk
+    // would only find an escaped chunk to build after them.
     let sift = match parse {
         EventParse::OnDemand => true,
-        EventParse::TextOnDemand => chunk.find(bytes).is_some(),
+        EventParse::TextOnDemand => {
+            chunk.find(bytes).is_some() && memchr::memchr(b'\\', bytes).is_none()
+        }
         EventParse::Now => false,
     };
     if sift {
