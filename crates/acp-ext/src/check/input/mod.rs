@@ -50,6 +50,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Direction, Finding, rules};
 
+mod pipeline;
+
 /// The largest line or value read (16 MiB).
 pub const MAX_VALUE_BYTES: usize = 16 << 20;
 
@@ -158,11 +160,12 @@ pub enum Item {
 /// thread that parsed it, which frees its memory where it was allocated.
 ///
 /// JSON-RPC lines (the format of ACP's stdio, and of most large files) are
-/// cut into blocks on one thread and parsed on one or two others with
+/// cut into blocks on one thread and parsed on another with
 /// [`parse_line_with`](acp_extension_core::connection::parse_line_with)
-/// and `events`: a valid subagent event notification arrives as an
-/// [`Item::Event`], every other line as [`read`] gives it. Other formats
-/// are read and parsed on one thread of their own.
+/// and `events` (the calling thread parses a block too when its next one
+/// is not ready, rather than wait): a valid subagent event notification
+/// arrives as an [`Item::Event`], every other line as [`read`] gives it.
+/// Other formats are read and parsed on one thread of their own.
 pub fn read_parallel<R: BufRead + Send>(
     reader: R,
     format: Format,
@@ -189,7 +192,14 @@ pub fn read_parallel_batches<R: BufRead + Send>(
             let (consumed, too_long) = read_line_bounded(&mut reader, &mut first, MAX_VALUE_BYTES)?;
             if too_long {
                 sink(&too_large(1));
-                return parallel_lines(reader, Vec::new(), 1, events, &mut sink, &mut settled);
+                return pipeline::parallel_lines(
+                    reader,
+                    Vec::new(),
+                    1,
+                    events,
+                    &mut sink,
+                    &mut settled,
+                );
             }
             let detected = detect(&first);
             if consumed > first.len() {
@@ -200,7 +210,7 @@ pub fn read_parallel_batches<R: BufRead + Send>(
         f => (f, Vec::new()),
     };
     if format == Format::JsonRpc {
-        return parallel_lines(reader, first, 0, events, &mut sink, &mut settled);
+        return pipeline::parallel_lines(reader, first, 0, events, &mut sink, &mut settled);
     }
     let chained = io::Cursor::new(first).chain(reader);
     one_reader_thread(io::BufReader::new(chained), format, &mut sink, &mut settled)
@@ -212,19 +222,6 @@ const BLOCK_BYTES: usize = 64 << 10;
 
 /// Bytes asked of the reader at a time.
 const READ_BYTES: usize = 64 << 10;
-
-/// Parser threads (blocks go to them in turn, and their items are taken in
-/// the same turn, so they arrive in order). Measured on two cores
-/// (BENCHMARKS.md): two when events are sifted, as the rules that read
-/// them are the lighter stage; one when they are built, as the fold that
-/// reads every event is then the slowest stage and a second parser would
-/// take its core.
-fn parsers(events: EventParse) -> usize {
-    match events {
-        EventParse::OnDemand => 2,
-        _ => 1,
-    }
-}
 
 /// One block of whole lines: their text, and each line's number and range
 /// (or `None` for a line longer than [`MAX_VALUE_BYTES`]).
@@ -343,90 +340,6 @@ impl<R: Read> Blocks<R> {
         }
         Ok(!block.lines.is_empty())
     }
-}
-
-/// JSON-RPC lines, in three stages: one thread cuts the input into blocks
-/// of lines, one or two threads ([`parsers`]) parse them in turn, and the calling thread
-/// takes their items in the same turn. Blocks return to the reader for
-/// reuse once parsed, and items to their parser to be dropped.
-fn parallel_lines<R: BufRead + Send>(
-    mut reader: R,
-    first: Vec<u8>,
-    lines_before: u64,
-    events: EventParse,
-    sink: &mut dyn FnMut(&Item),
-    settled: &mut dyn FnMut(),
-) -> io::Result<()> {
-    use std::sync::mpsc::{channel, sync_channel};
-    let (recycle_tx, recycle_rx) = channel::<Block>();
-    std::thread::scope(|scope| {
-        let parsers = parsers(events);
-        let mut to_parsers = Vec::with_capacity(parsers);
-        let mut from_parsers = Vec::with_capacity(parsers);
-        for _ in 0..parsers {
-            // Small queues keep the memory of a bounded fold bounded.
-            let (blocks_tx, blocks_rx) = sync_channel::<Block>(1);
-            let (items_tx, items_rx) = sync_channel::<Vec<Item>>(1);
-            let (used_tx, used_rx) = channel::<Vec<Item>>();
-            let recycle = recycle_tx.clone();
-            std::thread::Builder::new()
-                .name("acp-ext-parse".into())
-                .spawn_scoped(scope, move || {
-                    for block in blocks_rx {
-                        // What the consumer is done with is dropped here.
-                        while used_rx.try_recv().is_ok() {}
-                        let mut items = Vec::with_capacity(block.lines.len());
-                        for (line, range) in &block.lines {
-                            match range {
-                                Some(r) => parse_jsonrpc_line(
-                                    &block.text[r.clone()],
-                                    *line,
-                                    events,
-                                    &mut |i| items.push(i),
-                                ),
-                                None => items.push(too_large(*line)),
-                            }
-                        }
-                        if items_tx.send(items).is_err() {
-                            return;
-                        }
-                        // The reader may be gone: the block is dropped.
-                        let _ = recycle.send(block);
-                    }
-                })?;
-            to_parsers.push(blocks_tx);
-            from_parsers.push((items_rx, used_tx));
-        }
-        drop(recycle_tx);
-        let reading = std::thread::Builder::new()
-            .name("acp-ext-read".into())
-            .spawn_scoped(scope, move || -> io::Result<()> {
-                let mut blocks =
-                    Blocks::new(io::Cursor::new(first).chain(&mut reader), lines_before);
-                for parser in to_parsers.iter().cycle() {
-                    let mut block = recycle_rx.try_recv().unwrap_or_default();
-                    // A closed channel: the consumer is gone.
-                    if !blocks.fill(&mut block)? || parser.send(block).is_err() {
-                        break;
-                    }
-                }
-                Ok(())
-            })?;
-        for (items_rx, used_tx) in from_parsers.iter().cycle() {
-            let Ok(items) = items_rx.recv() else {
-                break;
-            };
-            for item in &items {
-                sink(item);
-            }
-            settled();
-            // A parser that has ended drops nothing more: dropped here.
-            let _ = used_tx.send(items);
-        }
-        reading
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
-    })
 }
 
 /// One JSON-RPC line, as [`read`] reads it, with the typed lane.
@@ -948,6 +861,86 @@ mod tests {
                 assert_eq!(p, s);
             }
         }
+    }
+
+    /// Lines of progress events, `n` of them, numbered in their run ids.
+    fn numbered_events(n: usize) -> String {
+        (0..n)
+            .map(|i| {
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"method\":\"_lody/subagents/event\",\"params\":{{\"version\":1,\"sessionId\":\"s\",\"runId\":\"r{i}\",\"type\":\"progress\",\"progress\":{{}}}}}}\n"
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn items_arrive_in_order_whether_the_consumer_waits_or_lags() {
+        // Some 60 blocks. A quick consumer waits for the parser and parses
+        // blocks itself meanwhile; a slow one lets parsed blocks pile up.
+        // Either way every line arrives once, in order.
+        let text = numbered_events(60 * BLOCK_BYTES / 140);
+        for slow in [false, true] {
+            let mut lines = Vec::new();
+            read_parallel(
+                text.as_bytes(),
+                Format::Auto,
+                EventParse::OnDemand,
+                |item| {
+                    let Item::Event { line, .. } = item else {
+                        panic!("not an event: {item:?}")
+                    };
+                    if slow && line % 500 == 0 {
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                    lines.push(*line);
+                },
+            )
+            .unwrap();
+            let expected: Vec<u64> = (1..=text.lines().count() as u64).collect();
+            assert_eq!(lines, expected, "slow consumer: {slow}");
+        }
+    }
+
+    #[test]
+    fn a_failed_read_ends_the_input_after_what_was_read() {
+        struct FailsAfter<'a>(&'a [u8]);
+        impl Read for FailsAfter<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("the disk went away"));
+                }
+                let n = buf.len().min(self.0.len()).min(1000);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let text = numbered_events(2000);
+        let mut seen = 0;
+        let result = read_parallel(
+            io::BufReader::new(FailsAfter(text.as_bytes())),
+            Format::JsonRpc,
+            EventParse::Now,
+            |_| seen += 1,
+        );
+        assert_eq!(result.unwrap_err().to_string(), "the disk went away");
+        assert_eq!(seen, 2000);
+    }
+
+    #[test]
+    fn a_panicking_consumer_stops_the_reader_and_the_parser() {
+        // Without the stop, the reader would wait for room forever and the
+        // scope would never end.
+        let text = numbered_events(20 * BLOCK_BYTES / 140);
+        let outcome = std::panic::catch_unwind(|| {
+            let mut seen = 0;
+            let _ = read_parallel(text.as_bytes(), Format::Auto, EventParse::Now, |_| {
+                seen += 1;
+                assert!(seen < 3000, "the consumer gives up");
+            });
+        });
+        assert!(outcome.is_err());
     }
 
     #[test]
