@@ -22,6 +22,13 @@ fn runs_fold_snapshots_progress_and_output() {
         (A2C, snapshot("s", "r", "running")),
         (A2C, progress(json!({"summary": "reading", "turnCount": 1}))),
         (A2C, progress(json!({"turnCount": 2, "summary": null}))),
+        (
+            A2C,
+            progress(
+                json!({"durationMs": 1500.0, "contextUsagePercent": 8.5, "toolsUsed": ["Read"], "phase": "review", "lastToolName": "Read"}),
+            ),
+        ),
+        (A2C, progress(json!({"phase": null, "errorCount": 0}))),
         (A2C, output("s", "r", text("hello "))),
         (A2C, output("s", "r", text("world\nsecond line"))),
         (
@@ -66,6 +73,13 @@ fn runs_fold_snapshots_progress_and_output() {
     let run = &state.session("s").unwrap().subagent_runs["r"];
     assert_eq!(run.progress.get("turnCount"), Some(&json!(2)));
     assert!(!run.progress.contains_key("summary"));
+    // Sparse and absolute, key by key: the contract's keys in their order,
+    // then unknown ones; `null` clears (the last key takes its place);
+    // whole numbers are written without a fraction.
+    assert_eq!(
+        serde_json::to_string(&run.progress).unwrap(),
+        r#"{"turnCount":2,"lastToolName":"Read","toolsUsed":["Read"],"durationMs":1500,"contextUsagePercent":8.5,"errorCount":0}"#
+    );
     assert_eq!(run.text, "hello world\nsecond line");
     assert_eq!(run.last_line(), Some("second line"));
     assert_eq!(
