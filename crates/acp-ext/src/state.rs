@@ -111,7 +111,8 @@ pub fn run(
         };
         if options.json {
             let name = file.display().to_string();
-            let mut w = io::BufWriter::new(&mut *out);
+            // A document of tens of megabytes: written in large pieces.
+            let mut w = io::BufWriter::with_capacity(1 << 20, &mut *out);
             serde_json::to_writer(&mut w, &Document::new(&name, &state))?;
             writeln!(w)?;
             w.flush()?;
