@@ -9,7 +9,9 @@
 //! in memory, no output: the floor under `acp-ext check` and
 //! `acp-ext state` on the same file. Then the fold alone: a
 //! [`ConnectionState`] following the lines `parse_line` read beforehand
-//! (`fold parsed`), and dropping the state and the lines (`drop`).
+//! (`fold parsed`), writing the folded state as JSON into memory with
+//! `serde_json::to_writer` and with [`write_json`] (the same bytes), and
+//! dropping the state and the lines (`drop`).
 //!
 //! ```sh
 //! cargo run --release -p acp-extension-core --example parse_floor -- FILE [ROUNDS]
@@ -21,7 +23,7 @@
 use std::time::{Duration, Instant};
 
 use acp_extension_core::connection::{Direction, ParsedLine, parse_line};
-use acp_extension_core::state::ConnectionState;
+use acp_extension_core::state::{ConnectionState, write_json};
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde::Deserialize;
 use serde_json::Value;
@@ -59,6 +61,7 @@ fn main() {
         .collect();
     let (mut tree, mut typed, mut lane) = (Vec::new(), Vec::new(), Vec::new());
     let (mut fold, mut dropped) = (Vec::new(), Vec::new());
+    let (mut to_writer, mut written) = (Vec::new(), Vec::new());
     let (mut typed_ok, mut lane_events) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
@@ -91,6 +94,16 @@ fn main() {
             std::hint::black_box(state.parsed(Direction::Unknown, p));
         }
         fold.push(t.elapsed());
+        let mut out = Vec::with_capacity(64 << 20);
+        let t = Instant::now();
+        serde_json::to_writer(&mut out, &state).expect("a state serializes");
+        to_writer.push(t.elapsed());
+        let bytes = out.len();
+        out.clear();
+        let t = Instant::now();
+        write_json(&mut out, &state).expect("a state serializes");
+        written.push(t.elapsed());
+        assert_eq!(out.len(), bytes);
         let t = Instant::now();
         drop(state);
         drop(parsed);
@@ -103,6 +116,8 @@ fn main() {
         ("typed envelope", typed),
         ("parse_line", lane),
         ("fold parsed", fold),
+        ("to_writer", to_writer),
+        ("write_json", written),
         ("drop", dropped),
     ] {
         let best = *times.iter().min().expect("rounds");

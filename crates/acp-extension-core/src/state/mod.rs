@@ -97,6 +97,7 @@
 //! ```
 
 mod calls;
+mod json;
 mod legacy;
 mod runs;
 mod tasks;
@@ -105,6 +106,7 @@ mod usage;
 mod view;
 
 pub use crate::connection::{Direction, resembles};
+pub use json::write_json;
 pub use legacy::is_legacy_method;
 pub use updates::is_known_session_update;
 pub use view::*;

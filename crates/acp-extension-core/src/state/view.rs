@@ -310,6 +310,7 @@ pub struct RunState {
     /// Message text: the chunks of one message appended as sent; a message
     /// that follows a tool call or a plan, or that has another `messageId`,
     /// starts on a new line (bounded mode keeps the tail).
+    #[serde(serialize_with = "super::json::serialize_text")]
     pub text: String,
     /// Tool calls by id, updates merged into them, each kept as compact
     /// JSON text ([`CompactObject`]).
