@@ -9,7 +9,8 @@
 //! [`ConnectionState::response`]). Each call returns the [`Change`]s it
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
-//! friends, or serialized whole (`acp-ext state --json` prints it).
+//! friends, or serialized whole (`acp-ext state --json` prints it, with
+//! [`write_json`]: serde_json's bytes, the long run texts escaped faster).
 //!
 //! Nothing is dropped silently: every input value is folded (it made a
 //! change; transcript content and calls the state does not fold are
