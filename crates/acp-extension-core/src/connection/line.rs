@@ -238,37 +238,58 @@ fn lane_namespace(jsonrpc: &str, method: &str) -> Option<Namespace> {
     }
 }
 
+/// What one scan of a line finds for the typed lane: the bytes `_`, `E`
+/// and `\` start everything it looks for.
+struct LaneScan {
+    /// `_meta` somewhere (a key, or within a string: either way the tree).
+    meta: bool,
+    /// An `EpochSeconds` the epoch rules might flag ([`plain_epoch_at`]).
+    epoch: bool,
+    /// A `\u0000`–`\u007f` escape, of an ASCII character (a key spelled
+    /// so, `\u005fmeta`, would hide from the scan).
+    escaped_ascii: bool,
+    /// A backslash anywhere.
+    escape: bool,
+}
+
+impl LaneScan {
+    fn of(bytes: &[u8]) -> Self {
+        let mut scan = LaneScan {
+            meta: false,
+            epoch: false,
+            escaped_ascii: false,
+            escape: false,
+        };
+        for i in memchr::memchr3_iter(b'_', b'E', b'\\', bytes) {
+            let rest = &bytes[i..];
+            match bytes[i] {
+                b'_' => scan.meta |= rest.starts_with(b"_meta"),
+                b'E' => {
+                    scan.epoch |= rest.starts_with(b"EpochSeconds")
+                        && !plain_epoch_at(bytes, i + b"EpochSeconds".len());
+                }
+                _ => {
+                    scan.escape = true;
+                    scan.escaped_ascii |= rest.starts_with(b"\\u00")
+                        && rest.get(4).is_some_and(|d| (b'0'..=b'7').contains(d));
+                }
+            }
+        }
+        scan
+    }
+}
+
 /// The typed lane of [`parse_line_with`].
 fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: a searcher's setup costs more than a short line's search.
-    static FINDERS: LazyLock<[Finder<'static>; 5]> = LazyLock::new(|| {
-        [
-            &b"subagents/event"[..],
-            b"_meta",
-            b"EpochSeconds",
-            b"\\u00",
-            b"\"agent_message_chunk\"",
-        ]
-        .map(Finder::new)
-    });
-    let [method, meta, epoch, escape, chunk] = &*FINDERS;
-    let has = |f: &Finder<'_>| f.find(bytes).is_some();
-    if !has(method) || has(meta) {
-        return None;
-    }
-    let plain_epochs = epoch
-        .find_iter(bytes)
-        .all(|i| plain_epoch_at(bytes, i + b"EpochSeconds".len()));
-    if !plain_epochs {
-        return None;
-    }
-    // A key spelled with escapes (`\u005fmeta`) would hide from the search.
-    let escaped_ascii = escape
-        .find_iter(bytes)
-        .any(|i| bytes.get(i + 4).is_some_and(|d| (b'0'..=b'7').contains(d)));
-    if escaped_ascii {
+    static FINDERS: LazyLock<[Finder<'static>; 2]> =
+        LazyLock::new(|| [&b"subagents/event"[..], b"\"agent_message_chunk\""].map(Finder::new));
+    let [method, chunk] = &*FINDERS;
+    method.find(bytes)?;
+    let scan = LaneScan::of(bytes);
+    if scan.meta || scan.epoch || scan.escaped_ascii {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
@@ -277,9 +298,7 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     // would only find an escaped chunk to build after them.
     let sift = match parse {
         EventParse::OnDemand => true,
-        EventParse::TextOnDemand => {
-            chunk.find(bytes).is_some() && memchr::memchr(b'\\', bytes).is_none()
-        }
+        EventParse::TextOnDemand => !scan.escape && chunk.find(bytes).is_some(),
         EventParse::Now => false,
     };
     if sift {
