@@ -64,6 +64,19 @@ struct Queue {
     stopped: bool,
 }
 
+impl Queue {
+    /// Takes back a parsed block for reuse, and keeps its items for the
+    /// calling thread.
+    fn put_parsed(&mut self, number: u64, block: Block, items: Vec<Item>, by_parser: bool) {
+        self.free.push(block);
+        self.parsed.push(Parsed {
+            number,
+            items,
+            by_parser,
+        });
+    }
+}
+
 struct Shared {
     queue: Mutex<Queue>,
     /// Signalled whenever the queue changes.
@@ -172,12 +185,7 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
                     shared.changed.notify_all();
                     let items = parse_block(&block, events);
                     q = shared.lock();
-                    q.free.push(block);
-                    q.parsed.push(Parsed {
-                        number,
-                        items,
-                        by_parser: false,
-                    });
+                    q.put_parsed(number, block, items, false);
                     shared.changed.notify_all();
                     continue;
                 }
@@ -228,13 +236,6 @@ fn parser(shared: &Shared, events: EventParse, used: &Receiver<Vec<Item>>) {
         shared.changed.notify_all();
         while used.try_recv().is_ok() {}
         let items = parse_block(&block, events);
-        shared.change(|q| {
-            q.free.push(block);
-            q.parsed.push(Parsed {
-                number,
-                items,
-                by_parser: true,
-            });
-        });
+        shared.change(|q| q.put_parsed(number, block, items, true));
     }
 }
