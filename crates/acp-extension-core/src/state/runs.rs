@@ -20,7 +20,7 @@ use super::*;
 use crate::connection::TextChunk;
 use crate::namespace;
 use crate::subagent_events::{
-    SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput, SubagentProgress,
+    SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
 };
 use crate::wire::MaybeUndefined;
 
@@ -103,7 +103,11 @@ impl ConnectionState {
                 let Some(run) = s.subagent_runs.get_mut(run_id) else {
                     return;
                 };
-                fold_typed_progress(run, progress);
+                // The type writes its own keys, in their order: moved into
+                // the run, not copied.
+                if let Ok(Value::Object(p)) = serde_json::to_value(progress) {
+                    fold_progress(run, p);
+                }
             }
             // Folded above.
             SubagentEventPayload::Output(_) => return,
@@ -351,7 +355,7 @@ impl ConnectionState {
         }
         run.output_incomplete |= flagged_incomplete;
         if let Some(p) = progress {
-            fold_progress(run, &p);
+            fold_progress(run, p);
         }
         let std = run.standard.get_or_insert_with(StandardRun::default);
         patch_str(&mut std.title, update.get("title"));
@@ -620,65 +624,14 @@ impl ConnectionState {
 }
 
 /// Progress folded sparse and absolute: a key replaces, `null` clears.
-fn fold_progress(run: &mut RunState, progress: &Map<String, Value>) {
+fn fold_progress(run: &mut RunState, progress: Map<String, Value>) {
     for (k, v) in progress {
         if v.is_null() {
-            run.progress.remove(k);
+            run.progress.remove(&k);
         } else {
-            run.progress.insert(k.clone(), v.clone());
+            run.progress.insert(k, v);
         }
     }
-}
-
-/// [`fold_progress`] of a typed progress, key by key in the order its
-/// JSON has them (the contract's keys, then unknown ones), without a JSON
-/// tree of the whole.
-fn fold_typed_progress(run: &mut RunState, progress: &SubagentProgress) {
-    fn put<T: Serialize>(run: &mut RunState, key: &str, field: &MaybeUndefined<T>) {
-        match field {
-            MaybeUndefined::Undefined => {}
-            MaybeUndefined::Null => {
-                run.progress.remove(key);
-            }
-            MaybeUndefined::Value(v) => {
-                let Ok(v) = serde_json::to_value(v) else {
-                    return;
-                };
-                match run.progress.get_mut(key) {
-                    Some(slot) => *slot = v,
-                    None => {
-                        run.progress.insert(key.to_owned(), v);
-                    }
-                }
-            }
-        }
-    }
-    let SubagentProgress {
-        summary,
-        last_tool_name,
-        tools_used,
-        duration_ms,
-        turn_count,
-        tool_call_count,
-        error_count,
-        total_tokens,
-        context_tokens,
-        context_window_tokens,
-        context_usage_percent,
-        extra,
-    } = progress;
-    put(run, "summary", summary);
-    put(run, "lastToolName", last_tool_name);
-    put(run, "toolsUsed", tools_used);
-    put(run, "durationMs", duration_ms);
-    put(run, "turnCount", turn_count);
-    put(run, "toolCallCount", tool_call_count);
-    put(run, "errorCount", error_count);
-    put(run, "totalTokens", total_tokens);
-    put(run, "contextTokens", context_tokens);
-    put(run, "contextWindowTokens", context_window_tokens);
-    put(run, "contextUsagePercent", context_usage_percent);
-    fold_progress(run, extra);
 }
 
 /// Folds one output update into a run: text appends (a new message on a
