@@ -15,7 +15,8 @@ thread_local! {
     /// Set while [`write_json`] writes: the serializer is serde_json's, so a
     /// long text may go out as the JSON string already written.
     static WRITING_JSON: Cell<bool> = const { Cell::new(false) };
-    /// The JSON string of the text being written, reused from text to text.
+    /// The JSON string of the text being written, reused from text to text
+    /// and freed when [`write_json`] returns.
     static ESCAPED: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
@@ -38,6 +39,11 @@ pub fn write_json<W: io::Write>(writer: W, value: &impl Serialize) -> serde_json
     impl Drop for Unset {
         fn drop(&mut self) {
             WRITING_JSON.set(false);
+            ESCAPED.with(|buffer| {
+                if let Ok(mut escaped) = buffer.try_borrow_mut() {
+                    *escaped = String::new();
+                }
+            });
         }
     }
     let was = WRITING_JSON.replace(true);
