@@ -60,7 +60,7 @@ pub fn fold_reader(
     input::read_parallel(
         reader,
         format,
-        EventParse::TextOnDemand,
+        EventParse::OutputOnDemand,
         |item| match item {
             Item::Record(r) => {
                 state.set_line(Some(r.line));

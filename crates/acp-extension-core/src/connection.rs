@@ -27,9 +27,10 @@
 //! building anything) and its event built when first asked for: the
 //! sequence rules read their [`EventLine::facts`] from the text, so a
 //! follower whose observers never ask (`acp-ext check`) builds no event.
-//! With [`EventParse::TextOnDemand`] only an `agent_message_chunk` of plain
-//! text is sifted: the consumer state folds its text from the line, and
-//! every other event is built with its line (`acp-ext state`).
+//! With [`EventParse::OutputOnDemand`] only an `agent_message_chunk` of
+//! plain text and a `tool_call` or `tool_call_update` are sifted: the
+//! consumer state folds them from the line, and every other event is built
+//! with its line (`acp-ext state`).
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext

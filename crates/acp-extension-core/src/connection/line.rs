@@ -42,12 +42,13 @@ pub enum EventParse {
     /// facts the run rules read ([`EventLine::facts`]) are located in its
     /// text. For followers that read only those facts (`acp-ext check`).
     OnDemand,
-    /// As [`EventParse::Now`], except for an `agent_message_chunk` of
-    /// text in a line with no escape at all, which is sifted as with
-    /// [`EventParse::OnDemand`]: the consumer state folds such a chunk
-    /// straight from the line, without building it. For a fold on another
-    /// thread than the parse (`acp-ext state`).
-    TextOnDemand,
+    /// As [`EventParse::Now`], except for the output events the consumer
+    /// state folds straight from the line, which are sifted as with
+    /// [`EventParse::OnDemand`] and not built: an `agent_message_chunk`
+    /// of text in a line with no escape at all, and a `tool_call` or
+    /// `tool_call_update` (whose text the state keeps as it came). For a
+    /// fold on another thread than the parse (`acp-ext state`).
+    OutputOnDemand,
 }
 
 /// A `_<ns>/subagents/event` notification read straight into its type,
@@ -131,14 +132,59 @@ impl EventLine {
     }
 
     /// An `agent_message_chunk` of plain text, from the line's text: the
-    /// line was sifted ([`EventParse::OnDemand`], [`EventParse::TextOnDemand`])
+    /// line was sifted ([`EventParse::OnDemand`], [`EventParse::OutputOnDemand`])
     /// and neither its text nor its message id has an escape.
     pub(crate) fn text_chunk(&self) -> Option<TextChunk<'_>> {
-        let chunk = self.facts.as_ref()?.text_chunk?;
+        let Some(OutputSpans::TextChunk(chunk)) = self.facts.as_ref()?.output else {
+            return None;
+        };
         Some(TextChunk {
             text: chunk.text.of(&self.text),
             message_id: chunk.message_id.map(|m| m.of(&self.text)),
         })
+    }
+
+    /// The text of a sifted line's `tool_call` or `tool_call_update`
+    /// update (the whole object, as in the line).
+    pub(crate) fn sifted_tool_call(&self) -> Option<&str> {
+        match self.facts.as_ref()?.output? {
+            OutputSpans::ToolCall(update) => Some(update.of(&self.text)),
+            OutputSpans::TextChunk(_) => None,
+        }
+    }
+
+    /// The text of `params.update`, as in the line: from the sift's walk,
+    /// or a walk of its own for a line that was built (`None` when a key on
+    /// the way has an escape, or the event has no update).
+    pub(crate) fn update_text(&self) -> Option<&str> {
+        if let Some(OutputSpans::ToolCall(update)) = self.facts.as_ref().and_then(|f| f.output) {
+            return Some(update.of(&self.text));
+        }
+        let mut scan = Scan {
+            bytes: self.text.as_bytes(),
+            at: 0,
+        };
+        let mut update = None;
+        scan.object(|scan, key| {
+            if key != b"params" || scan.bytes.get(scan.at) != Some(&b'{') {
+                return scan.value();
+            }
+            scan.object(|scan, key| {
+                if key == b"update" && update.is_none() {
+                    let start = scan.at;
+                    scan.value()?;
+                    update = Some(Span {
+                        start: start as u32,
+                        end: scan.at as u32,
+                    });
+                    Some(())
+                } else {
+                    scan.value()
+                }
+            })
+        })?;
+        u32::try_from(self.text.len()).ok()?;
+        Some(update?.of(&self.text))
     }
 
     /// The root session id.
@@ -284,28 +330,37 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     use memchr::memmem::Finder;
     use std::sync::LazyLock;
     // Built once: a searcher's setup costs more than a short line's search.
-    static FINDERS: LazyLock<[Finder<'static>; 2]> =
-        LazyLock::new(|| [&b"subagents/event"[..], b"\"agent_message_chunk\""].map(Finder::new));
-    let [method, chunk] = &*FINDERS;
+    static FINDERS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
+        [
+            &b"subagents/event"[..],
+            b"\"agent_message_chunk\"",
+            b"\"tool_call",
+        ]
+        .map(Finder::new)
+    });
+    let [method, chunk, tool_call] = &*FINDERS;
     method.find(bytes)?;
     let scan = LaneScan::of(bytes);
     if scan.meta || scan.epoch || scan.escaped_ascii {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
-    // Where a plain text chunk is likely (the walk below decides): a line
-    // with an escape anywhere is built at once, as the sift and the walk
-    // would only find an escaped chunk to build after them.
+    // Where a plain text chunk or a tool call is likely (the walk below
+    // decides): a line with an escape anywhere is built at once but for a
+    // tool call (kept as its text, escapes and all), as the sift and the
+    // walk would only find an escaped chunk to build after them.
     let sift = match parse {
         EventParse::OnDemand => true,
-        EventParse::TextOnDemand => !scan.escape && chunk.find(bytes).is_some(),
+        EventParse::OutputOnDemand => {
+            (!scan.escape && chunk.find(bytes).is_some()) || tool_call.find(bytes).is_some()
+        }
         EventParse::Now => false,
     };
     if sift {
         match sifted_envelope(text) {
             Sifted::Accepted(namespace) => {
                 if let Some(facts) = FactSpans::find(text)
-                    .filter(|f| parse == EventParse::OnDemand || f.text_chunk.is_some())
+                    .filter(|f| parse == EventParse::OnDemand || f.output.is_some())
                 {
                     return Some(EventLine {
                         namespace,
@@ -452,9 +507,18 @@ struct FactSpans {
     snapshot_state: Option<Span>,
     parent_tool_call_id: Option<Span>,
     native_turn_id: Option<Span>,
-    /// An output event's `agent_message_chunk` of text, with no escape in
-    /// its text or message id.
-    text_chunk: Option<ChunkSpans>,
+    /// An output event's update the consumer state folds from the line.
+    output: Option<OutputSpans>,
+}
+
+/// Where the part of an output event's update the consumer state folds is.
+#[derive(Debug, Clone, Copy)]
+enum OutputSpans {
+    /// An `agent_message_chunk` of text, with no escape in its text or
+    /// message id.
+    TextChunk(ChunkSpans),
+    /// A `tool_call` or `tool_call_update`: the whole update object.
+    ToolCall(Span),
 }
 
 /// Where an `agent_message_chunk`'s text and message id are.
@@ -703,14 +767,15 @@ impl Scan<'_> {
             snapshot_state,
             parent_tool_call_id,
             native_turn_id: native_turn_id.flatten(),
-            text_chunk: update.flatten().filter(|_| output),
+            output: update.flatten().filter(|_| output),
         }))
     }
 
     /// `update`, when an `agent_message_chunk` whose content is text: the
-    /// places of its text and message id (`None` for anything else, and
-    /// for an escape in either; the cursor then still moves past it).
-    fn update(&mut self) -> Option<ChunkSpans> {
+    /// places of its text and message id (`None` for an escape in either);
+    /// when a `tool_call` or `tool_call_update`: the object's place;
+    /// `None` for anything else (the cursor then still moves past it).
+    fn update(&mut self) -> Option<OutputSpans> {
         if self.bytes.get(self.at) != Some(&b'{') {
             self.value();
             return None;
@@ -740,14 +805,22 @@ impl Scan<'_> {
             self.value();
             return None;
         }
-        let is_chunk = tag.flatten().is_some_and(|t| {
-            &self.bytes[t.start as usize..t.end as usize] == b"agent_message_chunk"
-        });
+        let tag = tag
+            .flatten()
+            .map(|t| &self.bytes[t.start as usize..t.end as usize]);
+        if plain && matches!(tag, Some(b"tool_call" | b"tool_call_update")) {
+            let end = self.at as u32;
+            return Some(OutputSpans::ToolCall(Span {
+                start: start as u32,
+                end,
+            }));
+        }
+        let is_chunk = tag == Some(b"agent_message_chunk");
         let text = content.flatten()?;
         // A string, or `null` (the sift accepted nothing else), or absent:
         // the fold reads only a string.
         let message_id = message_id.flatten();
-        (plain && is_chunk).then_some(ChunkSpans { text, message_id })
+        (plain && is_chunk).then_some(OutputSpans::TextChunk(ChunkSpans { text, message_id }))
     }
 
     /// `content`, when `{"type": "text", "text": …}` with both plain

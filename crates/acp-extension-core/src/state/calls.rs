@@ -17,6 +17,7 @@ use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
 use crate::subagent_events::SubagentEvent;
 
+use super::runs::EventSource;
 use super::updates::ext_key;
 use crate::violation::Violation;
 
@@ -699,10 +700,26 @@ impl ConnectionState {
         &mut self,
         method: &str,
         event: &SubagentEvent,
+        source: EventSource<'_>,
         out: &mut Vec<Change>,
     ) {
         if !self.refuses_core_events(method, event.session_id(), out) {
-            self.subagent_event(method, event, Dialect::Extension, out);
+            self.subagent_event(method, event, source, out);
+        }
+    }
+
+    /// [`Self::core_event`] of a tool call or its update read from its
+    /// line, unbuilt (`update`: the update's text).
+    pub(super) fn core_tool_call_text(
+        &mut self,
+        method: &str,
+        line: &EventLine,
+        update: &str,
+        out: &mut Vec<Change>,
+    ) {
+        let (sid, facts) = (line.session_id(), line.facts());
+        if !self.refuses_core_events(method, sid, out) {
+            self.subagent_tool_call_text(sid, facts.run_id.unwrap_or(""), update, out);
         }
     }
 
@@ -747,7 +764,9 @@ impl ConnectionState {
         out: &mut Vec<Change>,
     ) {
         match n {
-            ExtensionNotification::SubagentEvent(event) => self.core_event(method, &event, out),
+            ExtensionNotification::SubagentEvent(event) => {
+                self.core_event(method, &event, EventSource::Tree(params), out)
+            }
             ExtensionNotification::SessionUsageUpdate(u) => {
                 self.usage_update(method, &u, params, Dialect::Extension, out)
             }

@@ -106,6 +106,8 @@ mod updates;
 mod usage;
 mod view;
 
+use runs::EventSource;
+
 pub use crate::connection::{Direction, resembles};
 pub use json::write_json;
 pub use legacy::is_legacy_method;
@@ -819,12 +821,17 @@ impl ConnectionState {
                 match m.event_line() {
                     // Read straight into its type: valid, and with no epoch
                     // field for the epoch rules to record or convert. A
-                    // chunk of plain text is folded from the line as it
-                    // stands, without building it.
-                    Some(line) => match line.text_chunk() {
-                        Some(chunk) => self.core_text_chunk(method, line, chunk, out),
-                        None => self.core_event(method, line.event(), out),
-                    },
+                    // chunk of plain text or a tool call is folded from the
+                    // line as it stands, without building it.
+                    Some(line) => {
+                        if let Some(chunk) = line.text_chunk() {
+                            self.core_text_chunk(method, line, chunk, out)
+                        } else if let Some(update) = line.sifted_tool_call() {
+                            self.core_tool_call_text(method, line, update, out)
+                        } else {
+                            self.core_event(method, line.event(), EventSource::Line(line), out)
+                        }
+                    }
                     None => self.on_call(m.direction, method, m.id, m.params(), out),
                 }
             }

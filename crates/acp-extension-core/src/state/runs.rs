@@ -17,12 +17,22 @@ use serde_json::{Map, Value};
 use super::str_at;
 use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
-use crate::connection::TextChunk;
+use crate::connection::{EventLine, TextChunk};
 use crate::namespace;
 use crate::subagent_events::{
     SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
 };
 use crate::wire::MaybeUndefined;
+
+/// Where a Core event came from, for what the fold keeps as it came (a
+/// tool call, its keys in their order).
+#[derive(Clone, Copy)]
+pub(super) enum EventSource<'a> {
+    /// Its params' JSON tree.
+    Tree(&'a Value),
+    /// Its line, read straight into its type.
+    Line(&'a EventLine),
+}
 
 impl ConnectionState {
     /// Folds a (valid) subagent event: the sequence rules decide whether
@@ -32,7 +42,7 @@ impl ConnectionState {
         &mut self,
         method: &str,
         event: &SubagentEvent,
-        dialect: Dialect,
+        source: EventSource<'_>,
         out: &mut Vec<Change>,
     ) {
         if !self.now.run_accepted {
@@ -41,6 +51,17 @@ impl ConnectionState {
         let (sid, run_id) = (event.session_id(), event.run_id.as_str());
         if let SubagentEventPayload::Output(output) = &event.payload {
             let update = &output.update;
+            if let SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) = update {
+                // Kept as it came: from the tree, or the line's text.
+                let fold = |run: &mut RunState, l: &Limits| match source {
+                    EventSource::Tree(params) => fold_tool_call(run, params.get("update"), l),
+                    EventSource::Line(line) => match line.update_text() {
+                        Some(text) => fold_tool_call_text(run, text, l),
+                        None => fold_tool_call(run, line.to_value().pointer("/params/update"), l),
+                    },
+                };
+                return self.run_output(sid, run_id, fold, out);
+            }
             return self.run_output(sid, run_id, |run, l| fold_typed_output(run, update, l), out);
         }
         let limits = self.limits;
@@ -89,7 +110,7 @@ impl ConnectionState {
                         }
                     }
                     None => {
-                        let mut run = RunState::new(dialect);
+                        let mut run = RunState::new(Dialect::Extension);
                         run.snapshot = Some(snapshot.clone());
                         run.parent_run_id = parent_run;
                         run.parent_tool_call_id = parent_tool;
@@ -137,6 +158,27 @@ impl ConnectionState {
                 run.output_events += 1;
                 append_text(run, chunk.text, chunk.message_id, limits);
             },
+            out,
+        );
+    }
+
+    /// [`Self::subagent_event`] of an output event whose update is a tool
+    /// call or its update, read from its line (`update`: the update's
+    /// text).
+    pub(super) fn subagent_tool_call_text(
+        &mut self,
+        sid: &str,
+        run_id: &str,
+        update: &str,
+        out: &mut Vec<Change>,
+    ) {
+        if !self.now.run_accepted {
+            return;
+        }
+        self.run_output(
+            sid,
+            run_id,
+            |run, l| fold_tool_call_text(run, update, l),
             out,
         );
     }
@@ -680,14 +722,8 @@ fn fold_typed_output(run: &mut RunState, update: &SubagentOutput, limits: &Limit
             _ => run.output_incomplete = true,
         },
         SubagentOutput::AgentThoughtChunk(_) => {}
-        SubagentOutput::ToolCall(c) => {
-            run.message_ended = true;
-            merge_typed_tool_call(run, c.tool_call_id.as_str(), c, limits);
-        }
-        SubagentOutput::ToolCallUpdate(c) => {
-            run.message_ended = true;
-            merge_typed_tool_call(run, c.tool_call_id.as_str(), c, limits);
-        }
+        // Folded as they came ([`fold_tool_call`]), from their text or tree.
+        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => {}
         SubagentOutput::Plan(_) => {
             run.message_ended = true;
             run.plan = serde_json::to_value(update).ok();
@@ -718,18 +754,40 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
     cap_text(&mut run.text, limits.text_per_run);
 }
 
-/// [`merge_tool_call`] of a typed call or update (its own keys: the
-/// variant's, without `sessionUpdate`). A call the run does not know yet is
-/// written straight as its text, with no JSON tree between.
-fn merge_typed_tool_call(run: &mut RunState, id: &str, call: &impl Serialize, limits: &Limits) {
-    if !run.tool_calls.contains_key(id)
-        && let Some(text) = CompactObject::of(call)
-    {
-        run.tool_calls.insert(id.to_owned(), text);
-        cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
-    } else if let Ok(Value::Object(from)) = serde_json::to_value(call) {
-        merge_tool_call(run, id, &from, limits);
+/// A tool call or its update, as it came (its tree): merged by id, all its
+/// keys but `sessionUpdate`, in their order.
+fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
+    run.output_events += 1;
+    run.message_ended = true;
+    let Some(update) = update.and_then(Value::as_object) else {
+        return;
+    };
+    if let Some(id) = str_at_map(update, "toolCallId") {
+        merge_tool_call(run, id, update, limits);
     }
+}
+
+/// [`fold_tool_call`] of the update's text (as in its line): a call the
+/// run does not know yet is kept as that text without `sessionUpdate`,
+/// with no JSON tree between where the text is already compact (the same
+/// text either way).
+fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
+    match CompactObject::of_text_without(update, "sessionUpdate", "toolCallId") {
+        Some((call, id)) if !run.tool_calls.contains_key(id.as_str()) => {
+            run.output_events += 1;
+            run.message_ended = true;
+            run.tool_calls.insert(id, call);
+            cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
+        }
+        _ => {
+            let tree = serde_json::from_str::<Value>(update).ok();
+            fold_tool_call(run, tree.as_ref(), limits);
+        }
+    }
+}
+
+fn str_at_map<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    map.get(key).and_then(Value::as_str)
 }
 
 /// Merges a tool call or its update (all keys but `sessionUpdate`) into
