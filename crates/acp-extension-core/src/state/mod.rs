@@ -67,7 +67,8 @@
 //! * **Subagent runs**: see the `runs` rules on [`RunState`] and
 //!   [`StandardRun`]: a snapshot replaces the run's metadata; progress is
 //!   sparse and absolute (`null` clears); text chunks append; tool call
-//!   updates merge by id, a plan replaces; `outputIncomplete` is sticky;
+//!   updates merge by id (each call kept as it came, its keys in the
+//!   agent's order), a plan replaces; `outputIncomplete` is sticky;
 //!   `completed`, `failed`, `cancelled` are final, `unknown` is not, and a
 //!   standard `idle` is not terminal; ownership (`parentToolCallId`) is
 //!   fixed at the first binding; a `parentRunId` that would close a cycle or

@@ -769,21 +769,21 @@ fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
 
 /// [`fold_tool_call`] of the update's text (as in its line): a call the
 /// run does not know yet is kept as that text without `sessionUpdate`,
-/// with no JSON tree between where the text is already compact (the same
-/// text either way).
+/// with no JSON tree between, where the text is already what the tree
+/// would write ([`plain_without`]); anything else goes through the tree.
 fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
-    match CompactObject::of_text_without(update, "sessionUpdate", "toolCallId") {
-        Some((call, id)) if !run.tool_calls.contains_key(id.as_str()) => {
-            run.output_events += 1;
-            run.message_ended = true;
-            run.tool_calls.insert(id, call);
-            cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
-        }
-        _ => {
-            let tree = serde_json::from_str::<Value>(update).ok();
-            fold_tool_call(run, tree.as_ref(), limits);
-        }
+    if let Some((text, id)) = plain_without(update, "sessionUpdate", "toolCallId")
+        && !run.tool_calls.contains_key(id)
+        && let Some(call) = CompactObject::from_plain(text)
+    {
+        run.output_events += 1;
+        run.message_ended = true;
+        run.tool_calls.insert(id.to_owned(), call);
+        cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
+        return;
     }
+    let tree = serde_json::from_str::<Value>(update).ok();
+    fold_tool_call(run, tree.as_ref(), limits);
 }
 
 fn str_at_map<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {

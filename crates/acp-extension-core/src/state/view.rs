@@ -943,20 +943,12 @@ impl CompactObject {
         )
     }
 
-    /// The object `text` holds, without its key `skip`, and the value of
-    /// its key `id` when a string: straight from the text when it is
-    /// already what [`CompactObject::without`] writes for its tree (see
-    /// [`plain_without`]), else through the tree. `None` when `text` is not
-    /// a JSON object.
-    pub(crate) fn of_text_without(text: &str, skip: &str, id: &str) -> Option<(Self, String)> {
-        if let Some((plain, found)) = plain_without(text, skip, id) {
-            let found = found.to_owned();
-            let raw = serde_json::value::RawValue::from_string(plain).ok()?;
-            return Some((Self(raw), found));
-        }
-        let object: Map<String, Value> = serde_json::from_str(text).ok()?;
-        let found = object.get(id)?.as_str()?.to_owned();
-        Some((Self::without(&object, skip), found))
+    /// An object's compact text as [`plain_without`] cut it (checked once
+    /// more as JSON, which it is).
+    pub(crate) fn from_plain(text: String) -> Option<Self> {
+        serde_json::value::RawValue::from_string(text)
+            .ok()
+            .map(Self)
     }
 
     /// Its compact JSON text.
@@ -980,14 +972,15 @@ impl CompactObject {
 /// `serde_json` writes its tree (what [`CompactObject::without`] writes):
 /// no space between tokens, no escape in any string, every number a plain
 /// integer of at most 18 digits (not `-0`), no key twice in any object.
-/// `None` for anything else (the caller then goes through the tree).
+/// `None` for anything else (the caller then goes through the tree;
+/// [`CompactObject::from_plain`] keeps the text).
 ///
 /// With no escape, a string is written back as it stands (`serde_json`
 /// escapes only quotes, backslashes and control characters, which JSON
 /// does not allow unescaped); such an integer reads as `u64` or `i64` and
 /// is written back with the same digits; with each key once, the tree
 /// keeps every entry in its place.
-fn plain_without<'a>(text: &'a str, skip: &str, id: &str) -> Option<(String, &'a str)> {
+pub(crate) fn plain_without<'a>(text: &'a str, skip: &str, id: &str) -> Option<(String, &'a str)> {
     // Without `serde_json`'s `preserve_order` (the SDK's schema crate
     // enables it) the tree sorts its keys: the tree decides.
     static PRESERVES_ORDER: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
