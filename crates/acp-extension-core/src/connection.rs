@@ -77,7 +77,7 @@ use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 mod line;
-pub(crate) use line::TextChunk;
+pub(crate) use line::SiftedOutput;
 pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
 
 /// Which way a message travelled.

@@ -131,26 +131,18 @@ impl EventLine {
         }
     }
 
-    /// An `agent_message_chunk` of plain text, from the line's text: the
-    /// line was sifted ([`EventParse::OnDemand`], [`EventParse::OutputOnDemand`])
-    /// and neither its text nor its message id has an escape.
-    pub(crate) fn text_chunk(&self) -> Option<TextChunk<'_>> {
-        let Some(OutputSpans::TextChunk(chunk)) = self.facts.as_ref()?.output else {
-            return None;
-        };
-        Some(TextChunk {
-            text: chunk.text.of(&self.text),
-            message_id: chunk.message_id.map(|m| m.of(&self.text)),
+    /// The output the consumer state folds straight from a sifted line
+    /// ([`EventParse::OnDemand`], [`EventParse::OutputOnDemand`]): an
+    /// `agent_message_chunk` of text with no escape in its text or message
+    /// id, or a `tool_call` or `tool_call_update`.
+    pub(crate) fn sifted_output(&self) -> Option<SiftedOutput<'_>> {
+        Some(match self.facts.as_ref()?.output? {
+            OutputSpans::TextChunk(chunk) => SiftedOutput::TextChunk(TextChunk {
+                text: chunk.text.of(&self.text),
+                message_id: chunk.message_id.map(|m| m.of(&self.text)),
+            }),
+            OutputSpans::ToolCall(update) => SiftedOutput::ToolCall(update.of(&self.text)),
         })
-    }
-
-    /// The text of a sifted line's `tool_call` or `tool_call_update`
-    /// update (the whole object, as in the line).
-    pub(crate) fn sifted_tool_call(&self) -> Option<&str> {
-        match self.facts.as_ref()?.output? {
-            OutputSpans::ToolCall(update) => Some(update.of(&self.text)),
-            OutputSpans::TextChunk(_) => None,
-        }
     }
 
     /// The text of `params.update`, as in the line: from the sift's walk,
@@ -160,6 +152,7 @@ impl EventLine {
         if let Some(OutputSpans::ToolCall(update)) = self.facts.as_ref().and_then(|f| f.output) {
             return Some(update.of(&self.text));
         }
+        u32::try_from(self.text.len()).ok()?;
         let mut scan = Scan {
             bytes: self.text.as_bytes(),
             at: 0,
@@ -183,7 +176,6 @@ impl EventLine {
                 }
             })
         })?;
-        u32::try_from(self.text.len()).ok()?;
         Some(update?.of(&self.text))
     }
 
@@ -528,8 +520,18 @@ struct ChunkSpans {
     message_id: Option<Span>,
 }
 
+/// An output event's update read from a sifted line, without building
+/// its event ([`EventLine::sifted_output`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SiftedOutput<'a> {
+    /// An `agent_message_chunk` of text.
+    TextChunk(TextChunk<'a>),
+    /// A `tool_call` or `tool_call_update`: the update object's text.
+    ToolCall(&'a str),
+}
+
 /// An `agent_message_chunk` of text, read from a line without building
-/// its event ([`EventLine::text_chunk`]).
+/// its event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TextChunk<'a> {
     /// `content.text`.

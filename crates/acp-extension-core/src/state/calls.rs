@@ -8,7 +8,7 @@ use super::legacy;
 use super::tasks;
 use super::*;
 use crate::capabilities::Feature;
-use crate::connection::{EventLine, TextChunk};
+use crate::connection::{EventLine, SiftedOutput};
 use crate::connection::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
 use crate::meta::MetaError;
 use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
@@ -708,32 +708,18 @@ impl ConnectionState {
         }
     }
 
-    /// [`Self::core_event`] of a tool call or its update read from its
-    /// line, unbuilt (`update`: the update's text).
-    pub(super) fn core_tool_call_text(
+    /// [`Self::core_event`] of a text chunk or a tool call read from its
+    /// line, unbuilt.
+    pub(super) fn core_sifted_output(
         &mut self,
         method: &str,
         line: &EventLine,
-        update: &str,
+        output: SiftedOutput<'_>,
         out: &mut Vec<Change>,
     ) {
         let (sid, facts) = (line.session_id(), line.facts());
         if !self.refuses_core_events(method, sid, out) {
-            self.subagent_tool_call_text(sid, facts.run_id.unwrap_or(""), update, out);
-        }
-    }
-
-    /// [`Self::core_event`] of a text chunk read from its line, unbuilt.
-    pub(super) fn core_text_chunk(
-        &mut self,
-        method: &str,
-        line: &EventLine,
-        chunk: TextChunk<'_>,
-        out: &mut Vec<Change>,
-    ) {
-        let (sid, facts) = (line.session_id(), line.facts());
-        if !self.refuses_core_events(method, sid, out) {
-            self.subagent_text_chunk(sid, facts.run_id.unwrap_or(""), chunk, out);
+            self.subagent_sifted_output(sid, facts.run_id.unwrap_or(""), output, out);
         }
     }
 

@@ -824,15 +824,10 @@ impl ConnectionState {
                     // field for the epoch rules to record or convert. A
                     // chunk of plain text or a tool call is folded from the
                     // line as it stands, without building it.
-                    Some(line) => {
-                        if let Some(chunk) = line.text_chunk() {
-                            self.core_text_chunk(method, line, chunk, out)
-                        } else if let Some(update) = line.sifted_tool_call() {
-                            self.core_tool_call_text(method, line, update, out)
-                        } else {
-                            self.core_event(method, line.event(), EventSource::Line(line), out)
-                        }
-                    }
+                    Some(line) => match line.sifted_output() {
+                        Some(output) => self.core_sifted_output(method, line, output, out),
+                        None => self.core_event(method, line.event(), EventSource::Line(line), out),
+                    },
                     None => self.on_call(m.direction, method, m.id, m.params(), out),
                 }
             }

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 use super::str_at;
 use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
-use crate::connection::{EventLine, TextChunk};
+use crate::connection::{EventLine, SiftedOutput};
 use crate::namespace;
 use crate::subagent_events::{
     SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
@@ -139,48 +139,26 @@ impl ConnectionState {
         });
     }
 
-    /// [`Self::subagent_event`] of an output event whose update is an
-    /// `agent_message_chunk` of text, read from its line.
-    pub(super) fn subagent_text_chunk(
+    /// [`Self::subagent_event`] of an output event read from its line,
+    /// unbuilt: a text chunk or a tool call.
+    pub(super) fn subagent_sifted_output(
         &mut self,
         sid: &str,
         run_id: &str,
-        chunk: TextChunk<'_>,
+        output: SiftedOutput<'_>,
         out: &mut Vec<Change>,
     ) {
         if !self.now.run_accepted {
             return;
         }
-        self.run_output(
-            sid,
-            run_id,
-            |run, limits| {
+        let fold = |run: &mut RunState, limits: &Limits| match output {
+            SiftedOutput::TextChunk(chunk) => {
                 run.output_events += 1;
                 append_text(run, chunk.text, chunk.message_id, limits);
-            },
-            out,
-        );
-    }
-
-    /// [`Self::subagent_event`] of an output event whose update is a tool
-    /// call or its update, read from its line (`update`: the update's
-    /// text).
-    pub(super) fn subagent_tool_call_text(
-        &mut self,
-        sid: &str,
-        run_id: &str,
-        update: &str,
-        out: &mut Vec<Change>,
-    ) {
-        if !self.now.run_accepted {
-            return;
-        }
-        self.run_output(
-            sid,
-            run_id,
-            |run, l| fold_tool_call_text(run, update, l),
-            out,
-        );
+            }
+            SiftedOutput::ToolCall(update) => fold_tool_call_text(run, update, limits),
+        };
+        self.run_output(sid, run_id, fold, out);
     }
 
     /// Folds an output event into its run with `fold` (nothing for a run
