@@ -51,18 +51,8 @@ impl ConnectionState {
         let (sid, run_id) = (event.session_id(), event.run_id.as_str());
         if let SubagentEventPayload::Output(output) = &event.payload {
             let update = &output.update;
-            if let SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) = update {
-                // Kept as it came: from the tree, or the line's text.
-                let fold = |run: &mut RunState, l: &Limits| match source {
-                    EventSource::Tree(params) => fold_tool_call(run, params.get("update"), l),
-                    EventSource::Line(line) => match line.update_text() {
-                        Some(text) => fold_tool_call_text(run, text, l),
-                        None => fold_tool_call(run, line.to_value().pointer("/params/update"), l),
-                    },
-                };
-                return self.run_output(sid, run_id, fold, out);
-            }
-            return self.run_output(sid, run_id, |run, l| fold_typed_output(run, update, l), out);
+            let fold = |run: &mut RunState, l: &Limits| fold_typed_output(run, update, source, l);
+            return self.run_output(sid, run_id, fold, out);
         }
         let limits = self.limits;
         let snapshot = match &event.payload {
@@ -151,12 +141,14 @@ impl ConnectionState {
         if !self.now.run_accepted {
             return;
         }
-        let fold = |run: &mut RunState, limits: &Limits| match output {
-            SiftedOutput::TextChunk(chunk) => {
-                run.output_events += 1;
-                append_text(run, chunk.text, chunk.message_id, limits);
+        let fold = |run: &mut RunState, limits: &Limits| {
+            run.output_events += 1;
+            match output {
+                SiftedOutput::TextChunk(chunk) => {
+                    append_text(run, chunk.text, chunk.message_id, limits)
+                }
+                SiftedOutput::ToolCall(update) => fold_tool_call_text(run, update, limits),
             }
-            SiftedOutput::ToolCall(update) => fold_tool_call_text(run, update, limits),
         };
         self.run_output(sid, run_id, fold, out);
     }
@@ -671,12 +663,7 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             }
         }
         Some("agent_thought_chunk") => {}
-        Some("tool_call") | Some("tool_call_update") => {
-            run.message_ended = true;
-            if let (Some(id), Some(from)) = (str_at(update, "toolCallId"), update.as_object()) {
-                merge_tool_call(run, id, from, limits);
-            }
-        }
+        Some("tool_call") | Some("tool_call_update") => fold_tool_call(run, Some(update), limits),
         Some("plan") => {
             run.message_ended = true;
             run.plan = Some(update.clone());
@@ -685,8 +672,14 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
     }
 }
 
-/// [`fold_output`] of a typed update (a Core event's).
-fn fold_typed_output(run: &mut RunState, update: &SubagentOutput, limits: &Limits) {
+/// [`fold_output`] of a typed update (a Core event's); a tool call is
+/// kept as it came, from `source`.
+fn fold_typed_output(
+    run: &mut RunState,
+    update: &SubagentOutput,
+    source: EventSource<'_>,
+    limits: &Limits,
+) {
     run.output_events += 1;
     match update {
         SubagentOutput::AgentMessageChunk(chunk) => match &chunk.content {
@@ -700,8 +693,13 @@ fn fold_typed_output(run: &mut RunState, update: &SubagentOutput, limits: &Limit
             _ => run.output_incomplete = true,
         },
         SubagentOutput::AgentThoughtChunk(_) => {}
-        // Folded as they came ([`fold_tool_call`]), from their text or tree.
-        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => {}
+        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => match source {
+            EventSource::Tree(params) => fold_tool_call(run, params.get("update"), limits),
+            EventSource::Line(line) => match line.update_text() {
+                Some(text) => fold_tool_call_text(run, text, limits),
+                None => fold_tool_call(run, line.to_value().pointer("/params/update"), limits),
+            },
+        },
         SubagentOutput::Plan(_) => {
             run.message_ended = true;
             run.plan = serde_json::to_value(update).ok();
@@ -732,16 +730,14 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
     cap_text(&mut run.text, limits.text_per_run);
 }
 
-/// A tool call or its update, as it came (its tree): merged by id, all its
-/// keys but `sessionUpdate`, in their order.
+/// A tool call or its update, as it came (its tree): it ends the message,
+/// and merges by id, all its keys but `sessionUpdate`, in their order.
 fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
-    run.output_events += 1;
     run.message_ended = true;
-    let Some(update) = update.and_then(Value::as_object) else {
-        return;
-    };
-    if let Some(id) = str_at_map(update, "toolCallId") {
-        merge_tool_call(run, id, update, limits);
+    if let Some(update) = update
+        && let (Some(id), Some(from)) = (str_at(update, "toolCallId"), update.as_object())
+    {
+        merge_tool_call(run, id, from, limits);
     }
 }
 
@@ -754,7 +750,6 @@ fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
         && !run.tool_calls.contains_key(id)
         && let Some(call) = CompactObject::from_plain(text)
     {
-        run.output_events += 1;
         run.message_ended = true;
         run.tool_calls.insert(id.to_owned(), call);
         cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
@@ -762,10 +757,6 @@ fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
     }
     let tree = serde_json::from_str::<Value>(update).ok();
     fold_tool_call(run, tree.as_ref(), limits);
-}
-
-fn str_at_map<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    map.get(key).and_then(Value::as_str)
 }
 
 /// Merges a tool call or its update (all keys but `sessionUpdate`) into
