@@ -154,13 +154,13 @@ pub enum Item {
     },
 }
 
-/// Like [`read`], with the reading and parsing on other threads: `sink`
+/// Like [`read`], with the reading and parsing on another thread: `sink`
 /// runs on the calling thread while the next lines are parsed, and sees
 /// each item in order. Items are lent, not given: each is dropped on the
 /// thread that parsed it, which frees its memory where it was allocated.
 ///
 /// JSON-RPC lines (the format of ACP's stdio, and of most large files) are
-/// cut into blocks on one thread and parsed on another with
+/// read and cut into blocks and parsed on one thread with
 /// [`parse_line_with`](acp_extension_core::connection::parse_line_with)
 /// and `events` (the calling thread parses a block too when its next one
 /// is not ready, rather than wait): a valid subagent event notification
@@ -903,6 +903,61 @@ mod tests {
     }
 
     #[test]
+    fn a_live_stream_line_arrives_before_the_next_is_written() {
+        // A stream that gives each line only once the consumer has seen
+        // the one before: a pipeline that held a line back until its next
+        // read returned would wait forever.
+        struct Live(std::sync::mpsc::Receiver<Vec<u8>>, Vec<u8>);
+        impl Read for Live {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.1.is_empty() {
+                    match self.0.recv() {
+                        Ok(bytes) => self.1 = bytes,
+                        Err(_) => return Ok(0),
+                    }
+                }
+                let n = buf.len().min(self.1.len());
+                buf[..n].copy_from_slice(&self.1[..n]);
+                self.1.drain(..n);
+                Ok(n)
+            }
+        }
+        let lines: Vec<Vec<u8>> = numbered_events(50)
+            .lines()
+            .map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (write, read) = std::sync::mpsc::channel();
+            write.send(lines[0].clone()).unwrap();
+            let mut write = Some(write);
+            let mut seen = Vec::new();
+            let result = read_parallel(
+                io::BufReader::new(Live(read, Vec::new())),
+                Format::JsonRpc,
+                EventParse::OnDemand,
+                |item| {
+                    let Item::Event { line, .. } = item else {
+                        panic!("not an event: {item:?}")
+                    };
+                    seen.push(*line);
+                    match lines.get(seen.len()) {
+                        Some(next) => write.as_ref().unwrap().send(next.clone()).unwrap(),
+                        // The last line seen: the stream ends.
+                        None => write = None,
+                    }
+                },
+            );
+            let _ = done_tx.send((result.is_ok(), seen));
+        });
+        let (ok, seen) = done
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a line was held back until the next one was written");
+        assert!(ok);
+        assert_eq!(seen, (1..=50).collect::<Vec<u64>>());
+    }
+
+    #[test]
     fn a_failed_read_ends_the_input_after_what_was_read() {
         struct FailsAfter<'a>(&'a [u8]);
         impl Read for FailsAfter<'_> {
@@ -929,9 +984,9 @@ mod tests {
     }
 
     #[test]
-    fn a_panicking_consumer_stops_the_reader_and_the_parser() {
-        // Without the stop, the reader would wait for room forever and the
-        // scope would never end.
+    fn a_panicking_consumer_stops_the_parser() {
+        // Without the stop, the parser thread would wait for room forever
+        // and the scope would never end.
         let text = numbered_events(20 * BLOCK_BYTES / 140);
         let outcome = std::panic::catch_unwind(|| {
             let mut seen = 0;

@@ -1,15 +1,17 @@
-//! The three stages of [`read_parallel`](super::read_parallel) for
-//! JSON-RPC lines: a reader thread cuts the input into blocks of whole
-//! lines, a parser thread parses them, and the calling thread takes their
-//! items in input order. When the calling thread's next block is not parsed
-//! yet, it parses the oldest block no one has taken instead of waiting: on
-//! two cores the parse is the slower stage, and the helping keeps both
-//! cores busy where a second parser thread would compete for them
-//! (measured in BENCHMARKS.md: `check` and `state` are both faster with one
-//! parser thread and the helping than with two parser threads).
+//! The two threads of [`read_parallel`](super::read_parallel) for
+//! JSON-RPC lines: a parser thread reads the input in blocks of whole lines
+//! and parses them, and the calling thread takes their items in input
+//! order. When the calling thread's next block is not parsed yet, it parses
+//! the oldest block read and not yet taken instead of waiting: on two cores
+//! the parse is the slower stage, and the helping keeps both cores busy
+//! where a second parser thread would compete for them (measured in
+//! BENCHMARKS.md: `check` and `state` are both faster with one parser
+//! thread and the helping than with two parser threads). The reading has
+//! no thread of its own: a third thread on two cores was woken thousands of
+//! times a run and took the cores from the other two (BENCHMARKS.md).
 //!
-//! Blocks return to the reader for reuse, and items to the thread that
-//! parsed them, to be dropped where their memory was allocated.
+//! Blocks return to the parser thread for reuse, and items to the thread
+//! that parsed them, to be dropped where their memory was allocated.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, Read};
@@ -20,9 +22,9 @@ use acp_extension_core::connection::EventParse;
 
 use super::{Block, Blocks, Item, parse_jsonrpc_line, too_large};
 
-/// Blocks read ahead of the parsers, and blocks read or parsed but not
-/// yet taken by the calling thread: few, so that a bounded fold's memory
-/// stays bounded.
+/// Blocks read and waiting for a parser, and blocks read or parsed but
+/// not yet taken by the calling thread: few, so that a bounded fold's
+/// memory stays bounded.
 const READ_AHEAD: usize = 2;
 const IN_FLIGHT: usize = 4;
 
@@ -128,44 +130,11 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
     let shared = &shared;
     std::thread::scope(|scope| {
         let (used, used_rx) = channel::<Vec<Item>>();
-        std::thread::Builder::new()
+        let parsing = std::thread::Builder::new()
             .name("acp-ext-parse".into())
-            .spawn_scoped(scope, move || parser(shared, events, &used_rx))?;
-        let reading = std::thread::Builder::new()
-            .name("acp-ext-read".into())
-            .spawn_scoped(scope, move || -> io::Result<()> {
-                let stop = StopOnPanic(shared);
-                let mut blocks =
-                    Blocks::new(io::Cursor::new(first).chain(&mut reader), lines_before);
-                let mut number = 0;
-                let result = loop {
-                    let mut block = {
-                        let mut q = shared.lock();
-                        while (q.read.len() >= READ_AHEAD
-                            || q.read.len() + q.parsed.len() >= IN_FLIGHT)
-                            && !q.stopped
-                        {
-                            q = shared.wait(q);
-                        }
-                        if q.stopped {
-                            break Ok(());
-                        }
-                        q.free.pop().unwrap_or_default()
-                    };
-                    match blocks.fill(&mut block) {
-                        Ok(true) => {
-                            shared.change(|q| q.read.push_back((number, block)));
-                            number += 1;
-                        }
-                        Ok(false) => break Ok(()),
-                        Err(e) => break Err(e),
-                    }
-                };
-                // Whatever was read is still parsed and taken; a failed
-                // read ends the input there.
-                shared.change(|q| q.end = Some(number));
-                drop(stop);
-                result
+            .spawn_scoped(scope, move || {
+                let blocks = Blocks::new(io::Cursor::new(first).chain(&mut reader), lines_before);
+                parser(shared, blocks, events, &used_rx)
             })?;
         let stop = StopOnPanic(shared);
         let mut next = 0;
@@ -182,11 +151,9 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
                     // Not parsed yet: parse the oldest block waiting,
                     // rather than wait.
                     drop(q);
-                    shared.changed.notify_all();
                     let items = parse_block(&block, events);
                     q = shared.lock();
                     q.put_parsed(number, block, items, false);
-                    shared.changed.notify_all();
                     continue;
                 }
                 q = shared.wait(q);
@@ -206,36 +173,64 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
             }
         }
         drop(stop);
-        reading
+        parsing
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the input reader panicked")))
+            .unwrap_or_else(|_| Err(io::Error::other("the input parser panicked")))
     })
 }
 
-/// The parser thread: takes the oldest block waiting, parses it, and drops
-/// the items the calling thread is done with.
-fn parser(shared: &Shared, events: EventParse, used: &Receiver<Vec<Item>>) {
+/// The parser thread, which reads too: it keeps up to [`READ_AHEAD`]
+/// blocks read and waiting, for the calling thread to take when it has
+/// nothing else to do, and parses the oldest of them. A live stream's
+/// lines are never held back by a read of the next ones: while this
+/// thread waits in a read, the calling thread parses what was read before.
+/// It drops the items the calling thread is done with.
+fn parser<R: io::Read>(
+    shared: &Shared,
+    mut blocks: Blocks<R>,
+    events: EventParse,
+    used: &Receiver<Vec<Item>>,
+) -> io::Result<()> {
     let _stop = StopOnPanic(shared);
+    let mut number = 0;
+    let mut result = Ok(());
+    let mut reading = true;
     loop {
-        let (number, block) = {
-            let mut q = shared.lock();
-            loop {
-                if q.stopped {
-                    return;
-                }
-                if let Some(taken) = q.read.pop_front() {
-                    break taken;
-                }
-                if q.end.is_some() {
-                    return;
-                }
-                q = shared.wait(q);
+        let mut q = shared.lock();
+        let mut block = loop {
+            if q.stopped {
+                return result;
             }
+            if reading && q.read.len() < READ_AHEAD && q.read.len() + q.parsed.len() < IN_FLIGHT {
+                break q.free.pop().unwrap_or_default();
+            }
+            if let Some((n, block)) = q.read.pop_front() {
+                drop(q);
+                while used.try_recv().is_ok() {}
+                let items = parse_block(&block, events);
+                q = shared.lock();
+                q.put_parsed(n, block, items, true);
+                shared.changed.notify_all();
+                continue;
+            }
+            if !reading {
+                return result;
+            }
+            q = shared.wait(q);
         };
-        // Space to read ahead again.
-        shared.changed.notify_all();
-        while used.try_recv().is_ok() {}
-        let items = parse_block(&block, events);
-        shared.change(|q| q.put_parsed(number, block, items, true));
+        drop(q);
+        match blocks.fill(&mut block) {
+            Ok(true) => {
+                shared.change(|q| q.read.push_back((number, block)));
+                number += 1;
+                continue;
+            }
+            Ok(false) => {}
+            // Whatever was read is still parsed and taken; a failed read
+            // ends the input there.
+            Err(e) => result = Err(e),
+        }
+        reading = false;
+        shared.change(|q| q.end = Some(number));
     }
 }
