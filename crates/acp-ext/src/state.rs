@@ -54,9 +54,10 @@ pub fn fold_reader(
     limits: Limits,
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
-    // Lines are parsed on other threads while the state folds on this one;
+    // Lines are parsed on another thread while the state folds on this one;
     // the fold reads every event, so each is built with its line, but a
-    // chunk of plain text, whose text the fold reads from the line.
+    // chunk of plain text or a tool call, which the fold reads from the
+    // line.
     input::read_parallel(
         reader,
         format,

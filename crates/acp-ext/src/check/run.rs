@@ -133,7 +133,7 @@ fn check_ticking<R: BufRead + Send>(
     settled: impl FnMut(),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
-    // Lines are parsed on other threads while the rules run on this one;
+    // Lines are parsed on another thread while the rules run on this one;
     // the rules read only a typed event's facts, so it is sifted, not
     // built.
     let each = |item: &Item| match item {
