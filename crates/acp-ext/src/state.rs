@@ -54,6 +54,8 @@ pub fn fold_reader(
     limits: Limits,
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
+    // Only the state it ends in is printed: its changes need not be built.
+    state.set_list_changes(false);
     // Lines are parsed on another thread while the state folds on this one;
     // the fold reads every event, so each is built with its line, but a
     // chunk of plain text or a tool call, which the fold reads from the

@@ -32,7 +32,7 @@ impl ConnectionState {
         method: &str,
         id: Option<&Value>,
         params: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let sid = str_at(params, "sessionId").map(str::to_owned);
         let converted = self.epoch_records(method, sid.as_deref(), params, "/params", out);
@@ -44,13 +44,13 @@ impl ConnectionState {
                     self.runs_lost(&sid, out);
                     self.current_session = Some(sid.clone());
                     self.session_mut(&sid).closed = false;
-                    out.push(Change::SessionStarted { session_id: sid });
+                    out.add(|| Change::SessionStarted { session_id: sid });
                 }
             }
             "session/close" | "session/delete" => {
                 if let Some(sid) = sid {
                     self.session_mut(&sid).closed = true;
-                    out.push(Change::SessionClosed { session_id: sid });
+                    out.add(|| Change::SessionClosed { session_id: sid });
                 }
             }
             "session/prompt" if dir != Direction::AgentToClient => {
@@ -60,7 +60,7 @@ impl ConnectionState {
                     let s = self.session_mut(&sid);
                     s.turns.prompts += 1;
                     s.turns.running = true;
-                    out.push(Change::Turn {
+                    out.add(|| Change::Turn {
                         session_id: sid.clone(),
                     });
                     if let Some(steer_id) = steer.map(str::to_owned) {
@@ -94,7 +94,7 @@ impl ConnectionState {
             "session/request_permission" | "elicitation/create" => match (sid, id) {
                 (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
                 // Without an id (a fixture's), nothing can answer it.
-                (Some(_), None) => out.push(Change::Seen {
+                (Some(_), None) => out.add(|| Change::Seen {
                     method: Some(method.to_owned()),
                 }),
                 (None, _) => self.record_invalid(
@@ -123,7 +123,7 @@ impl ConnectionState {
                         false,
                     );
                 } else {
-                    out.push(Change::Seen {
+                    out.add(|| Change::Seen {
                         method: Some(method.to_owned()),
                     });
                 }
@@ -136,7 +136,7 @@ impl ConnectionState {
         call: Call,
         id: &Value,
         outcome: Result<&Value, &Value>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let before = out.len();
         let converted = match outcome {
@@ -155,7 +155,7 @@ impl ConnectionState {
         };
         self.answer(&call, id, outcome, out);
         if out.len() == before {
-            out.push(Change::Seen {
+            out.add(|| Change::Seen {
                 method: Some(call.method),
             });
         }
@@ -166,7 +166,7 @@ impl ConnectionState {
         call: &Call,
         id: &Value,
         outcome: Result<&Value, &Value>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let method = call.method.as_str();
         let sid = call.session.as_deref();
@@ -180,7 +180,7 @@ impl ConnectionState {
             if self.current_session.as_deref() == Some(sid) {
                 self.current_session = None;
             }
-            out.push(Change::SessionDiscarded {
+            out.add(|| Change::SessionDiscarded {
                 session_id: sid.to_owned(),
             });
             return;
@@ -191,7 +191,7 @@ impl ConnectionState {
                 if let Some(new) = str_at(result, "sessionId") {
                     self.current_session = Some(new.to_owned());
                     self.session_mut(new).closed = false;
-                    out.push(Change::SessionStarted {
+                    out.add(|| Change::SessionStarted {
                         session_id: new.to_owned(),
                     });
                 }
@@ -222,14 +222,14 @@ impl ConnectionState {
                             ended.push(id.clone());
                         }
                     }
-                    out.push(Change::Turn {
+                    out.add(|| Change::Turn {
                         session_id: sid.to_owned(),
                     });
                     if let Ok(result) = outcome {
                         self.turn_usage(method, sid, "/result", result, out);
                     }
                     for steer_id in ended {
-                        out.push(Change::Steer {
+                        out.add(|| Change::Steer {
                             session_id: sid.to_owned(),
                             steer_id,
                         });
@@ -265,7 +265,7 @@ impl ConnectionState {
                         .and_then(|s| s.pending_requests.shift_remove(&id_text(id)))
                         .is_some()
                 {
-                    out.push(Change::RequestResolved {
+                    out.add(|| Change::RequestResolved {
                         session_id: sid.to_owned(),
                         request_id: id_text(id),
                     });
@@ -304,7 +304,7 @@ impl ConnectionState {
                             })
                             .collect();
                         if !ids.is_empty() {
-                            out.push(Change::RateLimits { limit_ids: ids });
+                            out.add(|| Change::RateLimits { limit_ids: ids });
                         }
                     }
                     _ => {}
@@ -313,12 +313,7 @@ impl ConnectionState {
         }
     }
 
-    pub(super) fn read_advertisement(
-        &mut self,
-        message: &Value,
-        side: Side,
-        out: &mut Vec<Change>,
-    ) {
+    pub(super) fn read_advertisement(&mut self, message: &Value, side: Side, out: &mut Changes) {
         let caps = initialize_capabilities(message, side).unwrap_or(&Value::Null);
         let adv = Advertisement::read(caps, side);
         let peer = self.negotiation.side_mut(side);
@@ -416,7 +411,7 @@ impl ConnectionState {
                 );
             }
         }
-        out.push(Change::Negotiated { side });
+        out.add(|| Change::Negotiated { side });
     }
 
     /// The epoch rules `acp-ext check` applies ([`crate::meta::epoch_findings`]),
@@ -428,7 +423,7 @@ impl ConnectionState {
         sid: Option<&str>,
         value: &Value,
         at: &str,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) -> Option<Value> {
         let ext = split_method(method).is_some() && method_kind(method).is_some();
         let mut converted: Option<Value> = None;
@@ -466,7 +461,7 @@ impl ConnectionState {
 
     pub(super) fn violations(
         &mut self,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
         method: &str,
         sid: Option<&str>,
         prefix: &str,
@@ -488,7 +483,7 @@ impl ConnectionState {
 
     pub(super) fn meta_error(
         &mut self,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
         method: &str,
         sid: &str,
         prefix: &str,
@@ -504,7 +499,7 @@ impl ConnectionState {
         method: &str,
         sid: Option<&str>,
         findings: Vec<SequenceFinding>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         for f in findings {
             self.record_invalid(
@@ -525,7 +520,7 @@ impl ConnectionState {
         steer_id: &str,
         transport: &str,
         outcome: SteerOutcome,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let cap = self.limits.steers_per_session;
         let s = self.session_mut(sid);
@@ -542,7 +537,7 @@ impl ConnectionState {
                 cap_map(&mut s.steers, cap);
             }
         }
-        out.push(Change::Steer {
+        out.add(|| Change::Steer {
             session_id: sid.to_owned(),
             steer_id: steer_id.to_owned(),
         });
@@ -553,7 +548,7 @@ impl ConnectionState {
         sid: &str,
         steer_id: &str,
         outcome: Result<&Value, &Value>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let result = match outcome {
             Ok(r) => match str_at(r, "outcome") {
@@ -582,7 +577,7 @@ impl ConnectionState {
         sid: &str,
         id: &Value,
         params: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let tool_call = params.get("toolCall");
         let tool_call_id = tool_call
@@ -622,13 +617,13 @@ impl ConnectionState {
                 run_live,
             },
         );
-        out.push(Change::RequestPending {
+        out.add(|| Change::RequestPending {
             session_id: sid.to_owned(),
             request_id: id_text(id),
         });
     }
 
-    pub(super) fn extension_call(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+    pub(super) fn extension_call(&mut self, method: &str, params: &Value, out: &mut Changes) {
         let sid = str_at(params, "sessionId");
         if method_kind(method) == Some(crate::methods::MethodKind::Request) {
             match ExtensionRequest::parse(method, params) {
@@ -638,7 +633,7 @@ impl ConnectionState {
                 }
                 // Goal control, queries: read; the state changes through
                 // the agent's updates and the answers.
-                Ok(_) => out.push(Change::Seen {
+                Ok(_) => out.add(|| Change::Seen {
                     method: Some(method.to_owned()),
                 }),
                 Err(e) => {
@@ -650,7 +645,7 @@ impl ConnectionState {
         }
         match ExtensionNotification::parse(method, params) {
             Ok(Some((_, n))) => self.extension_notification(method, n, params, out),
-            Ok(None) => out.push(Change::Seen {
+            Ok(None) => out.add(|| Change::Seen {
                 method: Some(method.to_owned()),
             }),
             Err(e) => {
@@ -685,7 +680,7 @@ impl ConnectionState {
                     && !run.output_incomplete
                 {
                     run.output_incomplete = true;
-                    out.push(Change::SubagentRun {
+                    out.add(|| Change::SubagentRun {
                         session_id: sid,
                         run_id: run_id.to_owned(),
                     });
@@ -701,7 +696,7 @@ impl ConnectionState {
         method: &str,
         event: &SubagentEvent,
         source: EventSource<'_>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         if !self.refuses_core_events(method, event.session_id(), out) {
             self.subagent_event(method, event, source, out);
@@ -715,7 +710,7 @@ impl ConnectionState {
         method: &str,
         line: &EventLine,
         output: SiftedOutput<'_>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let (sid, facts) = (line.session_id(), line.facts());
         if !self.refuses_core_events(method, sid, out) {
@@ -725,7 +720,7 @@ impl ConnectionState {
 
     /// Records and drops a Core subagent event from an agent that did not
     /// advertise `subagentEvents`: whether it did.
-    fn refuses_core_events(&mut self, method: &str, sid: &str, out: &mut Vec<Change>) -> bool {
+    fn refuses_core_events(&mut self, method: &str, sid: &str, out: &mut Changes) -> bool {
         if !self.agent_lacks(Feature::SubagentEvents) {
             return false;
         }
@@ -747,7 +742,7 @@ impl ConnectionState {
         method: &str,
         n: ExtensionNotification,
         params: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         match n {
             ExtensionNotification::SubagentEvent(event) => {
@@ -772,7 +767,7 @@ impl ConnectionState {
                 let s = self.session_mut(&sid);
                 s.activity.state = Some(a.state);
                 s.activity.background_task_count = Some(a.background_task_count.get());
-                out.push(Change::Activity { session_id: sid });
+                out.add(|| Change::Activity { session_id: sid });
             }
         }
     }

@@ -134,7 +134,7 @@ fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
 pub(super) const LEGACY_METHOD: &str = "legacy-method";
 
 impl ConnectionState {
-    pub(super) fn legacy(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+    pub(super) fn legacy(&mut self, method: &str, params: &Value, out: &mut Changes) {
         self.record_invalid(
             out,
             Some(method),
@@ -185,7 +185,7 @@ impl ConnectionState {
             } else {
                 s.plan = Some(plan);
             }
-            out.push(Change::Plan { session_id: sid });
+            out.add(|| Change::Plan { session_id: sid });
             return;
         }
         if method == RATE_LIMITS {

@@ -449,9 +449,9 @@ pub struct ConnectionState {
     /// What the connection said about the message being folded.
     #[serde(skip)]
     now: Now,
-    /// Changes made as an [`Observer`], until taken.
+    /// Changes made as an [`Observer`], until taken (or only counted).
     #[serde(skip)]
-    observed: Vec<Change>,
+    observed: Changes,
     /// The last session started or prompted (legacy payloads name none).
     #[serde(skip)]
     current_session: Option<String>,
@@ -505,10 +505,58 @@ struct Now {
     run_accepted: bool,
 }
 
+/// Where the fold puts what one value changed: a list for callers that
+/// read it, or (when the state does not list its changes) only counts, so
+/// that a change is not even built.
+#[derive(Debug, Clone)]
+struct Changes {
+    list: Vec<Change>,
+    listed: bool,
+    /// Changes made, listed or not.
+    made: usize,
+    /// [`Change::Invalid`]s among them.
+    invalid: usize,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        Self {
+            list: Vec::new(),
+            listed: true,
+            made: 0,
+            invalid: 0,
+        }
+    }
+}
+
+impl Changes {
+    /// A change, built only when listed.
+    fn add(&mut self, change: impl FnOnce() -> Change) {
+        self.made += 1;
+        if self.listed {
+            self.list.push(change());
+        }
+    }
+
+    /// A record of what was not folded, copied only when listed.
+    fn add_invalid(&mut self, record: &Invalid) {
+        self.made += 1;
+        self.invalid += 1;
+        if self.listed {
+            self.list.push(Change::Invalid(record.clone()));
+        }
+    }
+
+    /// Changes made so far.
+    fn len(&self) -> usize {
+        self.made
+    }
+}
+
 impl Observer for ConnectionState {
     fn message(&mut self, _: &Connection, message: &Message<'_>) {
         let mut out = std::mem::take(&mut self.observed);
-        let from = out.len();
+        let from = (out.made, out.invalid);
         self.observe(message, &mut out);
         self.account(&out, from);
         self.observed = out;
@@ -516,7 +564,7 @@ impl Observer for ConnectionState {
 
     fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
         let mut out = std::mem::take(&mut self.observed);
-        let from = out.len();
+        let from = (out.made, out.invalid);
         self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
         self.account(&out, from);
         self.observed = out;
@@ -546,7 +594,7 @@ impl ConnectionState {
             limits,
             own: Some(Box::new(Connection::with_limits(limits.sequence))),
             now: Now::default(),
-            observed: Vec::new(),
+            observed: Changes::default(),
             current_session: None,
             standard_children: IdMap::default(),
             negotiation: NegotiationState::default(),
@@ -612,13 +660,13 @@ impl ConnectionState {
         self.line = line;
     }
 
-    /// Counts the value whose changes start at `out[from]`.
-    fn account(&mut self, out: &[Change], from: usize) {
-        let made = &out[from.min(out.len())..];
+    /// Counts the value whose changes began when `out` had made `from`
+    /// (changes, invalid records).
+    fn account(&mut self, out: &Changes, from: (usize, usize)) {
         self.accounting.values += 1;
-        if made.iter().any(|c| matches!(c, Change::Invalid(_))) {
+        if out.invalid > from.1 {
             self.accounting.recorded += 1;
-        } else if !made.is_empty() {
+        } else if out.made > from.0 {
             self.accounting.folded += 1;
         }
     }
@@ -689,7 +737,33 @@ impl ConnectionState {
     /// The changes made since the last call, when the state observes a
     /// [`Connection`] it does not own (through [`Observer`]).
     pub fn take_changes(&mut self) -> Vec<Change> {
-        std::mem::take(&mut self.observed)
+        std::mem::take(&mut self.observed.list)
+    }
+
+    /// Whether the state lists its changes (it does unless told): a state
+    /// that only folds (a whole transcript, read for the state it ends
+    /// in) can save building them. Unlisted, the calls that fold return
+    /// no change; what is folded, recorded and counted
+    /// ([`ConnectionState::accounting`]) is the same.
+    ///
+    /// ```
+    /// use acp_extension_core::state::{ConnectionState, Direction};
+    /// use serde_json::json;
+    ///
+    /// let mut state = ConnectionState::new();
+    /// state.set_list_changes(false);
+    /// let changes = state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+    ///     "method": "session/update", "params": {"sessionId": "s", "update": {
+    ///         "sessionUpdate": "session_info_update", "title": "Fix the build"}}}));
+    /// assert!(changes.is_empty());
+    /// assert_eq!(state.session("s").unwrap().title.as_deref(), Some("Fix the build"));
+    /// assert_eq!(state.accounting().folded, 1);
+    /// ```
+    pub fn set_list_changes(&mut self, list: bool) {
+        self.observed.listed = list;
+        if !list {
+            self.observed.list = Vec::new();
+        }
     }
 
     /// Folds a `session/update` notification an SDK client received.
@@ -761,9 +835,14 @@ impl ConnectionState {
         let s = self.session_mut(session_id);
         s.title = Some(title.trim().to_owned());
         s.title_source = Some(TitleOrigin::User);
-        vec![Change::Title {
+        let mut out = Changes {
+            listed: self.observed.listed,
+            ..Changes::default()
+        };
+        out.add(|| Change::Title {
             session_id: session_id.to_owned(),
-        }]
+        });
+        out.list
     }
 
     /// The connection was lost: every `pending` or `running` run of every
@@ -771,7 +850,10 @@ impl ConnectionState {
     /// `disconnected`; steers awaiting an answer become
     /// [`SteerOutcome::Unknown`]; pending requests are dropped.
     pub fn disconnected(&mut self) -> Vec<Change> {
-        let mut out = Vec::new();
+        let mut out = Changes {
+            listed: self.observed.listed,
+            ..Changes::default()
+        };
         let ids: Vec<String> = self.sessions.keys().cloned().collect();
         for sid in ids {
             self.runs_lost(&sid, &mut out);
@@ -786,13 +868,13 @@ impl ConnectionState {
             let requests: Vec<String> = s.pending_requests.drain(..).map(|(k, _)| k).collect();
             s.turns.running = false;
             for steer_id in steers {
-                out.push(Change::Steer {
+                out.add(|| Change::Steer {
                     session_id: sid.clone(),
                     steer_id,
                 });
             }
             for request_id in requests {
-                out.push(Change::RequestResolved {
+                out.add(|| Change::RequestResolved {
                     session_id: sid.clone(),
                     request_id,
                 });
@@ -801,11 +883,11 @@ impl ConnectionState {
         if let Some(own) = self.own.as_mut() {
             own.forget_pending();
         }
-        out
+        out.list
     }
 
     /// Folds one classified message.
-    fn observe(&mut self, m: &Message<'_>, out: &mut Vec<Change>) {
+    fn observe(&mut self, m: &Message<'_>, out: &mut Changes) {
         self.messages += 1;
         self.now = Now {
             sequence: m.sequence.clone(),
@@ -849,7 +931,7 @@ impl ConnectionState {
                         self.on_answer(call, id, outcome, out);
                     }
                     // Its request is not in the input: nothing to fold.
-                    None => out.push(Change::Seen { method: None }),
+                    None => out.add(|| Change::Seen { method: None }),
                 }
             }
         }
@@ -860,7 +942,7 @@ impl ConnectionState {
     }
 
     /// Records input that is not a JSON-RPC message.
-    fn not_a_message(&mut self, out: &mut Vec<Change>, pointer: &str, message: &str) {
+    fn not_a_message(&mut self, out: &mut Changes, pointer: &str, message: &str) {
         self.record_invalid(
             out,
             None,
@@ -874,7 +956,7 @@ impl ConnectionState {
 
     /// Records the sequence findings of the message being folded, except
     /// those the usage fold words itself.
-    fn pending_sequence(&mut self, method: &str, sid: Option<&str>, out: &mut Vec<Change>) {
+    fn pending_sequence(&mut self, method: &str, sid: Option<&str>, out: &mut Changes) {
         let (usage, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.now.sequence)
             .into_iter()
             .partition(|f| sequence::is_usage_rule(f.rule));
@@ -896,7 +978,7 @@ impl ConnectionState {
     #[allow(clippy::too_many_arguments)]
     fn record_invalid(
         &mut self,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
         method: Option<&str>,
         session_id: Option<&str>,
         pointer: &str,
@@ -915,13 +997,13 @@ impl ConnectionState {
             folded,
         };
         self.invalid_count += 1;
+        out.add_invalid(&record);
         if self.limits.invalid > 0 {
             while self.invalid.len() >= self.limits.invalid {
                 self.invalid.pop_front();
             }
-            self.invalid.push_back(record.clone());
+            self.invalid.push_back(record);
         }
-        out.push(Change::Invalid(record));
     }
 }
 

@@ -43,7 +43,7 @@ impl ConnectionState {
         method: &str,
         event: &SubagentEvent,
         source: EventSource<'_>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         if !self.now.run_accepted {
             return;
@@ -123,7 +123,7 @@ impl ConnectionState {
             // Folded above.
             SubagentEventPayload::Output(_) => return,
         }
-        out.push(Change::SubagentRun {
+        out.add(|| Change::SubagentRun {
             session_id: sid.to_owned(),
             run_id: run_id.to_owned(),
         });
@@ -136,7 +136,7 @@ impl ConnectionState {
         sid: &str,
         run_id: &str,
         output: SiftedOutput<'_>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         if !self.now.run_accepted {
             return;
@@ -160,14 +160,14 @@ impl ConnectionState {
         sid: &str,
         run_id: &str,
         fold: impl FnOnce(&mut RunState, &Limits),
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let limits = self.limits;
         let Some(run) = self.session_mut(sid).subagent_runs.get_mut(run_id) else {
             return;
         };
         fold(run, &limits);
-        out.push(Change::SubagentRun {
+        out.add(|| Change::SubagentRun {
             session_id: sid.to_owned(),
             run_id: run_id.to_owned(),
         });
@@ -220,7 +220,7 @@ impl ConnectionState {
 
     /// Every live run of `sid` becomes `unknown`, `outputIncomplete`,
     /// reason `disconnected` (a reconnect or a lost connection).
-    pub(super) fn runs_lost(&mut self, sid: &str, out: &mut Vec<Change>) {
+    pub(super) fn runs_lost(&mut self, sid: &str, out: &mut Changes) {
         use crate::subagent_events::{SubagentReason, SubagentReasonCode, SubagentState};
         let Some(s) = self.sessions.get_mut(sid) else {
             return;
@@ -242,7 +242,7 @@ impl ConnectionState {
             lost.push(id.clone());
         }
         for run_id in lost {
-            out.push(Change::SubagentRun {
+            out.add(|| Change::SubagentRun {
                 session_id: sid.to_owned(),
                 run_id,
             });
@@ -300,7 +300,7 @@ impl ConnectionState {
         method: &str,
         sid: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let Some(child) = str_at(update, "sessionId").filter(|c| !c.is_empty()) else {
             self.record_invalid(
@@ -433,7 +433,7 @@ impl ConnectionState {
             }
             None => {}
         }
-        out.push(Change::SubagentRun {
+        out.add(|| Change::SubagentRun {
             session_id: root,
             run_id: child.to_owned(),
         });
@@ -450,7 +450,7 @@ impl ConnectionState {
         method: &str,
         sid: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let Some(child) = str_at(update, "subagentSessionId").filter(|c| !c.is_empty()) else {
             self.record_invalid(
@@ -484,7 +484,7 @@ impl ConnectionState {
                 run.output_incomplete = true;
             }
         }
-        out.push(Change::SubagentRun {
+        out.add(|| Change::SubagentRun {
             session_id: root,
             run_id: child.to_owned(),
         });
@@ -500,7 +500,7 @@ impl ConnectionState {
         child: &str,
         tag: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) -> bool {
         match tag {
             "agent_message_chunk"
@@ -511,7 +511,7 @@ impl ConnectionState {
                 let limits = self.limits;
                 if let Some(run) = self.run_mut(root, child) {
                     fold_output(run, update, &limits);
-                    out.push(Change::SubagentRun {
+                    out.add(|| Change::SubagentRun {
                         session_id: root.to_owned(),
                         run_id: child.to_owned(),
                     });
@@ -545,7 +545,7 @@ impl ConnectionState {
                         .cloned()
                         .or_else(|| std.context.as_ref().and_then(|c| c.cost.clone()));
                     std.context = Some(ContextUsage { used, size, cost });
-                    out.push(Change::SubagentRun {
+                    out.add(|| Change::SubagentRun {
                         session_id: root.to_owned(),
                         run_id: child.to_owned(),
                     });
@@ -569,7 +569,7 @@ impl ConnectionState {
             // `state_update`, which mirrors the run's state) is its
             // transcript.
             t if is_standard_update(t) || t == "state_update" => {
-                out.push(Change::Transcript {
+                out.add(|| Change::Transcript {
                     session_id: child.to_owned(),
                     update: t.to_owned(),
                 });
@@ -583,7 +583,7 @@ impl ConnectionState {
     /// standard run was given (the message whose recipient is the run; its
     /// `messageId` is the hidden launch tool call) and the reply it sent
     /// back (sender is the run), both kept on the run.
-    pub(super) fn session_message(&mut self, sid: &str, update: &Value, out: &mut Vec<Change>) {
+    pub(super) fn session_message(&mut self, sid: &str, update: &Value, out: &mut Changes) {
         let text = match update.get("content") {
             Some(Value::Array(blocks)) => blocks
                 .iter()
@@ -626,7 +626,7 @@ impl ConnectionState {
             {
                 run.parent_tool_call_id = Some(id.to_owned());
             }
-            out.push(Change::SubagentRun {
+            out.add(|| Change::SubagentRun {
                 session_id: root,
                 run_id: run_id.to_owned(),
             });

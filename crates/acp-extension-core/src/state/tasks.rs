@@ -38,7 +38,7 @@ fn lifecycle_status(s: &str) -> Option<TaskStatus> {
 
 impl ConnectionState {
     /// `_claude/taskLifecycle` / `_kimi/taskLifecycle`.
-    pub(super) fn task_lifecycle(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+    pub(super) fn task_lifecycle(&mut self, method: &str, params: &Value, out: &mut Changes) {
         let sid = str_at(params, "acpSessionId").or_else(|| str_at(params, "sessionId"));
         let message = params.get("message");
         let task_id = message.and_then(|m| str_at(m, "task_id"));
@@ -101,7 +101,7 @@ impl ConnectionState {
         sid: &str,
         tag: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let Some(task_id) = str_at(update, "asyncTaskId").map(str::to_owned) else {
             self.record_invalid(
@@ -170,7 +170,7 @@ impl ConnectionState {
         kind: Option<TaskKind>,
         status: Option<TaskStatus>,
         fields: Map<String, Value>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let cap = self.limits.tasks_per_session;
         let s = self.session_mut(sid);
@@ -201,7 +201,7 @@ impl ConnectionState {
                     },
                 );
                 cap_map(&mut s.tasks, cap);
-                out.push(Change::Task {
+                out.add(|| Change::Task {
                     session_id: sid.to_owned(),
                     task_id: task_id.to_owned(),
                 });

@@ -96,7 +96,7 @@ pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 }
 
 impl ConnectionState {
-    pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Vec<Change>) {
+    pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Changes) {
         let sid = match str_at(params, "sessionId") {
             Some(sid) => sid.to_owned(),
             None => {
@@ -136,7 +136,7 @@ impl ConnectionState {
         self.turn_meta(&sid, tag, update, out);
         self.session_update_tag(method, &sid, tag, update, out);
         if out.len() == before && is_standard_update(tag) {
-            out.push(Change::Transcript {
+            out.add(|| Change::Transcript {
                 session_id: sid,
                 update: tag.to_owned(),
             });
@@ -149,7 +149,7 @@ impl ConnectionState {
         sid: &str,
         tag: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let sid = sid.to_owned();
         match tag {
@@ -201,7 +201,7 @@ impl ConnectionState {
                 }
                 patch_str(&mut e.error, update.get("error"));
                 cap_map(&mut s.activities, cap);
-                out.push(Change::ActivityEntry {
+                out.add(|| Change::ActivityEntry {
                     session_id: sid,
                     id,
                 });
@@ -216,7 +216,7 @@ impl ConnectionState {
                     let s = self.session_mut(&sid);
                     if let Some(e) = s.activities.get_mut(&id) {
                         e.summary.get_or_insert_with(String::new).push_str(&text);
-                        out.push(Change::ActivityEntry {
+                        out.add(|| Change::ActivityEntry {
                             session_id: sid,
                             id,
                         });
@@ -251,7 +251,7 @@ impl ConnectionState {
                     s.activity.background_task_count = background;
                 }
                 if level.is_some() || background.is_some() {
-                    out.push(Change::Activity {
+                    out.add(|| Change::Activity {
                         session_id: sid.clone(),
                     });
                 }
@@ -268,7 +268,7 @@ impl ConnectionState {
                 };
                 if plan.is_object() {
                     self.session_mut(&sid).plan = Some(plan);
-                    out.push(Change::Plan { session_id: sid });
+                    out.add(|| Change::Plan { session_id: sid });
                 } else {
                     self.record_invalid(
                         out,
@@ -287,7 +287,7 @@ impl ConnectionState {
                 let current = s.plan.as_ref().and_then(|p| str_at(p, "planId"));
                 if s.plan.is_some() && (id.is_none() || id == current) {
                     s.plan = None;
-                    out.push(Change::Plan { session_id: sid });
+                    out.add(|| Change::Plan { session_id: sid });
                 }
             }
             t if is_standard_update(t) => {}
@@ -305,13 +305,7 @@ impl ConnectionState {
         }
     }
 
-    pub(super) fn turn_meta(
-        &mut self,
-        sid: &str,
-        tag: &str,
-        update: &Value,
-        out: &mut Vec<Change>,
-    ) {
+    pub(super) fn turn_meta(&mut self, sid: &str, tag: &str, update: &Value, out: &mut Changes) {
         let turn_id = ext_key(update, "turnId").and_then(Value::as_str);
         let phase = if tag.ends_with("message_chunk") {
             ext_key(update, "messagePhase")
@@ -351,19 +345,13 @@ impl ConnectionState {
             s.turns.engine_turn = None;
         }
         if s.turns != before {
-            out.push(Change::Turn {
+            out.add(|| Change::Turn {
                 session_id: sid.to_owned(),
             });
         }
     }
 
-    pub(super) fn tool_call(
-        &mut self,
-        method: &str,
-        sid: &str,
-        update: &Value,
-        out: &mut Vec<Change>,
-    ) {
+    pub(super) fn tool_call(&mut self, method: &str, sid: &str, update: &Value, out: &mut Changes) {
         let Some(tool_call_id) = str_at(update, "toolCallId").map(str::to_owned) else {
             return;
         };
@@ -385,7 +373,7 @@ impl ConnectionState {
                     },
                 );
                 cap_map(&mut s.tasks, cap);
-                out.push(Change::Task {
+                out.add(|| Change::Task {
                     session_id: sid.to_owned(),
                     task_id,
                 });
@@ -427,7 +415,7 @@ impl ConnectionState {
                     e.used_tokens_after = Some(n.get());
                 }
                 cap_map(&mut s.activities, cap);
-                out.push(Change::ActivityEntry {
+                out.add(|| Change::ActivityEntry {
                     session_id: sid.to_owned(),
                     id: tool_call_id,
                 });
@@ -440,7 +428,7 @@ impl ConnectionState {
                     && e.dialect == Dialect::Extension
                 {
                     e.status = Some(status);
-                    out.push(Change::ActivityEntry {
+                    out.add(|| Change::ActivityEntry {
                         session_id: sid.to_owned(),
                         id: tool_call_id,
                     });
@@ -455,7 +443,7 @@ impl ConnectionState {
         method: &str,
         sid: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let Some(m) = meta_of(update) else {
             self.title(method, sid, update, None, out);
@@ -497,14 +485,9 @@ impl ConnectionState {
         }
     }
 
-    pub(super) fn set_goal(
-        &mut self,
-        sid: &str,
-        goal: Option<GoalSnapshot>,
-        out: &mut Vec<Change>,
-    ) {
+    pub(super) fn set_goal(&mut self, sid: &str, goal: Option<GoalSnapshot>, out: &mut Changes) {
         self.session_mut(sid).goal = Some(goal);
-        out.push(Change::Goal {
+        out.add(|| Change::Goal {
             session_id: sid.to_owned(),
         });
     }
@@ -534,7 +517,7 @@ impl ConnectionState {
         method: &str,
         sid: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let meta = meta_of(update);
         let (at, raw) = if let Some(g) = meta.and_then(|m| m.get("goal")) {
@@ -597,7 +580,7 @@ impl ConnectionState {
 
     /// codex's `_meta.codex.threadStatus {type: active|idle}` as the
     /// session's activity level.
-    pub(super) fn thread_status(&mut self, sid: &str, update: &Value, out: &mut Vec<Change>) {
+    pub(super) fn thread_status(&mut self, sid: &str, update: &Value, out: &mut Changes) {
         let level = match self
             .vendor_meta(update, "codex")
             .and_then(|c| c.get("threadStatus"))
@@ -610,7 +593,7 @@ impl ConnectionState {
         let s = self.session_mut(sid);
         if s.activity.state != Some(level) {
             s.activity.state = Some(level);
-            out.push(Change::Activity {
+            out.add(|| Change::Activity {
                 session_id: sid.to_owned(),
             });
         }
@@ -622,7 +605,7 @@ impl ConnectionState {
         sid: &str,
         update: &Value,
         source: Option<Result<crate::session::TitleSource, ()>>,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let Some(raw) = update.get("title") else {
             return;
@@ -705,7 +688,7 @@ impl ConnectionState {
             }
             _ => return,
         }
-        out.push(Change::Title {
+        out.add(|| Change::Title {
             session_id: sid.to_owned(),
         });
     }
@@ -717,7 +700,7 @@ impl ConnectionState {
         message: String,
         source: Option<String>,
         dialect: Dialect,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let cap = self.limits.notices_per_session;
         let s = self.session_mut(sid);
@@ -733,7 +716,7 @@ impl ConnectionState {
             source,
             dialect,
         });
-        out.push(Change::Notice {
+        out.add(|| Change::Notice {
             session_id: sid.to_owned(),
         });
     }
@@ -745,7 +728,7 @@ impl ConnectionState {
         &mut self,
         snapshot: RateLimitsSnapshot,
         dialect: Dialect,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         if snapshot.rate_limits.is_empty() {
             return;
@@ -774,7 +757,7 @@ impl ConnectionState {
         }
         cap_map(&mut self.rate_limits, self.limits.rate_limits);
         if !ids.is_empty() {
-            out.push(Change::RateLimits { limit_ids: ids });
+            out.add(|| Change::RateLimits { limit_ids: ids });
         }
     }
 }

@@ -22,7 +22,7 @@ impl ConnectionState {
         u: &SessionUsageUpdate,
         params: &Value,
         dialect: Dialect,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let sid = u.session_id.to_string();
         let mut incomplete = false;
@@ -104,7 +104,7 @@ impl ConnectionState {
         scope.incomplete |= incomplete;
         cap_map(&mut s.usage.scopes, cap);
         s.usage.recount();
-        out.push(Change::Usage {
+        out.add(|| Change::Usage {
             session_id: sid,
             scope: key,
         });
@@ -118,7 +118,7 @@ impl ConnectionState {
         method: &str,
         sid: &str,
         update: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let (Some(used), Some(size)) = (
             update.get("used").and_then(Value::as_u64),
@@ -160,7 +160,7 @@ impl ConnectionState {
         let s = self.session_mut(sid);
         let cost = cost.or_else(|| s.usage.context.as_ref().and_then(|c| c.cost.clone()));
         s.usage.context = Some(ContextUsage { used, size, cost });
-        out.push(Change::Context {
+        out.add(|| Change::Context {
             session_id: sid.to_owned(),
         });
         if let Some(info) = update.get("_meta").and_then(|m| m.get("_claude/rateLimit")) {
@@ -173,7 +173,7 @@ impl ConnectionState {
     /// epoch seconds, the provider from the agent's `agentInfo.name`. A
     /// status without `utilization` (claude below its warning threshold)
     /// makes no row, except `rejected`, which is 100 %.
-    fn claude_rate_limit(&mut self, method: &str, info: &Value, out: &mut Vec<Change>) {
+    fn claude_rate_limit(&mut self, method: &str, info: &Value, out: &mut Changes) {
         let provider = self.agent_name().unwrap_or("claude").to_owned();
         // Below its warning threshold claude reports a status without a
         // figure: nothing for a row to hold (a rejection is 100 %).
@@ -202,7 +202,7 @@ impl ConnectionState {
         sid: &str,
         at: &str,
         carrier: &Value,
-        out: &mut Vec<Change>,
+        out: &mut Changes,
     ) {
         let usage = carrier.get("usage").filter(|u| !u.is_null());
         let quota = carrier
@@ -273,7 +273,7 @@ impl ConnectionState {
             let extra = s.usage.turns.len() - cap;
             s.usage.turns.drain(..extra);
         }
-        out.push(Change::TurnUsage {
+        out.add(|| Change::TurnUsage {
             session_id: sid.to_owned(),
         });
     }

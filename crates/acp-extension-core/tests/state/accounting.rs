@@ -1,6 +1,7 @@
 //! Accounting
 
 use super::*;
+use std::path::Path;
 
 #[test]
 fn every_value_is_folded_or_recorded_and_records_name_it() {
@@ -151,4 +152,83 @@ fn air_subagents_fold_into_runs() {
     assert_eq!(run.state_name(), "completed");
     assert!(!run.is_live());
     assert_eq!(state.sessions().len(), 1);
+}
+
+/// Lines of every kind the fold reads from a line: plain text chunks, tool
+/// calls, progress, snapshots, invalid events, a line that is not JSON, a
+/// response without its request, and a session's standard updates.
+fn mixed_lines() -> Vec<String> {
+    let mut lines = Vec::new();
+    for i in 0..40 {
+        let run = format!("run-{}", i % 3);
+        let line = match i % 8 {
+            0 => snapshot("s", &run, "running"),
+            1 | 2 => output("s", &run, text(&format!("words {i} "))),
+            3 => output(
+                "s",
+                &run,
+                json!({"sessionUpdate": "tool_call", "toolCallId": format!("call-{i}"),
+                    "title": "Read", "kind": "read", "status": "in_progress"}),
+            ),
+            4 => notify(
+                "_lody/subagents/event",
+                json!({"version": 1, "sessionId": "s", "runId": run, "type": "progress",
+                    "progress": {"summary": "Reviewing", "turnCount": i}}),
+            ),
+            5 => notify(
+                "_lody/subagents/event",
+                json!({"version": 1, "sessionId": "s", "runId": run, "type": "progress",
+                    "progress": {"durationMs": -5}}),
+            ),
+            6 => output(
+                "s",
+                &run,
+                json!({"sessionUpdate": "tool_call", "toolCallId": "", "title": "x"}),
+            ),
+            _ => update(
+                "s",
+                json!({"sessionUpdate": "session_info_update", "title": format!("Title {i}")}),
+            ),
+        };
+        lines.push(line.to_string());
+    }
+    lines.push("{not json".into());
+    lines.push(json!({"jsonrpc": "2.0", "id": 77, "result": {}}).to_string());
+    lines
+}
+
+#[test]
+fn a_state_that_lists_no_changes_folds_records_and_counts_the_same() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .map(|a| a.join("shared/corpus/acp-extension-claude"))
+        .find(|p| p.is_dir())
+        .expect("shared/corpus beside the checkout");
+    let mut inputs = vec![mixed_lines()];
+    for entry in std::fs::read_dir(corpus).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        inputs.push(text.lines().map(str::to_owned).collect());
+    }
+    assert!(inputs.len() > 5, "the corpus holds transcripts");
+    for lines in inputs {
+        let (mut listed, mut unlisted) = (ConnectionState::new(), ConnectionState::new());
+        unlisted.set_list_changes(false);
+        let mut changes = 0;
+        for (i, line) in lines.iter().enumerate() {
+            for state in [&mut listed, &mut unlisted] {
+                state.set_line(Some(i as u64 + 1));
+            }
+            changes += listed.line(Direction::Unknown, line).len();
+            assert_eq!(unlisted.line(Direction::Unknown, line), []);
+        }
+        let closed = listed.disconnected().len();
+        assert_eq!(unlisted.disconnected(), []);
+        assert!(changes + closed > 0);
+        assert_eq!(listed.accounting(), unlisted.accounting());
+        assert_eq!(listed.invalid_count(), unlisted.invalid_count());
+        assert_eq!(
+            serde_json::to_value(&listed).unwrap(),
+            serde_json::to_value(&unlisted).unwrap()
+        );
+    }
 }
