@@ -311,6 +311,9 @@ pub struct Message<'a> {
     pub run_accepted: bool,
     /// Whether the value is a bare subagent event (no envelope).
     pub bare_event: bool,
+    /// The body's `sessionId`, once read ([`Message::session_id`] is asked
+    /// for it several times a message).
+    body_session: OnceCell<Option<&'a str>>,
 }
 
 const NULL: Value = Value::Null;
@@ -356,6 +359,7 @@ impl<'a> Message<'a> {
             sequence: Vec::new(),
             run_accepted: true,
             bare_event: false,
+            body_session: OnceCell::new(),
         }
     }
 
@@ -382,6 +386,7 @@ impl<'a> Message<'a> {
     fn set_params(&mut self, params: &'a Value) {
         if let Body::Tree { params: p, .. } = &mut self.body {
             *p = params;
+            self.body_session = OnceCell::new();
         }
     }
 
@@ -415,10 +420,10 @@ impl<'a> Message<'a> {
     pub fn session_id(&self) -> Option<&str> {
         match self.kind {
             MessageKind::Response => self.request.as_ref()?.session_id.as_deref(),
-            _ => match &self.body {
+            _ => *self.body_session.get_or_init(|| match &self.body {
                 Body::Event { line, .. } => Some(line.session_id()),
                 Body::Tree { params, .. } => params.get("sessionId").and_then(Value::as_str),
-            },
+            }),
         }
     }
 
