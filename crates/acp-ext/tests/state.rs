@@ -433,3 +433,58 @@ fn check_and_the_state_agree_on_every_corpus_file() {
         );
     }
 }
+
+#[test]
+fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
+    use acp_ext::check::input::{Format, Item, read_parallel};
+    use acp_ext::state::fold_reader;
+    use acp_extension_core::connection::EventParse;
+    use acp_extension_core::state::{ConnectionState, Direction, Limits};
+    use std::fs::File;
+    use std::io::BufReader;
+
+    let open = |file: &Path| BufReader::new(File::open(file).unwrap());
+    let mut changes = 0;
+    for file in corpus_files() {
+        // `state` folds without listing changes; fold again listing them.
+        let unlisted = fold_reader(open(&file), Format::Auto, Limits::unbounded()).unwrap();
+        let mut listed = ConnectionState::new();
+        read_parallel(
+            open(&file),
+            Format::Auto,
+            EventParse::OutputOnDemand,
+            |item| {
+                let made = match item {
+                    Item::Record(r) => {
+                        listed.set_line(Some(r.line));
+                        listed.message_with_method(
+                            r.direction,
+                            &r.message,
+                            r.request_method.as_deref(),
+                        )
+                    }
+                    Item::Event { line, parsed } => {
+                        listed.set_line(Some(*line));
+                        listed.parsed(Direction::Unknown, parsed)
+                    }
+                    Item::Problem { line, finding } => {
+                        listed.set_line(Some(*line));
+                        listed.unreadable(finding.rule, &finding.message)
+                    }
+                    other => panic!("an item fold_reader does not fold: {other:?}"),
+                };
+                changes += made.len();
+            },
+        )
+        .unwrap();
+        let name = file.display();
+        assert_eq!(listed.accounting(), unlisted.accounting(), "{name}");
+        assert_eq!(listed.invalid_count(), unlisted.invalid_count(), "{name}");
+        assert_eq!(
+            serde_json::to_value(&listed).unwrap(),
+            serde_json::to_value(&unlisted).unwrap(),
+            "{name}"
+        );
+    }
+    assert!(changes > 100, "{changes}");
+}
