@@ -23,6 +23,7 @@
 //! ```
 
 pub(crate) mod bounded;
+pub(crate) mod scan;
 #[doc(hidden)]
 pub mod sift;
 

@@ -14,6 +14,7 @@ use crate::namespace::Namespace;
 use crate::sequence::EventFacts;
 use crate::subagent_events::SubagentEvent;
 use crate::wire::Key;
+use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
 
 /// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
@@ -616,7 +617,7 @@ impl Scan<'_> {
         let start = self.at;
         let mut escaped = false;
         loop {
-            let i = self.at + memchr::memchr2(b'"', b'\\', self.bytes.get(self.at..)?)?;
+            let i = self.at + quote_or_backslash(self.bytes.get(self.at..)?)?;
             if self.bytes[i] == b'"' {
                 self.at = i + 1;
                 let span = Span {

@@ -1,9 +1,12 @@
 //! Writing a state as JSON: [`write_json`] gives the bytes
-//! `serde_json::to_writer` gives, faster where most of them are (the run
-//! texts, which serde_json escapes byte by byte).
+//! `serde_json::to_writer` gives, faster where most of them are: the run
+//! texts, which serde_json escapes byte by byte, and the tool calls, which
+//! the state keeps as compact JSON text and which go out as they stand,
+//! with no second reading as JSON.
 
 use std::cell::{Cell, RefCell};
 use std::io;
+use std::sync::LazyLock;
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -12,18 +15,57 @@ use serde_json::value::RawValue;
 const LONG_TEXT: usize = 4 << 10;
 
 thread_local! {
-    /// Set while [`write_json`] writes: the serializer is serde_json's, so a
-    /// long text may go out as the JSON string already written.
+    /// Set while [`write_json`] writes (with [`RawFormatter`]).
     static WRITING_JSON: Cell<bool> = const { Cell::new(false) };
-    /// The JSON string of the text being written, reused from text to text
-    /// and freed when [`write_json`] returns.
-    static ESCAPED: RefCell<String> = const { RefCell::new(String::new()) };
+    /// JSON text waiting for [`RawFormatter`] to write it in place of the
+    /// [`placeholder`] just handed to the serializer; reused from value to
+    /// value and freed when [`write_json`] returns.
+    static WAITING: RefCell<String> = const { RefCell::new(String::new()) };
+    /// Whether [`WAITING`] holds a text to write.
+    static IS_WAITING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The raw value handed to the serializer in place of JSON text that
+/// [`RawFormatter`] writes itself: serde_json takes a raw value only after
+/// reading it once as JSON, and the texts written this way are JSON
+/// already (a string escaped here, a tool call cut from a line a parser
+/// accepted).
+fn placeholder() -> &'static RawValue {
+    static PLACEHOLDER: LazyLock<Box<RawValue>> = LazyLock::new(|| {
+        let text = r#""\u0000 raw JSON written by acp_extension_core::state::write_json""#;
+        RawValue::from_string(text.to_owned()).expect("a JSON string")
+    });
+    &PLACEHOLDER
+}
+
+/// serde_json's compact formatter, but for the [`placeholder`], in whose
+/// place it writes the waiting text.
+struct RawFormatter;
+
+impl serde_json::ser::Formatter for RawFormatter {
+    fn write_raw_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        if IS_WAITING.get() && fragment == placeholder().get() {
+            IS_WAITING.set(false);
+            return WAITING.with(|text| writer.write_all(text.borrow().as_bytes()));
+        }
+        writer.write_all(fragment.as_bytes())
+    }
 }
 
 /// Writes `value` (a [`ConnectionState`](super::ConnectionState), or a
 /// document that holds one) as compact JSON to `writer`: the same bytes as
 /// `serde_json::to_writer`, with each long run text escaped a word at a
-/// time instead of a byte at a time.
+/// time instead of a byte at a time, and each tool call copied as it is
+/// kept.
+///
+/// `value` must serialize what it holds with the serializer it is given
+/// (as derived `Serialize` impls do): a state handed to another serializer
+/// within (`serde_json::to_value` in a hand-written impl, say) makes the
+/// write fail, never write other bytes.
 ///
 /// ```
 /// use acp_extension_core::state::{write_json, ConnectionState};
@@ -39,38 +81,61 @@ pub fn write_json<W: io::Write>(writer: W, value: &impl Serialize) -> serde_json
     impl Drop for Unset {
         fn drop(&mut self) {
             WRITING_JSON.set(false);
-            ESCAPED.with(|buffer| {
-                if let Ok(mut escaped) = buffer.try_borrow_mut() {
-                    *escaped = String::new();
+            IS_WAITING.set(false);
+            WAITING.with(|buffer| {
+                if let Ok(mut text) = buffer.try_borrow_mut() {
+                    *text = String::new();
                 }
             });
         }
     }
     let was = WRITING_JSON.replace(true);
     let _unset = (!was).then_some(Unset);
-    serde_json::to_writer(writer, value)
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        writer,
+        RawFormatter,
+    ))
+}
+
+/// Under [`write_json`], serializes the JSON text that `fill` writes as it
+/// stands (the formatter writes it); elsewhere, hands `s` back.
+pub(crate) fn write_raw<S: Serializer>(
+    s: S,
+    fill: impl FnOnce(&mut String),
+) -> Result<Result<S::Ok, S::Error>, S> {
+    if !WRITING_JSON.get() || IS_WAITING.get() {
+        return Err(s);
+    }
+    let filled = WAITING.with(|buffer| {
+        let Ok(mut text) = buffer.try_borrow_mut() else {
+            return false;
+        };
+        text.clear();
+        fill(&mut text);
+        true
+    });
+    if !filled {
+        return Err(s);
+    }
+    IS_WAITING.set(true);
+    let written = placeholder().serialize(s);
+    if IS_WAITING.replace(false) {
+        // Another serializer than write_json's took the placeholder.
+        return Ok(Err(serde::ser::Error::custom(
+            "a state was handed to another serializer within write_json",
+        )));
+    }
+    Ok(written)
 }
 
 /// The `serialize_with` of a run's text: a string, as any serializer
 /// writes it; under [`write_json`], a long one goes out as its JSON string
 /// escaped here.
 pub(crate) fn serialize_text<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
-    if text.len() < LONG_TEXT || !WRITING_JSON.get() {
+    if text.len() < LONG_TEXT {
         return s.serialize_str(text);
     }
-    ESCAPED.with(|buffer| {
-        let Ok(mut escaped) = buffer.try_borrow_mut() else {
-            return s.serialize_str(text);
-        };
-        escaped.clear();
-        escape_json_string(text, &mut escaped);
-        // A borrowed raw value: serde_json checks the string (a fast scan)
-        // and writes it as it stands.
-        match serde_json::from_str::<&RawValue>(&escaped) {
-            Ok(raw) => raw.serialize(s),
-            Err(_) => s.serialize_str(text),
-        }
-    })
+    write_raw(s, |out| escape_json_string(text, out)).unwrap_or_else(|s| s.serialize_str(text))
 }
 
 /// Appends `text` as a JSON string, quotes included, escaped as serde_json
@@ -109,28 +174,44 @@ pub(crate) fn escape_json_string(text: &str, out: &mut String) {
 }
 
 /// The index of the first byte at or after `from` that a JSON string must
-/// escape (`"`, `\`, or below 0x20), eight bytes at a time.
+/// escape (`"`, `\`, or below 0x20), sixteen bytes at a time.
 fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = u64::MAX / 255;
     const HIGHS: u64 = ONES << 7;
-    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-    let mut i = from;
-    while i + 8 <= bytes.len() {
+    let word = |i: usize| {
         let mut word = [0; 8];
         word.copy_from_slice(&bytes[i..i + 8]);
-        let w = u64::from_le_bytes(word);
-        // A byte below 0x20, or equal to `"` or `\`, sets its high bit
-        // (bytes of 0x80 and above are excluded by `!w`).
+        u64::from_le_bytes(word)
+    };
+    // A byte below 0x20, or equal to `"` or `\`, sets its high bit (bytes
+    // of 0x80 and above are excluded by `!w`); a borrow may mark a later
+    // byte too, never an earlier one, so the lowest mark is exact.
+    let marks = |w: u64| {
         let control = w.wrapping_sub(ONES * 0x20);
         let quote = (w ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
         let backslash = (w ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
-        if (control | quote | backslash) & !w & HIGHS != 0 {
-            // The first such byte is within these eight (a borrow may
-            // mark a later byte too, never an earlier one).
-            return (i..i + 8).find(|&j| needs(bytes[j]));
+        (control | quote | backslash) & !w & HIGHS
+    };
+    let first = |i: usize, marks: u64| i + (marks.trailing_zeros() / 8) as usize;
+    let mut i = from;
+    while i + 16 <= bytes.len() {
+        let (low, high) = (marks(word(i)), marks(word(i + 8)));
+        if low != 0 {
+            return Some(first(i, low));
+        }
+        if high != 0 {
+            return Some(first(i + 8, high));
+        }
+        i += 16;
+    }
+    if i + 8 <= bytes.len() {
+        let low = marks(word(i));
+        if low != 0 {
+            return Some(first(i, low));
         }
         i += 8;
     }
+    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
     (i..bytes.len()).find(|&j| needs(bytes[j]))
 }
 
@@ -146,10 +227,10 @@ mod tests {
             "\"quoted\" and \\ back".into(),
             "été ✓ 😀 \u{7f} \u{80}".into(),
         ];
-        // Every byte below 0x80 at every position of a word.
+        // Every byte below 0x80 at every position of two steps and a word.
         for b in 0u8..0x80 {
-            for pos in 0..17 {
-                let mut s = "abcdefghijklmnopq".to_owned();
+            for pos in 0..41 {
+                let mut s = "abcdefghijklmnopqrstuvwxyzabcdefghijklmn".to_owned();
                 s.insert(pos, char::from(b));
                 cases.push(s);
             }
@@ -195,5 +276,96 @@ mod tests {
         assert_eq!(ours, serde_json::to_vec(&doc).unwrap());
         // Outside write_json, any serializer sees a plain string.
         assert_eq!(serde_json::to_value(&doc).unwrap()["text"], long.as_str());
+    }
+
+    /// A run with a long text and tool calls kept three ways: cut from
+    /// their line as they stand, merged through a tree, and cut from a
+    /// line that is not plain (read through its tree).
+    fn folded_state() -> crate::state::ConnectionState {
+        use crate::connection::{EventParse, parse_line_with};
+        use crate::state::{ConnectionState, Direction};
+        let mut state = ConnectionState::new();
+        let event = |body: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{{"version":1,"sessionId":"s","runId":"r",{body}}}}}"#
+            )
+        };
+        let chunk = r#"words \"quoted\" and a tab\t, "#.repeat(300);
+        let lines = [
+            event(
+                r#""type":"snapshot","snapshot":{"state":"running","support":{"stream":["text","tool"],"progress":false,"outputRead":"none","cancel":false}}"#,
+            ),
+            event(&format!(
+                r#""type":"output","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{chunk}"}}}}"#
+            )),
+            event(
+                r#""type":"output","update":{"sessionUpdate":"tool_call","toolCallId":"plain","title":"Read","kind":"read","status":"pending","locations":[{"path":"/a","line":3}]}"#,
+            ),
+            event(
+                r#""type":"output","update":{"sessionUpdate":"tool_call","toolCallId":"merged","title":"Edit","status":"pending"}"#,
+            ),
+            event(
+                r#""type":"output","update":{"sessionUpdate":"tool_call_update","toolCallId":"merged","status":"completed"}"#,
+            ),
+            event(
+                r#""type":"output","update":{"sessionUpdate":"tool_call", "toolCallId":"spaced","title":"Grep é","rawInput":{"n":1.5}}"#,
+            ),
+        ];
+        for line in &lines {
+            state.parsed(
+                Direction::AgentToClient,
+                &parse_line_with(line.as_bytes(), EventParse::OutputOnDemand),
+            );
+        }
+        state
+    }
+
+    #[test]
+    fn tool_calls_kept_as_text_are_written_as_serde_json_writes_them() {
+        let state = folded_state();
+        let run = &state.session("s").expect("the session").subagent_runs["r"];
+        assert!(run.text.len() >= LONG_TEXT, "the text goes out raw too");
+        assert!(state.invalid.is_empty(), "{:?}", state.invalid);
+        assert_eq!(
+            run.tool_calls.keys().collect::<Vec<_>>(),
+            ["plain", "merged", "spaced"]
+        );
+        let mut ours = Vec::new();
+        write_json(&mut ours, &state).unwrap();
+        assert_eq!(
+            String::from_utf8(ours).unwrap(),
+            serde_json::to_string(&state).unwrap()
+        );
+        let tree = serde_json::to_value(&state).unwrap();
+        let calls = &tree["sessions"]["s"]["subagentRuns"]["r"]["toolCalls"];
+        assert_eq!(
+            calls["plain"],
+            serde_json::json!({"toolCallId": "plain", "title": "Read", "kind": "read", "status": "pending", "locations": [{"path": "/a", "line": 3}]})
+        );
+        assert_eq!(
+            calls["merged"],
+            serde_json::json!({"toolCallId": "merged", "title": "Edit", "status": "completed"})
+        );
+        assert_eq!(calls["spaced"]["rawInput"], serde_json::json!({"n": 1.5}));
+    }
+
+    #[test]
+    fn a_state_handed_to_another_serializer_within_write_json_fails() {
+        struct Nested(crate::state::ConnectionState);
+        impl Serialize for Nested {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let tree = serde_json::to_value(&self.0).map_err(serde::ser::Error::custom)?;
+                tree.serialize(s)
+            }
+        }
+        let nested = Nested(folded_state());
+        let error = write_json(Vec::new(), &nested).unwrap_err();
+        assert!(error.to_string().contains("another serializer"), "{error}");
+        // Outside write_json the same value serializes, and write_json
+        // writes the state itself afterwards.
+        assert!(serde_json::to_vec(&nested).is_ok());
+        let mut ours = Vec::new();
+        write_json(&mut ours, &nested.0).unwrap();
+        assert_eq!(ours, serde_json::to_vec(&nested.0).unwrap());
     }
 }

@@ -769,13 +769,14 @@ fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
 /// run does not know yet is kept as that text without `sessionUpdate`,
 /// with no JSON tree between, where the text is already what the tree
 /// would write ([`plain_without`]); anything else goes through the tree.
+/// `update` is JSON a parser accepted: the update in a line read.
 fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
     if let Some((text, id)) = plain_without(update, "sessionUpdate", "toolCallId")
         && !run.tool_calls.contains_key(id)
-        && let Some(call) = CompactObject::from_plain(text)
     {
         run.message_ended = true;
-        run.tool_calls.insert(id.to_owned(), call);
+        run.tool_calls
+            .insert(id.to_owned(), CompactObject::from_plain(text));
         cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
         return;
     }

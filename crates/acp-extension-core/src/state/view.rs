@@ -17,6 +17,7 @@ use crate::session::{
 };
 use crate::subagent_events::{SubagentSnapshot, SubagentState};
 use crate::usage::{ModelUsage, UsageDelta};
+use crate::wire::scan::quote_or_backslash;
 
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
@@ -917,12 +918,16 @@ pub struct Invalid {
 /// assert_eq!(call.as_str(), r#"{"title":"Read","status":"completed"}"#);
 /// ```
 #[derive(Debug, Clone)]
-pub struct CompactObject(Box<serde_json::value::RawValue>);
+pub struct CompactObject(Box<str>);
 
 impl CompactObject {
     /// The compact text of `object`.
     pub fn new(object: &Map<String, Value>) -> Self {
-        Self(serde_json::value::to_raw_value(object).expect("a JSON map serializes"))
+        Self(
+            serde_json::to_string(object)
+                .expect("a JSON map serializes")
+                .into(),
+        )
     }
 
     /// The compact text of `object` without its key `skip`.
@@ -939,26 +944,28 @@ impl CompactObject {
             }
         }
         Self(
-            serde_json::value::to_raw_value(&Without(object, skip)).expect("a JSON map serializes"),
+            serde_json::to_string(&Without(object, skip))
+                .expect("a JSON map serializes")
+                .into(),
         )
     }
 
-    /// An object's compact text as [`plain_without`] cut it (checked once
-    /// more as JSON, which it is).
-    pub(crate) fn from_plain(text: String) -> Option<Self> {
-        serde_json::value::RawValue::from_string(text)
-            .ok()
-            .map(Self)
+    /// An object's compact text as [`plain_without`] cut it from JSON a
+    /// parser accepted (an update in a line read): JSON as it stands, not
+    /// read again.
+    pub(crate) fn from_plain(text: String) -> Self {
+        debug_assert!(serde_json::from_str::<&serde_json::value::RawValue>(&text).is_ok());
+        Self(text.into())
     }
 
     /// Its compact JSON text.
     pub fn as_str(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// The object, parsed.
     pub fn value(&self) -> Map<String, Value> {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
+        serde_json::from_str(&self.0).unwrap_or_default()
     }
 
     /// One key's value, parsed.
@@ -1036,7 +1043,7 @@ impl PlainWalk<'_> {
     fn string(&mut self) -> Option<(usize, usize)> {
         (self.byte()? == b'"').then_some(())?;
         let start = self.at + 1;
-        let end = start + memchr::memchr2(b'"', b'\\', self.bytes.get(start..)?)?;
+        let end = start + quote_or_backslash(self.bytes.get(start..)?)?;
         (self.bytes[end] == b'"').then_some(())?;
         self.at = end + 1;
         Some((start, end))
@@ -1148,7 +1155,14 @@ impl PartialEq<Value> for CompactObject {
 
 impl Serialize for CompactObject {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        // Under `write_json`, the text as it stands; elsewhere a raw value
+        // (serde_json reads it once more as JSON, which it is).
+        super::json::write_raw(serializer, |out| out.push_str(&self.0)).unwrap_or_else(|s| {
+            match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
+                Ok(raw) => raw.serialize(s),
+                Err(_) => self.value().serialize(s),
+            }
+        })
     }
 }
 
