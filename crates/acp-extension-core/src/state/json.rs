@@ -15,7 +15,8 @@ use serde_json::value::RawValue;
 const LONG_TEXT: usize = 4 << 10;
 
 thread_local! {
-    /// Set while [`write_json`] writes (with [`RawFormatter`]).
+    /// Set while [`write_json`] writes: [`WAITING`] is freed when the
+    /// outermost call returns.
     static WRITING_JSON: Cell<bool> = const { Cell::new(false) };
     /// JSON text waiting for [`RawFormatter`] to write it in place of the
     /// [`placeholder`] just handed to the serializer; reused from value to
@@ -62,11 +63,6 @@ impl serde_json::ser::Formatter for RawFormatter {
 /// time instead of a byte at a time, and each tool call copied as it is
 /// kept.
 ///
-/// `value` must serialize what it holds with the serializer it is given
-/// (as derived `Serialize` impls do): a state handed to another serializer
-/// within (`serde_json::to_value` in a hand-written impl, say) makes the
-/// write fail, never write other bytes.
-///
 /// ```
 /// use acp_extension_core::state::{write_json, ConnectionState};
 ///
@@ -97,13 +93,23 @@ pub fn write_json<W: io::Write>(writer: W, value: &impl Serialize) -> serde_json
     ))
 }
 
-/// Under [`write_json`], serializes the JSON text that `fill` writes as it
-/// stands (the formatter writes it); elsewhere, hands `s` back.
+/// Whether `S` is the serializer of [`write_json`]: serde_json's, with
+/// [`RawFormatter`] (a type private to this module, named in full in
+/// `S`'s name). Only it is handed a [`placeholder`]; any other serializer,
+/// even one a value calls within `write_json` (`serde_json::to_value` in a
+/// hand-written impl), gets the value itself.
+fn is_write_json<S>() -> bool {
+    std::any::type_name::<S>().ends_with(concat!(module_path!(), "::RawFormatter>"))
+}
+
+/// With [`write_json`]'s serializer, serializes the JSON text that `fill`
+/// writes, as it stands (the formatter writes it); with any other, hands
+/// `s` back.
 pub(crate) fn write_raw<S: Serializer>(
     s: S,
     fill: impl FnOnce(&mut String),
 ) -> Result<Result<S::Ok, S::Error>, S> {
-    if !WRITING_JSON.get() || IS_WAITING.get() {
+    if !is_write_json::<S>() || IS_WAITING.get() {
         return Err(s);
     }
     let filled = WAITING.with(|buffer| {
@@ -120,9 +126,10 @@ pub(crate) fn write_raw<S: Serializer>(
     IS_WAITING.set(true);
     let written = placeholder().serialize(s);
     if IS_WAITING.replace(false) {
-        // Another serializer than write_json's took the placeholder.
+        // Not reached: the formatter writes the text in the placeholder's
+        // place. Were it not, the placeholder went out instead: fail.
         return Ok(Err(serde::ser::Error::custom(
-            "a state was handed to another serializer within write_json",
+            "write_json: raw JSON text was not written",
         )));
     }
     Ok(written)
@@ -350,7 +357,26 @@ mod tests {
     }
 
     #[test]
-    fn a_state_handed_to_another_serializer_within_write_json_fails() {
+    fn only_write_json_s_serializer_is_handed_raw_text() {
+        type Ours<'a, W> = &'a mut serde_json::Serializer<W, RawFormatter>;
+        assert!(is_write_json::<Ours<'_, Vec<u8>>>());
+        assert!(is_write_json::<Ours<'_, &mut io::BufWriter<io::Stdout>>>());
+        assert!(!is_write_json::<&mut serde_json::Serializer<Vec<u8>>>());
+        assert!(!is_write_json::<serde_json::value::Serializer>());
+        // What the serializer writes, through the formatter: the waiting
+        // text in the placeholder's place.
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, RawFormatter);
+        write_raw(&mut ser, |text| text.push_str(r#"{"a":[1,"b"]}"#))
+            .ok()
+            .expect("write_json's serializer takes raw text")
+            .unwrap();
+        assert_eq!(out, br#"{"a":[1,"b"]}"#);
+        assert!(write_raw(&mut serde_json::Serializer::new(Vec::new()), |_| {}).is_err());
+    }
+
+    #[test]
+    fn a_state_handed_to_another_serializer_within_write_json_is_written_as_it_writes_it() {
         struct Nested(crate::state::ConnectionState);
         impl Serialize for Nested {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -359,13 +385,14 @@ mod tests {
             }
         }
         let nested = Nested(folded_state());
-        let error = write_json(Vec::new(), &nested).unwrap_err();
-        assert!(error.to_string().contains("another serializer"), "{error}");
-        // Outside write_json the same value serializes, and write_json
-        // writes the state itself afterwards.
-        assert!(serde_json::to_vec(&nested).is_ok());
         let mut ours = Vec::new();
-        write_json(&mut ours, &nested.0).unwrap();
+        write_json(&mut ours, &nested).unwrap();
+        let theirs = serde_json::to_vec(&nested).unwrap();
+        assert_eq!(ours, theirs);
+        // The state itself, written directly, gives the same bytes.
         assert_eq!(ours, serde_json::to_vec(&nested.0).unwrap());
+        let mut direct = Vec::new();
+        write_json(&mut direct, &nested.0).unwrap();
+        assert_eq!(direct, theirs);
     }
 }

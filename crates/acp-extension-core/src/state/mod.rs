@@ -10,7 +10,8 @@
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
 //! friends, or serialized whole (`acp-ext state --json` prints it, with
-//! [`write_json`]: serde_json's bytes, the long run texts escaped faster).
+//! [`write_json`]: serde_json's bytes, the long run texts escaped faster
+//! and the kept tool calls copied as they stand).
 //!
 //! Nothing is dropped silently: every input value is folded (it made a
 //! change; transcript content and calls the state does not fold are
