@@ -11,6 +11,8 @@ use std::sync::LazyLock;
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 
+use crate::wire::scan::to_escape;
+
 /// Texts shorter than this are written by serde_json itself.
 const LONG_TEXT: usize = 4 << 10;
 
@@ -156,7 +158,7 @@ pub(crate) fn escape_json_string(text: &str, out: &mut String) {
     out.push('"');
     let mut start = 0;
     let mut at = 0;
-    while let Some(i) = next_escape(bytes, at) {
+    while let Some(i) = to_escape(bytes, at) {
         out.push_str(&text[start..i]);
         let byte = bytes[i];
         match byte {
@@ -178,48 +180,6 @@ pub(crate) fn escape_json_string(text: &str, out: &mut String) {
     }
     out.push_str(&text[start..]);
     out.push('"');
-}
-
-/// The index of the first byte at or after `from` that a JSON string must
-/// escape (`"`, `\`, or below 0x20), sixteen bytes at a time.
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGHS: u64 = ONES << 7;
-    let word = |i: usize| {
-        let mut word = [0; 8];
-        word.copy_from_slice(&bytes[i..i + 8]);
-        u64::from_le_bytes(word)
-    };
-    // A byte below 0x20, or equal to `"` or `\`, sets its high bit (bytes
-    // of 0x80 and above are excluded by `!w`); a borrow may mark a later
-    // byte too, never an earlier one, so the lowest mark is exact.
-    let marks = |w: u64| {
-        let control = w.wrapping_sub(ONES * 0x20);
-        let quote = (w ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
-        let backslash = (w ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
-        (control | quote | backslash) & !w & HIGHS
-    };
-    let first = |i: usize, marks: u64| i + (marks.trailing_zeros() / 8) as usize;
-    let mut i = from;
-    while i + 16 <= bytes.len() {
-        let (low, high) = (marks(word(i)), marks(word(i + 8)));
-        if low != 0 {
-            return Some(first(i, low));
-        }
-        if high != 0 {
-            return Some(first(i + 8, high));
-        }
-        i += 16;
-    }
-    if i + 8 <= bytes.len() {
-        let low = marks(word(i));
-        if low != 0 {
-            return Some(first(i, low));
-        }
-        i += 8;
-    }
-    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-    (i..bytes.len()).find(|&j| needs(bytes[j]))
 }
 
 #[cfg(test)]
