@@ -290,6 +290,48 @@ fn values_that_are_no_message_are_recorded_with_their_shape() {
     );
 }
 
+/// Several files in one run: each document on its own line, in the order
+/// given, byte for byte what the file writes alone (the document goes
+/// out through a handle of its own, the state is freed on another
+/// thread); a file that cannot be read in between writes nothing to
+/// standard output.
+#[test]
+fn documents_of_several_files_come_whole_and_in_order() {
+    let files = corpus_files();
+    let picked: Vec<&Path> = files.iter().take(3).map(PathBuf::as_path).collect();
+    let alone = |file: &Path| {
+        let out = Command::new(EXE)
+            .args(["state", "--json"])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let missing = Path::new("/nonexistent/acp-ext.jsonl");
+    let out = Command::new(EXE)
+        .args(["state", "--json"])
+        .arg(picked[0])
+        .arg(missing)
+        .args(&picked[1..])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let expected: Vec<u8> = picked.iter().flat_map(|f| alone(f)).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&expected)
+    );
+    assert_eq!(out.stdout.iter().filter(|&&b| b == b'\n').count(), 3);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/acp-ext.jsonl")
+    );
+}
+
 #[test]
 fn exit_codes_and_schema() {
     let (code, _, err) = state_json(&[], &[Path::new("/nonexistent/acp-ext.jsonl")]);
