@@ -316,6 +316,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             options.json = json;
             options.format = format;
             options.bounded = bounded;
+            options.exiting = true;
             // A document of tens of megabytes: through a handle that does
             // not search it for newlines.
             let mut out: Box<dyn Write> = if json {

@@ -292,9 +292,9 @@ fn values_that_are_no_message_are_recorded_with_their_shape() {
 
 /// Several files in one run: each document on its own line, in the order
 /// given, byte for byte what the file writes alone (the document goes
-/// out through a handle of its own, the state is freed on another
-/// thread); a file that cannot be read in between writes nothing to
-/// standard output.
+/// out through a handle of its own; every state but the last is freed);
+/// a file that cannot be read in between writes nothing to standard
+/// output.
 #[test]
 fn documents_of_several_files_come_whole_and_in_order() {
     let files = corpus_files();
