@@ -734,13 +734,18 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
 /// Makes room for `more` bytes in a run's text. Texts grow by appends
 /// of a few hundred bytes up to megabytes; grown by doubling, a text is
 /// copied into fresh memory at each step, and each fresh page costs a page
-/// fault, the largest cost of folding long texts. Past 64 KiB it grows
-/// eightfold instead: fewer copies, and the capacity not yet written is
-/// never faulted in (BENCHMARKS.md: a sixth fewer page faults and a tenth
-/// less peak memory on the benchmark's state). A capped text is given no
-/// more room than its cap lets it hold.
+/// fault, the largest cost of folding long texts. A text that outgrows
+/// 64 KiB (and the doubling that took it past) is given 4 MiB at once,
+/// then grows eightfold: a text of a few megabytes is copied once, at
+/// 128 KB, and the capacity not yet written is never faulted in
+/// (BENCHMARKS.md: fewer page faults and less peak memory on the
+/// benchmark's state than eightfold growth all the way). When that much
+/// cannot be had (an address space or a commit limit), the text grows as
+/// much as the append needs. A capped text is given no more room than its
+/// cap lets it hold.
 fn reserve_text(text: &mut String, more: usize, cap: usize) {
     const SMALL: usize = 64 << 10;
+    const LARGE: usize = 4 << 20;
     let need = text.len().saturating_add(more).saturating_add(1);
     if need <= text.capacity() || need <= SMALL {
         return;
@@ -750,8 +755,14 @@ fn reserve_text(text: &mut String, more: usize, cap: usize) {
         .saturating_add(cap / 2)
         .saturating_add(more)
         .saturating_add(1);
-    let target = text.capacity().saturating_mul(8).min(most).max(need);
-    text.reserve_exact(target - text.len());
+    let room = match text.capacity() {
+        c if c < LARGE => LARGE,
+        c => c.saturating_mul(8),
+    };
+    let target = room.min(most).max(need);
+    if text.try_reserve_exact(target - text.len()).is_err() {
+        text.reserve(need - text.len());
+    }
 }
 
 /// A tool call or its update, as it came (its tree): it ends the message,
@@ -808,25 +819,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_long_text_grows_eightfold_and_a_capped_one_within_its_cap() {
+    fn a_long_text_gets_4_mib_then_grows_eightfold_and_a_capped_one_within_its_cap() {
         let chunk = "x".repeat(1000);
         let mut text = String::new();
         let mut capacities = Vec::new();
-        for _ in 0..600 {
+        for _ in 0..5000 {
             reserve_text(&mut text, chunk.len(), usize::MAX);
             text.push_str(&chunk);
             if capacities.last() != Some(&text.capacity()) {
                 capacities.push(text.capacity());
             }
         }
-        // Doubling up to about 64 KiB, then eightfold: 600 KB of text is
-        // held after one eightfold step, not three more doublings.
-        let large: Vec<_> = capacities.iter().filter(|&&c| c > 64 << 10).collect();
+        // Doubling while the text fits in 64 KiB (the last doubling ends
+        // past it), then 4 MiB at once (600 KB of text fits without another
+        // copy), then eightfold: 5 MB of text after two large steps, not
+        // six more doublings.
+        assert!(capacities.contains(&128_000), "{capacities:?}");
+        let large: Vec<_> = capacities.iter().filter(|&&c| c > 128 << 10).collect();
         assert_eq!(large.len(), 2, "{capacities:?}");
+        assert_eq!(*large[0], 4 << 20, "{capacities:?}");
         assert_eq!(*large[1], 8 * large[0], "{capacities:?}");
 
-        // A cap past the first eightfold step: the room stops at what the
-        // cap lets the text hold, not eight times the capacity.
+        // A cap below the first large step: the room stops at what the
+        // cap lets the text hold, not 4 MiB.
         let cap = 256 << 10;
         let mut capped = String::new();
         for _ in 0..600 {
