@@ -13,7 +13,9 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::connection::EventParse;
-use acp_extension_core::state::{ConnectionState, Direction, Limits, SessionState, write_json};
+use acp_extension_core::state::{
+    ConnectionState, Direction, Limits, SessionState, write_json_parallel,
+};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
 
@@ -122,7 +124,7 @@ pub fn run(
             let name = file.display().to_string();
             // A document of tens of megabytes: written in large pieces.
             let mut w = io::BufWriter::with_capacity(1 << 20, &mut *out);
-            write_json(&mut w, &Document::new(&name, &state))?;
+            write_json_parallel(&mut w, &Document::new(&name, &state), &state)?;
             writeln!(w)?;
             w.flush()?;
         } else {

@@ -111,7 +111,7 @@ mod view;
 use runs::EventSource;
 
 pub use crate::connection::{Direction, resembles};
-pub use json::write_json;
+pub use json::{write_json, write_json_parallel};
 pub use legacy::is_legacy_method;
 pub use updates::is_known_session_update;
 pub use view::*;
@@ -467,6 +467,7 @@ pub struct ConnectionState {
     /// Rate-limit rows by `limitId`.
     rate_limits: IdMap<RateLimitEntry>,
     /// What was not folded, oldest first (bounded by [`Limits::invalid`]).
+    #[serde(serialize_with = "json::serialize_records")]
     invalid: VecDeque<Invalid>,
     /// Every invalid record, kept or not.
     invalid_count: u64,
@@ -637,6 +638,11 @@ impl ConnectionState {
     /// What was not folded, oldest first (the newest [`Limits::invalid`]).
     pub fn invalid(&self) -> impl ExactSizeIterator<Item = &Invalid> {
         self.invalid.iter()
+    }
+
+    /// The invalid records as held, for [`write_json_parallel`].
+    pub(crate) fn invalid_records(&self) -> &VecDeque<Invalid> {
+        &self.invalid
     }
 
     /// How many invalid records there were in all.
