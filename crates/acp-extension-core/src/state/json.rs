@@ -142,7 +142,10 @@ pub fn write_json_parallel<W: io::Write>(
         let rendering = std::thread::Builder::new()
             .name("acp-write-ahead".into())
             .spawn_scoped(scope, move || {
-                let mut out = Vec::new();
+                // Room for records of a few hundred bytes, so that the text
+                // is not copied as it grows (room not written is never
+                // faulted in).
+                let mut out = Vec::with_capacity(records.len().saturating_mul(256));
                 let text = write_json(&mut out, records)
                     .and_then(|()| String::from_utf8(out).map_err(serde::ser::Error::custom));
                 // The writer took it, or did not come to the records.
