@@ -111,8 +111,9 @@ pub fn write_json<W: io::Write>(writer: W, value: &impl Serialize) -> serde_json
 /// [`write_json`] of `value`, which holds `state`, with the state's
 /// invalid records rendered on a second thread while the rest of `value`
 /// is written before them: the same bytes, sooner on two cores when the
-/// records are many (BENCHMARKS.md: some 8 ms less for the 20,000 records
-/// of the follower's benchmark state, written after 32 MB of sessions).
+/// records are many (BENCHMARKS.md: the follower benchmark's state, whose
+/// 20,000 records come after 32 MB of sessions, is written some 10 ms
+/// sooner).
 /// With few records, or when no thread can be started, it is
 /// [`write_json`].
 ///
@@ -169,8 +170,8 @@ fn address<T>(value: &T) -> usize {
 /// The `serialize_with` of a state's invalid records: under
 /// [`write_json_parallel`], their JSON text rendered on its thread; else
 /// the records, as any serializer writes them.
-pub(crate) fn serialize_records<S: Serializer, T: Serialize>(
-    records: &VecDeque<T>,
+pub(crate) fn serialize_records<S: Serializer>(
+    records: &VecDeque<super::Invalid>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     if !is_write_json::<S>() {

@@ -10,8 +10,10 @@
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
 //! friends, or serialized whole (`acp-ext state --json` prints it, with
-//! [`write_json`]: serde_json's bytes, the long run texts escaped faster
-//! and the kept tool calls copied as they stand).
+//! [`write_json_parallel`]: serde_json's bytes, the long run texts escaped
+//! faster and the kept tool calls copied as they stand, as
+//! [`write_json`] writes them, and many invalid records rendered on a
+//! second thread while the sessions go out).
 //!
 //! Nothing is dropped silently: every input value is folded (it made a
 //! change; transcript content and calls the state does not fold are
