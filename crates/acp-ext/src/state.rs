@@ -134,6 +134,7 @@ pub fn run(
             print_state(out, &file.display().to_string(), &state, options.style)?;
         }
         if options.exiting && i + 1 == files.len() {
+            // Its memory goes back with the process (`Options::exiting`).
             std::mem::forget(state);
         }
     }
