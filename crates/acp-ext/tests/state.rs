@@ -10,14 +10,19 @@ use std::process::Command;
 use common::{EXE, corpus_files, record, scratch};
 use serde_json::Value;
 
-fn state_json(args: &[&str], files: &[&Path]) -> (i32, Vec<Value>, String) {
-    let out = Command::new(EXE)
+/// `acp-ext state --json ARGS FILES`, as it ended.
+fn state_output(args: &[&str], files: &[&Path]) -> std::process::Output {
+    Command::new(EXE)
         .arg("state")
         .arg("--json")
         .args(args)
         .args(files)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+fn state_json(args: &[&str], files: &[&Path]) -> (i32, Vec<Value>, String) {
+    let out = state_output(args, files);
     let docs = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -300,11 +305,7 @@ fn documents_of_several_files_come_whole_and_in_order() {
     let files = corpus_files();
     let picked: Vec<&Path> = files.iter().take(3).map(PathBuf::as_path).collect();
     let alone = |file: &Path| {
-        let out = Command::new(EXE)
-            .args(["state", "--json"])
-            .arg(file)
-            .output()
-            .unwrap();
+        let out = state_output(&[], &[file]);
         assert!(
             out.status.success(),
             "{}",
@@ -313,13 +314,7 @@ fn documents_of_several_files_come_whole_and_in_order() {
         out.stdout
     };
     let missing = Path::new("/nonexistent/acp-ext.jsonl");
-    let out = Command::new(EXE)
-        .args(["state", "--json"])
-        .arg(picked[0])
-        .arg(missing)
-        .args(&picked[1..])
-        .output()
-        .unwrap();
+    let out = state_output(&[], &[picked[0], missing, picked[1], picked[2]]);
     assert_eq!(out.status.code(), Some(2));
     let expected: Vec<u8> = picked.iter().flat_map(|f| alone(f)).collect();
     assert_eq!(
