@@ -67,8 +67,8 @@
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 
-#[cfg(feature = "schema")]
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 
 use agent_client_protocol::v1::schema::SessionUpdate;
@@ -1651,6 +1651,67 @@ impl<'de> Deserialize<'de> for SubagentEvent {
     }
 }
 
+/// The envelope's keys, then the payload's.
+const KEYS: usize = 9;
+
+thread_local! {
+    /// The keys of the last subagent event this thread's sift accepted
+    /// ([`sifted_keys`]).
+    static SIFTED_KEYS: Cell<Option<SiftedKeys>> = const { Cell::new(None) };
+}
+
+/// Where the keys of a subagent event the sift accepted end in the text
+/// it read: the facts' values follow them, so a follower finds the facts
+/// without walking the text again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SiftedKeys {
+    /// The event's `type`.
+    pub(crate) kind: SubagentEventType,
+    /// Which of the envelope's and the payload's keys came (each at most
+    /// once: the sift gives up on a second).
+    seen: [bool; KEYS],
+    /// The address just past each key's text (its closing quote), when
+    /// it was read from the text unescaped.
+    ends: [Option<usize>; KEYS],
+}
+
+/// Where one key of a [`SiftedKeys`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyEnd {
+    /// The event has no such key.
+    Absent,
+    /// The address just past its text, the closing quote.
+    At(usize),
+    /// It has an escape: its place is not known.
+    Escaped,
+}
+
+impl SiftedKeys {
+    /// Where `key` (an envelope or payload key) ends.
+    pub(crate) fn end(&self, key: &str) -> KeyEnd {
+        let Some(i) = SubagentEvent::ENVELOPE_KEYS
+            .iter()
+            .chain(PAYLOAD_KEYS)
+            .position(|w| *w == key)
+        else {
+            return KeyEnd::Absent;
+        };
+        match (self.seen[i], self.ends[i]) {
+            (false, _) => KeyEnd::Absent,
+            (true, Some(end)) => KeyEnd::At(end),
+            (true, None) => KeyEnd::Escaped,
+        }
+    }
+}
+
+/// Runs `sift` (which sifts at most one subagent event) and gives the keys
+/// of the event it accepted, if it accepted one.
+pub(crate) fn sifted_keys<T>(sift: impl FnOnce() -> T) -> (T, Option<SiftedKeys>) {
+    SIFTED_KEYS.set(None);
+    let result = sift();
+    (result, SIFTED_KEYS.take())
+}
+
 impl Sift for SubagentEvent {
     fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
         struct V(bool);
@@ -1662,7 +1723,9 @@ impl Sift for SubagentEvent {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
                 let b = self.0;
                 // Keys seen: the envelope, then the payload keys.
-                let mut seen = [false; 9];
+                let mut seen = [false; KEYS];
+                // Where each ended in the text read, when borrowed from it.
+                let mut ends = [None; KEYS];
                 let mut kind: Option<SubagentEventType> = None;
                 while let Some(key) = map.next_key::<Key<'de>>()? {
                     let k = &*key.0;
@@ -1676,6 +1739,9 @@ impl Sift for SubagentEvent {
                     };
                     if std::mem::replace(&mut seen[i], true) {
                         return Err(fallback());
+                    }
+                    if let Cow::Borrowed(text) = key.0 {
+                        ends[i] = Some(text.as_ptr() as usize + text.len());
                     }
                     match k {
                         "version" => map.next_value_seed(SiftSeed::<Version1>::new(b))?,
@@ -1728,7 +1794,10 @@ impl Sift for SubagentEvent {
                         Some(SubagentEventType::Snapshot) if !snapshot => "snapshot",
                         Some(SubagentEventType::Progress) if !progress => "progress",
                         Some(SubagentEventType::Output) if !update => "update",
-                        Some(_) => return Ok(()),
+                        Some(kind) => {
+                            SIFTED_KEYS.set(Some(SiftedKeys { kind, seen, ends }));
+                            return Ok(());
+                        }
                     }
                 };
                 Err(de::Error::missing_field(missing))

@@ -313,6 +313,14 @@ fn envelope_variants_take_the_lane_only_when_exact() {
         (envelope(&text.replace(r#"{"type":"text","text":"hi"}"#, r#"{"type":"image","data":"x","mimeType":"image/png"}"#), "lody"), true),
         (envelope(&text.replace("agent_message_chunk", "agent_thought_chunk"), "lody"), true),
         (envelope(&text.replace("agent_message_chunk", "agent_thought_chunk").replace(r#""text":"hi""#, r#""text":"\"agent_message_chunk\"""#), "lody"), true),
+        // Facts the JSON reading finds outside the event type's own keys:
+        // a snapshot on an output event, a turn id on a snapshot, of any
+        // type; and a key with an escape beside the facts.
+        (envelope(&text.replace(r#""version":1,"#, r#""version":1,"snapshot":{"state":"done","parentToolCallId":"p"},"#), "lody"), true),
+        (envelope(&text.replace(r#""version":1,"#, r#""version":1,"snapshot":[{"state":"done"}],"#), "lody"), true),
+        (envelope(&snapshot.replace(r#""version":1,"#, r#""version":1,"nativeTurnId":"t","#), "lody"), true),
+        (envelope(&snapshot.replace(r#""version":1,"#, r#""version":1,"nativeTurnId":{"a":"t"},"#), "lody"), true),
+        (envelope(&text.replace(r#""version":1,"#, r#""version":1,"nativeTurnId":"t1","\u00e9t\u00e9":"x","#), "ua"), true),
         // Escapes in the facts' strings: the lane, with the event built at
         // once (the facts are then read from it).
         (envelope(&text.replace(r#""runId":"r""#, r#""runId":"r\u00e9\n""#), "lody"), true),
@@ -361,6 +369,48 @@ fn envelope_variants_take_the_lane_only_when_exact() {
             envelope(snapshot, "lody").into_bytes(),
             line.clone().into_bytes(),
         ]);
+    }
+}
+
+#[test]
+fn a_sifted_line_gives_its_facts_without_being_built() {
+    let text = r#"{"version":1,"sessionId":"s1","runId":"r1","type":"output","nativeTurnId":"t1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}"#;
+    let cases = [
+        envelope(text, "lody"),
+        spaced(text),
+        // A key with an escape beside the facts, and facts after it.
+        envelope(
+            &text.replace(
+                r#""version":1,"#,
+                r#""\u00e9":[1,{"sessionId":"x"}],"version":1,"#,
+            ),
+            "ua",
+        ),
+        // A snapshot the output event carries outside its own keys (after
+        // its type: before it, the typed parse buffers it).
+        envelope(
+            &text.replace(
+                r#""type":"output","#,
+                r#""type":"output","snapshot":{"parentToolCallId":"p","state":"done"},"#,
+            ),
+            "lody",
+        ),
+    ];
+    for (i, line) in cases.iter().enumerate() {
+        let ParsedLine::Event(event) = parse_line_with(line.as_bytes(), EventParse::OnDemand)
+        else {
+            panic!("not the lane: {line}");
+        };
+        let facts = event.facts();
+        assert!(!event.is_built(), "{line}");
+        assert_eq!(facts.session_id, Some("s1"), "{line}");
+        assert_eq!(facts.run_id, Some("r1"), "{line}");
+        assert_eq!(facts.event_type, Some("output"), "{line}");
+        assert_eq!(facts.native_turn_id, Some("t1"), "{line}");
+        let snapshot = (i == 3).then_some(("done", "p"));
+        assert_eq!(facts.snapshot_state, snapshot.map(|s| s.0), "{line}");
+        assert_eq!(facts.parent_tool_call_id, snapshot.map(|s| s.1), "{line}");
+        assert_eq!(event.event().run_id.as_str(), "r1");
     }
 }
 

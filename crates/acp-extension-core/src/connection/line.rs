@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::namespace::Namespace;
 use crate::sequence::EventFacts;
-use crate::subagent_events::SubagentEvent;
+use crate::subagent_events::{KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType, sifted_keys};
 use crate::wire::Key;
 use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
@@ -350,9 +350,9 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
         EventParse::Now => false,
     };
     if sift {
-        match sifted_envelope(text) {
-            Sifted::Accepted(namespace) => {
-                if let Some(facts) = FactSpans::find(text)
+        match sifted_keys(|| sifted_envelope(text)) {
+            (Sifted::Accepted(namespace), Some(keys)) => {
+                if let Some(facts) = FactSpans::find(text, &keys)
                     .filter(|f| parse == EventParse::OnDemand || f.output.is_some())
                 {
                     return Some(EventLine {
@@ -364,8 +364,10 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
                 }
             }
             // The typed parse would refuse it too.
-            Sifted::Refused => return None,
-            Sifted::Undecided => {}
+            (Sifted::Refused, _) => return None,
+            // Undecided, or (never: its sift records them) accepted
+            // without the event's keys.
+            _ => {}
         }
     }
     let envelope = typed_envelope(text)?;
@@ -496,7 +498,7 @@ impl Span {
 struct FactSpans {
     session_id: Span,
     run_id: Span,
-    event_type: Span,
+    event_type: SubagentEventType,
     snapshot_state: Option<Span>,
     parent_tool_call_id: Option<Span>,
     native_turn_id: Option<Span>,
@@ -547,7 +549,7 @@ impl FactSpans {
         EventFacts {
             session_id: Some(at(self.session_id)),
             run_id: Some(at(self.run_id)),
-            event_type: Some(at(self.event_type)),
+            event_type: Some(self.event_type.as_str()),
             snapshot_state: self.snapshot_state.map(at),
             parent_tool_call_id: self.parent_tool_call_id.map(at),
             native_turn_id: self.native_turn_id.map(at),
@@ -556,35 +558,67 @@ impl FactSpans {
 
     /// Reads the facts' places from a line the sift accepted, as
     /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
-    /// event is then built with the line) when a string among them or a
-    /// key of the objects walked has an escape, or a key among them comes
-    /// twice.
+    /// event is then built with the line) when a string among them, the
+    /// key of one, or a key of `params.snapshot` has an escape, or a key
+    /// of `params.snapshot` among them comes twice.
     ///
-    /// The sift has verified the line as JSON, so this walks its bytes
-    /// alone: strings are skipped by searching for their closing quote,
-    /// and only the envelope, `params` and `params.snapshot` are read key
-    /// by key. Anything it does not expect gives `None`, never a wrong
-    /// place (the library's `tests/lanes.rs` and the `validate` fuzz
-    /// property hold the facts found to the built event's).
-    fn find(text: &str) -> Option<Self> {
+    /// The sift has verified the line as JSON and told where the event's
+    /// keys end (`keys`), so this reads only the facts' values after them:
+    /// strings are skipped by searching for their closing quote, and only
+    /// `params.snapshot` and `params.update` are read key by key. Anything
+    /// it does not expect gives `None`, never a wrong place (the library's
+    /// `tests/lanes.rs` and the `validate` fuzz property hold the facts
+    /// found to the built event's).
+    fn find(text: &str, keys: &SiftedKeys) -> Option<Self> {
         u32::try_from(text.len()).ok()?;
-        let mut scan = Scan {
-            bytes: text.as_bytes(),
-            at: 0,
+        let base = text.as_ptr() as usize;
+        // A scan at the value of `key`: `Some(None)` when the event has no
+        // such key, `None` when its place is not known.
+        let at = |key: &str| -> Option<Option<Scan<'_>>> {
+            let end = match keys.end(key) {
+                KeyEnd::Absent => return Some(None),
+                KeyEnd::Escaped => return None,
+                KeyEnd::At(end) => end.checked_sub(base)?,
+            };
+            // The key's closing quote, then its colon.
+            (text.as_bytes().get(end) == Some(&b'"')).then_some(())?;
+            let mut scan = Scan {
+                bytes: text.as_bytes(),
+                at: end + 1,
+            };
+            scan.take(b':')?;
+            scan.space();
+            Some(Some(scan))
         };
-        let mut params = None;
-        scan.object(|scan, key| {
-            if key == b"params" {
-                if params.is_some() {
-                    return None;
-                }
-                params = Some(scan.params()?);
-                Some(())
-            } else {
-                scan.value()
+        // A fact that is a string with no escape; `Some(None)` when absent
+        // or of another type.
+        let fact = |key: &str| -> Option<Option<Span>> {
+            match at(key)? {
+                Some(mut scan) => scan.place(),
+                None => Some(None),
             }
-        })?;
-        params.flatten()
+        };
+        // The sift accepted the event: these are strings.
+        let session_id = fact("sessionId")??;
+        let run_id = fact("runId")??;
+        let native_turn_id = fact("nativeTurnId")?;
+        let (snapshot_state, parent_tool_call_id) = match at("snapshot")? {
+            Some(mut scan) => scan.snapshot()?.unwrap_or_default(),
+            None => (None, None),
+        };
+        let output = match at("update")? {
+            Some(mut scan) if keys.kind == SubagentEventType::Output => scan.update(),
+            _ => None,
+        };
+        Some(FactSpans {
+            session_id,
+            run_id,
+            event_type: keys.kind,
+            snapshot_state,
+            parent_tool_call_id,
+            native_turn_id,
+            output,
+        })
     }
 }
 
@@ -719,59 +753,6 @@ impl Scan<'_> {
             Some(place) => *slot = Some(place),
             None => *plain = false,
         }
-    }
-
-    /// `params`: the event's own facts (`Some(None)` when it is not an
-    /// object or lacks a required fact).
-    fn params(&mut self) -> Option<Option<FactSpans>> {
-        if self.bytes.get(self.at) != Some(&b'{') {
-            self.value()?;
-            return Some(None);
-        }
-        let (mut session_id, mut run_id, mut event_type, mut native_turn_id, mut snapshot) =
-            (None, None, None, None, None);
-        let mut update = None;
-        self.object(|scan, key| {
-            let slot = match key {
-                b"sessionId" => &mut session_id,
-                b"runId" => &mut run_id,
-                b"type" => &mut event_type,
-                b"nativeTurnId" => &mut native_turn_id,
-                b"snapshot" => {
-                    if snapshot.is_some() {
-                        return None;
-                    }
-                    snapshot = Some(scan.snapshot()?);
-                    return Some(());
-                }
-                b"update" => {
-                    if update.is_some() {
-                        return None;
-                    }
-                    update = Some(scan.update());
-                    return Some(());
-                }
-                _ => return scan.value(),
-            };
-            scan.fact(slot)
-        })?;
-        let (snapshot_state, parent_tool_call_id) = snapshot.flatten().unwrap_or_default();
-        // The sift accepted the event: these are strings.
-        let (Some(session_id), Some(run_id), Some(event_type)) =
-            (session_id.flatten(), run_id.flatten(), event_type.flatten())
-        else {
-            return Some(None);
-        };
-        let output = &self.bytes[event_type.start as usize..event_type.end as usize] == b"output";
-        Some(Some(FactSpans {
-            session_id,
-            run_id,
-            event_type,
-            snapshot_state,
-            parent_tool_call_id,
-            native_turn_id: native_turn_id.flatten(),
-            output: update.flatten().filter(|_| output),
-        }))
     }
 
     /// `update`, when an `agent_message_chunk` whose content is text: the
