@@ -278,8 +278,15 @@ fn lane_namespace(jsonrpc: &str, method: &str) -> Option<Namespace> {
 }
 
 /// What one scan of a line finds for the typed lane: the bytes `_`, `E`
-/// and `\` start everything it looks for.
+/// and `\` start or hold everything it looks for.
 struct LaneScan {
+    /// The lane's method, `_lody/subagents/event` or `_ua/subagents/event`,
+    /// somewhere (the parse decides whether as the method).
+    method: bool,
+    /// `"agent_message_chunk"`, quotes included, somewhere.
+    chunk: bool,
+    /// `"tool_call` somewhere (a `tool_call` or `tool_call_update` tag).
+    tool_call: bool,
     /// `_meta` somewhere (a key, or within a string: either way the tree).
     meta: bool,
     /// An `EpochSeconds` the epoch rules might flag ([`plain_epoch_at`]).
@@ -294,6 +301,9 @@ struct LaneScan {
 impl LaneScan {
     fn of(bytes: &[u8]) -> Self {
         let mut scan = LaneScan {
+            method: false,
+            chunk: false,
+            tool_call: false,
             meta: false,
             epoch: false,
             escaped_ascii: false,
@@ -302,7 +312,20 @@ impl LaneScan {
         for i in memchr::memchr3_iter(b'_', b'E', b'\\', bytes) {
             let rest = &bytes[i..];
             match bytes[i] {
-                b'_' => scan.meta |= rest.starts_with(b"_meta"),
+                b'_' => match rest.get(1) {
+                    Some(b'm') => {
+                        scan.meta |= rest.starts_with(b"_meta");
+                        scan.chunk |= rest.starts_with(b"_message_chunk\"")
+                            && bytes[..i].ends_with(b"\"agent");
+                    }
+                    Some(b'l') => scan.method |= rest.starts_with(b"_lody/subagents/event"),
+                    Some(b'u') => scan.method |= rest.starts_with(b"_ua/subagents/event"),
+                    Some(b'c') => {
+                        scan.tool_call |=
+                            rest.starts_with(b"_call") && bytes[..i].ends_with(b"\"tool");
+                    }
+                    _ => {}
+                },
                 b'E' => {
                     scan.epoch |= rest.starts_with(b"EpochSeconds")
                         && !plain_epoch_at(bytes, i + b"EpochSeconds".len());
@@ -320,21 +343,8 @@ impl LaneScan {
 
 /// The typed lane of [`parse_line_with`].
 fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
-    use memchr::memmem::Finder;
-    use std::sync::LazyLock;
-    // Built once: a searcher's setup costs more than a short line's search.
-    static FINDERS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
-        [
-            &b"subagents/event"[..],
-            b"\"agent_message_chunk\"",
-            b"\"tool_call",
-        ]
-        .map(Finder::new)
-    });
-    let [method, chunk, tool_call] = &*FINDERS;
-    method.find(bytes)?;
     let scan = LaneScan::of(bytes);
-    if scan.meta || scan.epoch || scan.escaped_ascii {
+    if !scan.method || scan.meta || scan.epoch || scan.escaped_ascii {
         return None;
     }
     let text = std::str::from_utf8(bytes).ok()?;
@@ -344,9 +354,7 @@ fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
     // walk would only find an escaped chunk to build after them.
     let sift = match parse {
         EventParse::OnDemand => true,
-        EventParse::OutputOnDemand => {
-            (!scan.escape && chunk.find(bytes).is_some()) || tool_call.find(bytes).is_some()
-        }
+        EventParse::OutputOnDemand => (!scan.escape && scan.chunk) || scan.tool_call,
         EventParse::Now => false,
     };
     if sift {
