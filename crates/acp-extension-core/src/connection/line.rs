@@ -566,9 +566,9 @@ impl FactSpans {
 
     /// Reads the facts' places from a line the sift accepted, as
     /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
-    /// event is then built with the line) when a string among them, the
-    /// key of one, or a key of `params.snapshot` has an escape, or a key
-    /// of `params.snapshot` among them comes twice.
+    /// event is then built with the line) when a string among them, its
+    /// key, or a key of `params.snapshot` has an escape, or a fact of
+    /// `params.snapshot` comes twice.
     ///
     /// The sift has verified the line as JSON and told where the event's
     /// keys end (`keys`), so this reads only the facts' values after them:
