@@ -1652,7 +1652,7 @@ impl<'de> Deserialize<'de> for SubagentEvent {
 }
 
 /// The envelope's keys, then the payload's.
-const KEYS: usize = 9;
+const KEYS: usize = SubagentEvent::ENVELOPE_KEYS.len() + PAYLOAD_KEYS.len();
 
 thread_local! {
     /// The keys of the last subagent event this thread's sift accepted
@@ -1675,6 +1675,38 @@ pub(crate) struct SiftedKeys {
     ends: [Option<usize>; KEYS],
 }
 
+/// One of the envelope's and the payload's keys, by its place among them:
+/// found once, when the program is compiled ([`EventKey::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventKey(usize);
+
+impl EventKey {
+    /// The envelope or payload key `name`; any other name does not compile
+    /// where the key is a constant.
+    pub(crate) const fn of(name: &str) -> Self {
+        let mut i = 0;
+        while i < KEYS {
+            let key = if i < SubagentEvent::ENVELOPE_KEYS.len() {
+                SubagentEvent::ENVELOPE_KEYS[i]
+            } else {
+                PAYLOAD_KEYS[i - SubagentEvent::ENVELOPE_KEYS.len()]
+            };
+            if key.len() == name.len() {
+                let (a, b) = (key.as_bytes(), name.as_bytes());
+                let mut j = 0;
+                while j < a.len() && a[j] == b[j] {
+                    j += 1;
+                }
+                if j == a.len() {
+                    return EventKey(i);
+                }
+            }
+            i += 1;
+        }
+        panic!("not a subagent event's envelope or payload key")
+    }
+}
+
 /// Where one key of a [`SiftedKeys`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum KeyEnd {
@@ -1687,15 +1719,8 @@ pub(crate) enum KeyEnd {
 }
 
 impl SiftedKeys {
-    /// Where `key` (an envelope or payload key) ends.
-    pub(crate) fn end(&self, key: &str) -> KeyEnd {
-        let Some(i) = SubagentEvent::ENVELOPE_KEYS
-            .iter()
-            .chain(PAYLOAD_KEYS)
-            .position(|w| *w == key)
-        else {
-            return KeyEnd::Absent;
-        };
+    /// Where `key` ends.
+    pub(crate) fn end(&self, EventKey(i): EventKey) -> KeyEnd {
         match (self.seen[i], self.ends[i]) {
             (false, _) => KeyEnd::Absent,
             (true, Some(end)) => KeyEnd::At(end),

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use crate::namespace::Namespace;
 use crate::sequence::EventFacts;
-use crate::subagent_events::{KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType, sifted_keys};
+use crate::subagent_events::{
+    EventKey, KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType, sifted_keys,
+};
 use crate::wire::Key;
 use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
@@ -582,7 +584,7 @@ impl FactSpans {
         let base = text.as_ptr() as usize;
         // A scan at the value of `key`: `Some(None)` when the event has no
         // such key, `None` when its place is not known.
-        let at = |key: &str| -> Option<Option<Scan<'_>>> {
+        let at = |key: EventKey| -> Option<Option<Scan<'_>>> {
             let end = match keys.end(key) {
                 KeyEnd::Absent => return Some(None),
                 KeyEnd::Escaped => return None,
@@ -600,21 +602,26 @@ impl FactSpans {
         };
         // A fact that is a string with no escape; `Some(None)` when absent
         // or of another type.
-        let fact = |key: &str| -> Option<Option<Span>> {
+        let fact = |key: EventKey| -> Option<Option<Span>> {
             match at(key)? {
                 Some(mut scan) => scan.place(),
                 None => Some(None),
             }
         };
+        const SESSION_ID: EventKey = EventKey::of("sessionId");
+        const RUN_ID: EventKey = EventKey::of("runId");
+        const NATIVE_TURN_ID: EventKey = EventKey::of("nativeTurnId");
+        const SNAPSHOT: EventKey = EventKey::of("snapshot");
+        const UPDATE: EventKey = EventKey::of("update");
         // The sift accepted the event: these are strings.
-        let session_id = fact("sessionId")??;
-        let run_id = fact("runId")??;
-        let native_turn_id = fact("nativeTurnId")?;
-        let (snapshot_state, parent_tool_call_id) = match at("snapshot")? {
+        let session_id = fact(SESSION_ID)??;
+        let run_id = fact(RUN_ID)??;
+        let native_turn_id = fact(NATIVE_TURN_ID)?;
+        let (snapshot_state, parent_tool_call_id) = match at(SNAPSHOT)? {
             Some(mut scan) => scan.snapshot()?.unwrap_or_default(),
             None => (None, None),
         };
-        let output = match at("update")? {
+        let output = match at(UPDATE)? {
             Some(mut scan) if keys.kind == SubagentEventType::Output => scan.update(),
             _ => None,
         };
