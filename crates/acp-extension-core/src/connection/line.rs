@@ -246,10 +246,21 @@ pub fn parse_line(bytes: &[u8]) -> ParsedLine {
 /// assert!(line.is_built());
 /// ```
 pub fn parse_line_with(bytes: &[u8], parse: EventParse) -> ParsedLine {
-    if let Some(line) = typed_event(bytes, parse) {
+    // Checked as UTF-8 once, the whole line at a time: parsed from a
+    // `&[u8]`, every string would be checked again on its own. A line that
+    // is not UTF-8 is parsed from its bytes, for the parser's error.
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return tree(serde_json::from_slice(bytes));
+    };
+    if let Some(line) = typed_event(text, parse) {
         return ParsedLine::Event(line);
     }
-    match serde_json::from_slice(bytes) {
+    tree(serde_json::from_str(text))
+}
+
+/// A line's JSON tree, or why it is not JSON.
+fn tree(parsed: serde_json::Result<Value>) -> ParsedLine {
+    match parsed {
         Ok(v) => ParsedLine::Value(v),
         Err(e) => ParsedLine::NotJson(e.to_string()),
     }
@@ -344,12 +355,11 @@ impl LaneScan {
 }
 
 /// The typed lane of [`parse_line_with`].
-fn typed_event(bytes: &[u8], parse: EventParse) -> Option<EventLine> {
-    let scan = LaneScan::of(bytes);
+fn typed_event(text: &str, parse: EventParse) -> Option<EventLine> {
+    let scan = LaneScan::of(text.as_bytes());
     if !scan.method || scan.meta || scan.epoch || scan.escaped_ascii {
         return None;
     }
-    let text = std::str::from_utf8(bytes).ok()?;
     // Where a plain text chunk or a tool call is likely (the walk below
     // decides): a line with an escape anywhere is built at once but for a
     // tool call (kept as its text, escapes and all), as the sift and the
