@@ -817,6 +817,36 @@ fn absent_and_null_stay_apart() {
 }
 
 #[test]
+fn merge_into_replaces_adds_last_and_removes_on_null() {
+    let mut map = json!({"summary": "reading", "turnCount": 1, "phase": "plan", "durationMs": 5})
+        .as_object()
+        .unwrap()
+        .clone();
+    let p: SubagentProgress = serde_json::from_value(json!({
+        "phase": null,
+        "durationMs": 7.5,
+        "toolsUsed": ["Read"],
+        "summary": null,
+        "mood": {"calm": true},
+        "turnCount": 2,
+    }))
+    .unwrap();
+    p.merge_into(&mut map);
+    // Replaced in place; added last in the order the type writes its keys
+    // (its own, then the unknown ones); removed on `null`; absent keys kept.
+    assert_eq!(
+        serde_json::to_string(&map).unwrap(),
+        r#"{"turnCount":2,"durationMs":7.5,"toolsUsed":["Read"],"mood":{"calm":true}}"#
+    );
+    // An object with nothing set changes nothing.
+    SubagentProgress::new().merge_into(&mut map);
+    assert_eq!(
+        serde_json::to_string(&map).unwrap(),
+        r#"{"turnCount":2,"durationMs":7.5,"toolsUsed":["Read"],"mood":{"calm":true}}"#
+    );
+}
+
+#[test]
 fn resource_contents_keep_a_non_string_text_beside_a_blob() {
     let r = json!({"uri": "u", "text": 5, "blob": "b", "x": true});
     let parsed: SubagentEmbeddedResourceContents = serde_json::from_value(r.clone()).unwrap();

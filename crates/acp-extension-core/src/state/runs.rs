@@ -114,11 +114,9 @@ impl ConnectionState {
                 let Some(run) = s.subagent_runs.get_mut(run_id) else {
                     return;
                 };
-                // The type writes its own keys, in their order: moved into
-                // the run, not copied.
-                if let Ok(Value::Object(p)) = serde_json::to_value(progress) {
-                    fold_progress(run, p);
-                }
+                // Folded as the JSON it writes, key by key, without building
+                // that object.
+                progress.merge_into(&mut run.progress);
             }
             // Folded above.
             SubagentEventPayload::Output(_) => return,
@@ -635,11 +633,14 @@ impl ConnectionState {
     }
 }
 
-/// Progress folded sparse and absolute: a key replaces, `null` clears.
+/// Progress folded sparse and absolute: a key replaces, `null` clears (the
+/// other keys keep their order), as
+/// [`SubagentProgress::merge_into`](crate::subagent_events::SubagentProgress::merge_into) folds
+/// a Core event's.
 fn fold_progress(run: &mut RunState, progress: Map<String, Value>) {
     for (k, v) in progress {
         if v.is_null() {
-            run.progress.remove(&k);
+            run.progress.shift_remove(&k);
         } else {
             run.progress.insert(k, v);
         }

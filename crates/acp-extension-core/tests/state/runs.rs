@@ -74,7 +74,7 @@ fn runs_fold_snapshots_progress_and_output() {
     assert_eq!(run.progress.get("turnCount"), Some(&json!(2)));
     assert!(!run.progress.contains_key("summary"));
     // Sparse and absolute, key by key: the contract's keys in their order,
-    // then unknown ones; `null` clears (the last key takes its place);
+    // then unknown ones; `null` clears (the other keys keep their order);
     // whole numbers are written without a fraction.
     assert_eq!(
         serde_json::to_string(&run.progress).unwrap(),
