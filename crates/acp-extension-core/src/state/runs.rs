@@ -784,11 +784,11 @@ fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
 /// `update` is JSON a parser accepted: the update in a line read.
 fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
     if let Some((text, id)) = plain_without(update, "sessionUpdate", "toolCallId")
-        && !run.tool_calls.contains_key(id)
+        // One lookup: a call the run does not know is the common case.
+        && let indexmap::map::Entry::Vacant(call) = run.tool_calls.entry(id.to_owned())
     {
         run.message_ended = true;
-        run.tool_calls
-            .insert(id.to_owned(), CompactObject::from_plain(text));
+        call.insert(CompactObject::from_plain(text));
         cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
         return;
     }

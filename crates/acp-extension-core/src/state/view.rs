@@ -1000,7 +1000,9 @@ pub(crate) fn plain_without<'a>(text: &'a str, skip: &str, id: &str) -> Option<(
     let mut walk = PlainWalk {
         bytes: text.as_bytes(),
         at: 0,
-        keys: Vec::new(),
+        // Room for the keys of a tool call and its nested objects at once:
+        // grown from nothing, the list was allocated three times a call.
+        keys: Vec::with_capacity(32),
     };
     let mut out = String::with_capacity(text.len());
     out.push('{');
