@@ -550,7 +550,8 @@ pub(crate) fn check_req<T: Check>(obj: &Map, key: &str, at: &str, out: &mut Vec<
 ///   the field is [`MaybeUndefined<T>`] so all three survive a round trip.
 ///
 /// `new` takes the `req` fields in order; every other field has a chained
-/// setter of the same name.
+/// setter of the same name. `merge_into` writes the object into a map as a
+/// one-level JSON Merge Patch (how a run's progress folds).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! wire_struct {
