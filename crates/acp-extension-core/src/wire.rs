@@ -653,9 +653,10 @@ macro_rules! wire_struct {
             /// Applies this object to `map` as a one-level JSON Merge Patch
             /// (RFC 7396, not recursing): each key it writes replaces that
             /// key's value, in the order it writes them (a new key goes
-            /// last), and an explicit `null` removes the key (the others keep
-            /// their order); a key it leaves absent keeps its value. `map` ends as the merge of what
-            /// serializing this object gives, without building that object.
+            /// last), and an explicit `null` removes the key (the others
+            /// keep their order); a key it leaves absent keeps its value.
+            /// `map` ends as the merge of what serializing this object
+            /// gives, without building that object.
             pub fn merge_into(&self, map: &mut $crate::wire::Map) {
                 use $crate::wire::merge_entry;
                 $($( merge_entry(map, $lw, ::serde_json::to_value(&self.$lf)); )*)?
