@@ -3,6 +3,8 @@
 //! contract type implements (through `wire_struct!` and its siblings) to
 //! report all of them. Nothing here knows a contract type.
 
+use std::fmt;
+
 use indexmap::IndexMap;
 use serde_json::Value;
 
@@ -143,9 +145,22 @@ pub enum Rule {
     },
 }
 
-fn quote_list(items: &[&str]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| format!("\"{s}\"")).collect();
-    quoted.join(", ")
+/// The items quoted and separated by commas, written straight into the
+/// message (a record is made for every violation a stream holds).
+fn quote_list<'a>(items: &'a [&'a str]) -> impl fmt::Display + 'a {
+    struct Quoted<'a>(&'a [&'a str]);
+    impl fmt::Display for Quoted<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            for (i, item) in self.0.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(", ")?;
+                }
+                write!(f, "\"{item}\"")?;
+            }
+            Ok(())
+        }
+    }
+    Quoted(items)
 }
 
 impl Rule {

@@ -170,3 +170,29 @@ fn capabilities_meta_may_be_null_but_not_a_namespace_section() {
         vec![("/_meta/ua".to_string(), "not-null")]
     );
 }
+
+#[test]
+fn a_one_of_message_quotes_each_allowed_string() {
+    use acp_extension_core::violation::Rule;
+    assert_eq!(
+        Rule::OneOf(&["text", "image", "resource_link"]).to_string(),
+        r#"must be one of "text", "image", "resource_link""#
+    );
+    assert_eq!(Rule::OneOf(&["low"]).to_string(), r#"must be one of "low""#);
+    // The message a record of an invalid content block carries.
+    let bad = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "output",
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "video"}}});
+    let violations = acp_extension_core::validate::check::<
+        acp_extension_core::subagent_events::SubagentEvent,
+    >(&bad);
+    assert_eq!(
+        violations
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.message()))
+            .collect::<Vec<_>>(),
+        [(
+            "/update/content/type",
+            r#"must be one of "text", "image", "audio", "resource_link", "resource""#.to_owned()
+        )]
+    );
+}

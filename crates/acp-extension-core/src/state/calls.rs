@@ -400,7 +400,7 @@ impl ConnectionState {
                     out,
                     method,
                     None,
-                    &format!("{base}{}", v.pointer),
+                    format!("{base}{}", v.pointer),
                     v.rule.id(),
                     format!(
                         "capability `{}` is invalid and ignored (the others stand): {}",
@@ -473,7 +473,7 @@ impl ConnectionState {
                 out,
                 Some(method),
                 sid,
-                &format!("{prefix}{}", v.pointer),
+                format!("{prefix}{}", v.pointer),
                 v.rule.id(),
                 v.message(),
                 folded,

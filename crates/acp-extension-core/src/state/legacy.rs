@@ -258,7 +258,7 @@ impl ConnectionState {
                         out,
                         Some(method),
                         Some(&sid),
-                        &format!("/params{}", v.pointer),
+                        format!("/params{}", v.pointer),
                         v.rule.id(),
                         v.message(),
                         false,
