@@ -633,17 +633,13 @@ impl ConnectionState {
     }
 }
 
-/// Progress folded sparse and absolute: a key replaces, `null` clears (the
-/// other keys keep their order), as
-/// [`SubagentProgress::merge_into`](crate::subagent_events::SubagentProgress::merge_into) folds
-/// a Core event's.
+/// Progress folded sparse and absolute, key by key as
+/// [`SubagentProgress::merge_into`](crate::subagent_events::SubagentProgress::merge_into)
+/// folds a Core event's: a key replaces, `null` clears (the other keys keep
+/// their order).
 fn fold_progress(run: &mut RunState, progress: Map<String, Value>) {
     for (k, v) in progress {
-        if v.is_null() {
-            run.progress.shift_remove(&k);
-        } else {
-            run.progress.insert(k, v);
-        }
+        crate::wire::merge_entry(&mut run.progress, &k, Ok(v));
     }
 }
 

@@ -381,6 +381,35 @@ fn standard_subagent_updates_fold_into_the_same_runs() {
 }
 
 #[test]
+fn a_standard_runs_progress_folds_as_a_core_events_does() {
+    let announce = |meta: Value| {
+        update(
+            "root",
+            json!({"sessionUpdate": "subagent_update", "sessionId": "child",
+                "state": {"state": "running"}, "_meta": {"lody": {"progress": meta}}}),
+        )
+    };
+    let (state, _) = fold(&[
+        (
+            A2C,
+            announce(json!({"summary": "reading", "turnCount": 1, "phase": "plan"})),
+        ),
+        (
+            A2C,
+            announce(json!({"summary": null, "turnCount": 2, "toolsUsed": ["Read"]})),
+        ),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    let run = &state.session("root").unwrap().subagent_runs["child"];
+    // Replaced in place, added last, cleared by `null` with the other keys
+    // in their order.
+    assert_eq!(
+        serde_json::to_string(&run.progress).unwrap(),
+        r#"{"turnCount":2,"phase":"plan","toolsUsed":["Read"]}"#
+    );
+}
+
+#[test]
 fn a_standard_run_that_goes_idle_and_runs_again_keeps_its_output() {
     // codex's partial patches (official-adapters-offline.md): no state in
     // the announcement, `cancel` toggled apart, idle then running again.
