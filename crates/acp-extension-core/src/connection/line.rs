@@ -43,7 +43,9 @@ pub enum EventParse {
     /// When first asked ([`EventLine::event`]): the line is verified with
     /// the sift (the typed parse's verdict, building nothing), and the
     /// facts the run rules read ([`EventLine::facts`]) are located in its
-    /// text. For followers that read only those facts (`acp-ext check`).
+    /// text. For followers that read only those facts (`acp-ext check`):
+    /// the output the state would fold from the line is not located, so a
+    /// fold builds the event.
     OnDemand,
     /// As [`EventParse::Now`], except for the output events the consumer
     /// state folds straight from the line, which are sifted as with
@@ -135,7 +137,7 @@ impl EventLine {
     }
 
     /// The output the consumer state folds straight from a sifted line
-    /// ([`EventParse::OnDemand`], [`EventParse::OutputOnDemand`]): an
+    /// ([`EventParse::OutputOnDemand`]): an
     /// `agent_message_chunk` of text with no escape in its text or message
     /// id, or a `tool_call` or `tool_call_update`.
     pub(crate) fn sifted_output(&self) -> Option<SiftedOutput<'_>> {
@@ -372,8 +374,9 @@ fn typed_event(text: &str, parse: EventParse) -> Option<EventLine> {
     if sift {
         match sifted_keys(|| sifted_envelope(text)) {
             (Sifted::Accepted(namespace), Some(keys)) => {
-                if let Some(facts) = FactSpans::find(text, &keys)
-                    .filter(|f| parse == EventParse::OnDemand || f.output.is_some())
+                let output = parse == EventParse::OutputOnDemand;
+                if let Some(facts) =
+                    FactSpans::find(text, &keys, output).filter(|f| !output || f.output.is_some())
                 {
                     return Some(EventLine {
                         namespace,
@@ -580,7 +583,9 @@ impl FactSpans {
     /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
     /// event is then built with the line) when a string among them, its
     /// key, or a key of `params.snapshot` has an escape, or a fact of
-    /// `params.snapshot` comes twice.
+    /// `params.snapshot` comes twice. With `output`, the output the state
+    /// folds from the line is located too (`params.update`, walked key by
+    /// key); without, the update is not read.
     ///
     /// The sift has verified the line as JSON and told where the event's
     /// keys end (`keys`), so this reads only the facts' values after them:
@@ -589,7 +594,7 @@ impl FactSpans {
     /// it does not expect gives `None`, never a wrong place (the library's
     /// `tests/lanes.rs` and the `validate` fuzz property hold the facts
     /// found to the built event's).
-    fn find(text: &str, keys: &SiftedKeys) -> Option<Self> {
+    fn find(text: &str, keys: &SiftedKeys, output: bool) -> Option<Self> {
         u32::try_from(text.len()).ok()?;
         let base = text.as_ptr() as usize;
         // A scan at the value of `key`: `Some(None)` when the event has no
@@ -631,9 +636,9 @@ impl FactSpans {
             Some(mut scan) => scan.snapshot()?.unwrap_or_default(),
             None => (None, None),
         };
-        let output = match at(UPDATE)? {
-            Some(mut scan) if keys.kind == SubagentEventType::Output => scan.update(),
-            _ => None,
+        let output = match output && keys.kind == SubagentEventType::Output {
+            true => at(UPDATE)?.and_then(|mut scan| scan.update()),
+            false => None,
         };
         Some(FactSpans {
             session_id,
@@ -876,3 +881,50 @@ impl Scan<'_> {
 }
 
 type SnapshotSpans = (Option<Span>, Option<Span>);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `check`'s reading (`OnDemand`) locates the run rules' facts and not
+    /// the output; the state's (`OutputOnDemand`) locates the output it
+    /// folds from the line as well.
+    #[test]
+    fn only_the_states_reading_locates_the_output() {
+        let event = |update: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{{"version":1,"sessionId":"s","runId":"r","type":"output","update":{update}}}}}"#
+            )
+        };
+        let chunk = event(
+            r#"{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"hi"}}"#,
+        );
+        let call_update = r#"{"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}"#;
+        let call = event(call_update);
+        let expected = [
+            SiftedOutput::TextChunk(TextChunk {
+                text: "hi",
+                message_id: Some("m"),
+            }),
+            SiftedOutput::ToolCall(call_update),
+        ];
+        for (line, expected) in [chunk, call].iter().zip(expected) {
+            let ParsedLine::Event(facts_only) =
+                parse_line_with(line.as_bytes(), EventParse::OnDemand)
+            else {
+                panic!("not on the lane: {line}");
+            };
+            assert!(!facts_only.is_built());
+            assert_eq!(facts_only.facts().run_id, Some("r"));
+            assert_eq!(facts_only.sifted_output(), None, "{line}");
+
+            let ParsedLine::Event(with_output) =
+                parse_line_with(line.as_bytes(), EventParse::OutputOnDemand)
+            else {
+                panic!("not on the lane: {line}");
+            };
+            assert!(!with_output.is_built());
+            assert_eq!(with_output.sifted_output(), Some(expected), "{line}");
+        }
+    }
+}
