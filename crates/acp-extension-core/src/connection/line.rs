@@ -150,9 +150,10 @@ impl EventLine {
         })
     }
 
-    /// The text of `params.update`, as in the line: from the sift's walk,
-    /// or a walk of its own for a line that was built (`None` when a key on
-    /// the way has an escape, or the event has no update).
+    /// The text of `params.update`, as in the line: from the sift's walk
+    /// ([`EventParse::OutputOnDemand`]), or a walk of its own for any other
+    /// line (`None` when a key on the way has an escape, or the event has
+    /// no update).
     pub(crate) fn update_text(&self) -> Option<&str> {
         if let Some(OutputSpans::ToolCall(update)) = self.facts.as_ref().and_then(|f| f.output) {
             return Some(update.of(&self.text));
@@ -374,9 +375,9 @@ fn typed_event(text: &str, parse: EventParse) -> Option<EventLine> {
     if sift {
         match sifted_keys(|| sifted_envelope(text)) {
             (Sifted::Accepted(namespace), Some(keys)) => {
-                let output = parse == EventParse::OutputOnDemand;
-                if let Some(facts) =
-                    FactSpans::find(text, &keys, output).filter(|f| !output || f.output.is_some())
+                let with_output = parse == EventParse::OutputOnDemand;
+                if let Some(facts) = FactSpans::find(text, &keys, with_output)
+                    .filter(|f| !with_output || f.output.is_some())
                 {
                     return Some(EventLine {
                         namespace,
@@ -583,7 +584,7 @@ impl FactSpans {
     /// [`EventFacts::from`] reads them from its JSON tree; `None` (the
     /// event is then built with the line) when a string among them, its
     /// key, or a key of `params.snapshot` has an escape, or a fact of
-    /// `params.snapshot` comes twice. With `output`, the output the state
+    /// `params.snapshot` comes twice. `with_output`: the output the state
     /// folds from the line is located too (`params.update`, walked key by
     /// key); without, the update is not read.
     ///
@@ -594,7 +595,7 @@ impl FactSpans {
     /// it does not expect gives `None`, never a wrong place (the library's
     /// `tests/lanes.rs` and the `validate` fuzz property hold the facts
     /// found to the built event's).
-    fn find(text: &str, keys: &SiftedKeys, output: bool) -> Option<Self> {
+    fn find(text: &str, keys: &SiftedKeys, with_output: bool) -> Option<Self> {
         u32::try_from(text.len()).ok()?;
         let base = text.as_ptr() as usize;
         // A scan at the value of `key`: `Some(None)` when the event has no
@@ -636,9 +637,10 @@ impl FactSpans {
             Some(mut scan) => scan.snapshot()?.unwrap_or_default(),
             None => (None, None),
         };
-        let output = match output && keys.kind == SubagentEventType::Output {
-            true => at(UPDATE)?.and_then(|mut scan| scan.update()),
-            false => None,
+        let output = if with_output && keys.kind == SubagentEventType::Output {
+            at(UPDATE)?.and_then(|mut scan| scan.update())
+        } else {
+            None
         };
         Some(FactSpans {
             session_id,
