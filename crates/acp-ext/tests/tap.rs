@@ -407,6 +407,9 @@ fn secrets_never_reach_the_record() {
         "SECRET-DEFAULT-7",
         "SECRET-ORPHAN-8",
         "SECRET-PREFILL-9",
+        "SECRET-LOGIN-10",
+        "SECRET-PROVIDER-11",
+        "SECRET-TERMINAL-12",
     ];
     let elicitation = json!({
         "jsonrpc": "2.0", "id": 77, "method": "elicitation/create",
@@ -452,6 +455,15 @@ fn secrets_never_reach_the_record() {
         json!({"jsonrpc":"2.0","id":99,"result":{"action":"accept","content":{"x":"SECRET-ORPHAN-8"}}}),
         json!({"jsonrpc":"2.0","id":3,"method":"session/prompt",
                "params":{"sessionId":"s","prompt":[{"type":"text","text":"visible-prompt"}]}}),
+        // ACP v2's login, and the other requests that carry a credential.
+        json!({"jsonrpc":"2.0","id":4,"method":"auth/login",
+               "params":{"methodId":"oauth-device","_meta":{"token":"SECRET-LOGIN-10"}}}),
+        json!({"jsonrpc":"2.0","id":5,"method":"providers/set",
+               "params":{"providerId":"main","apiType":"anthropic","baseUrl":"https://llm.example",
+                         "headers":{"x-provider-key":"SECRET-PROVIDER-11"}}}),
+        json!({"jsonrpc":"2.0","id":6,"method":"terminal/create",
+               "params":{"sessionId":"s","command":"make",
+                         "env":[{"name":"NPM_TOKEN","value":"SECRET-TERMINAL-12"}]}}),
     ];
     for format in ["jsonl", "conductor"] {
         let dir = scratch(&format!("secrets-{format}"));
@@ -494,9 +506,13 @@ fn secrets_never_reach_the_record() {
             "--visible-arg",
             "TOKEN",
             "Authorization",
+            "x-provider-key",
+            "NPM_TOKEN",
+            "https://llm.example",
             "api-key",
+            "oauth-device",
         ] {
-            if visible == "api-key" {
+            if visible == "api-key" || visible == "oauth-device" {
                 // `authenticate` parameters are hidden wholesale.
                 assert!(!text.contains(visible), "{format}");
             } else {
@@ -673,6 +689,75 @@ mod redactor {
         let copy = r.redact(Direction::ClientToAgent, &batch).unwrap();
         assert!(!copy.to_string().contains("t0p"));
         assert_eq!(copy[1], batch[1]);
+    }
+
+    /// Each request of ACP v1 and v2 that carries a credential: the
+    /// secret is hidden in the record's copy (whichever way it travels),
+    /// what names it stays, and `may_redact` says so from the method.
+    #[test]
+    fn every_credential_bearing_request_is_redacted() {
+        let cases = [
+            (
+                "authenticate",
+                json!({"methodId":"api-key","_meta":{"key":"S1"}}),
+                json!({"methodId":REDACTED,"_meta":REDACTED}),
+            ),
+            (
+                "auth/login",
+                json!({"methodId":"oauth","_meta":{"token":"S2"}}),
+                json!({"methodId":REDACTED,"_meta":REDACTED}),
+            ),
+            (
+                "session/new",
+                json!({"cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":"S3"}]}]}),
+                json!({"cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":REDACTED}]}]}),
+            ),
+            (
+                "session/load",
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"type":"http","name":"w","url":"u",
+                    "headers":[{"name":"Authorization","value":"S4"}]}]}),
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"type":"http","name":"w","url":"u",
+                    "headers":[{"name":"Authorization","value":REDACTED}]}]}),
+            ),
+            (
+                "session/resume",
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":"S5"}]}]}),
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":REDACTED}]}]}),
+            ),
+            (
+                "session/fork",
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":"S6"}]}]}),
+                json!({"sessionId":"s","cwd":"/","mcpServers":[{"name":"n","command":"c","args":[],
+                    "env":[{"name":"K","value":REDACTED}]}]}),
+            ),
+            (
+                "providers/set",
+                json!({"providerId":"main","apiType":"openai","baseUrl":"https://x",
+                    "headers":{"Authorization":"Bearer S7","x-route":"S8"}}),
+                json!({"providerId":"main","apiType":"openai","baseUrl":"https://x",
+                    "headers":{"Authorization":REDACTED,"x-route":REDACTED}}),
+            ),
+            (
+                "terminal/create",
+                json!({"sessionId":"s","command":"make","env":[{"name":"TOKEN","value":"S9"}]}),
+                json!({"sessionId":"s","command":"make","env":[{"name":"TOKEN","value":REDACTED}]}),
+            ),
+        ];
+        for (method, params, hidden) in cases {
+            let message = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
+            for d in [Direction::ClientToAgent, Direction::AgentToClient] {
+                let mut r = Redactor::new();
+                assert!(r.may_redact(Some(method), None), "{method}");
+                let copy = r.redact(d, &message).unwrap_or_else(|| panic!("{method}"));
+                assert_eq!(copy["params"], hidden, "{method}");
+                assert_eq!(copy["method"], method);
+            }
+        }
     }
 
     /// The recorder copies messages for which `may_redact` is false without

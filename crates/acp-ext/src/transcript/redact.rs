@@ -31,9 +31,13 @@ const MAX_PENDING: usize = 4096;
 ///   hides every answer. Hidden in the answer (`result.content` and
 ///   `result._meta.<ns>.elicitation.answers`) and in the request itself
 ///   (`default` values, prefilled `answers`);
-/// - every value of `authenticate` parameters (keys are kept);
+/// - every value of the parameters of ACP v1's `authenticate` and v2's
+///   `auth/login` (keys are kept);
 /// - `mcpServers[].env[].value` and `mcpServers[].headers[].value` in
-///   `session/new`, `session/load`, `session/resume` and `session/fork`;
+///   `session/new`, `session/load`, `session/resume` and `session/fork`
+///   (v1 and v2);
+/// - every value of `headers` in `providers/set` (authorization headers);
+/// - `env[].value` in `terminal/create`;
 /// - members of a JSON-RPC batch, each on its own.
 ///
 /// An elicitation-shaped answer (`result.action` with a `content` object)
@@ -119,15 +123,18 @@ impl Redactor {
         // Secrets are hidden whichever way they travel (an agent that echoes
         // is still a leak); only the pairing of an elicitation with its
         // answer depends on the direction.
-        match method {
-            Some("elicitation/create") => self.elicitation_request(direction, obj),
-            Some("authenticate") => {
+        let Some(method) = method else {
+            return self.answer(direction, obj);
+        };
+        match secrets_of(method)? {
+            Secrets::Elicitation => self.elicitation_request(direction, obj),
+            Secrets::AllParams => {
                 let params = obj.get("params")?;
                 let mut copy = obj.clone();
                 copy.insert("params".into(), hide_all(params));
                 Some(Value::Object(copy))
             }
-            Some("session/new" | "session/load" | "session/resume" | "session/fork") => {
+            Secrets::McpServers => {
                 let servers = obj.get("params")?.get("mcpServers")?.as_array()?;
                 if !servers.iter().any(server_has_secrets) {
                     return None;
@@ -140,8 +147,17 @@ impl Redactor {
                 }
                 Some(Value::Object(copy))
             }
-            Some(_) => None,
-            None => self.answer(direction, obj),
+            Secrets::Headers | Secrets::Env => {
+                let params = obj.get("params")?;
+                if !server_has_secrets(params) {
+                    return None;
+                }
+                let mut copy = obj.clone();
+                if let Some(params) = copy.get_mut("params") {
+                    hide_server_secrets(params);
+                }
+                Some(Value::Object(copy))
+            }
         }
     }
 
@@ -151,11 +167,7 @@ impl Redactor {
     /// of `true`.
     pub fn may_redact(&self, method: Option<&str>, result: Option<&str>) -> bool {
         match method {
-            Some(
-                "elicitation/create" | "authenticate" | "session/new" | "session/load"
-                | "session/resume" | "session/fork",
-            ) => true,
-            Some(_) => false,
+            Some(method) => secrets_of(method).is_some(),
             None => {
                 !self.pending.is_empty()
                     || result.is_some_and(|r| r.contains("action") || r.contains("\\u"))
@@ -225,6 +237,42 @@ impl Redactor {
     }
 }
 
+/// Where a request carries what the record must not show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Secrets {
+    /// Every value of its params (keys kept).
+    AllParams,
+    /// `mcpServers[].env[].value` and `mcpServers[].headers[].value`.
+    McpServers,
+    /// Every value of `params.headers`.
+    Headers,
+    /// `params.env[].value`.
+    Env,
+    /// Secret elicitation properties: prefilled here, answered in the
+    /// response.
+    Elicitation,
+}
+
+/// Every request of ACP v1 and v2 that can carry a credential, and where.
+const SECRET_BEARING: &[(&str, Secrets)] = &[
+    ("authenticate", Secrets::AllParams),
+    ("auth/login", Secrets::AllParams),
+    ("session/new", Secrets::McpServers),
+    ("session/load", Secrets::McpServers),
+    ("session/resume", Secrets::McpServers),
+    ("session/fork", Secrets::McpServers),
+    ("providers/set", Secrets::Headers),
+    ("terminal/create", Secrets::Env),
+    ("elicitation/create", Secrets::Elicitation),
+];
+
+fn secrets_of(method: &str) -> Option<Secrets> {
+    SECRET_BEARING
+        .iter()
+        .find(|(m, _)| *m == method)
+        .map(|&(_, s)| s)
+}
+
 fn looks_like_elicitation_answer(result: &Map<String, Value>) -> bool {
     result.contains_key("action")
         && (result.get("content").is_some_and(Value::is_object)
@@ -248,8 +296,10 @@ fn hide_all(params: &Value) -> Value {
     }
 }
 
-/// `env` and `headers` of an MCP server: an array of `{name, value}` (the
-/// ACP shape) or, tolerated, a plain object of values.
+/// `env` and `headers` of an MCP server (or of `providers/set` and
+/// `terminal/create` params): an array of `{name, value}` (the ACP shape
+/// of an MCP server's and a terminal's) or a plain object of values (the
+/// shape of `providers/set`'s headers).
 fn server_has_secrets(server: &Value) -> bool {
     ["env", "headers"].iter().any(|k| match server.get(*k) {
         Some(Value::Array(items)) => items.iter().any(|i| i.get("value").is_some()),
