@@ -61,6 +61,18 @@
 //! assert_eq!(answers.0, ["session/new"]);
 //! ```
 
+// No input may panic the connection layers: every panic site is denied
+// here, and the few that no input can reach say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
+
 use std::cell::OnceCell;
 use std::fmt;
 
@@ -971,6 +983,18 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
             );
         }
     };
+    // JSON-RPC 2.0: an id is a string, a number or null.
+    if let Some(id) = obj.get("id")
+        && !matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
+    {
+        return invalid(
+            "/id",
+            format!(
+                "a JSON-RPC `id` must be a string, a number or null, found {}",
+                crate::wire::json_type(id)
+            ),
+        );
+    }
     if let Some(method) = obj.get("method") {
         let Some(method) = method.as_str() else {
             return invalid("/method", "`method` must be a string".to_owned());

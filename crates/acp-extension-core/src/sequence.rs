@@ -43,6 +43,18 @@
 //! assert_eq!(verdict.findings[0].rule, SequenceRule::SubagentAfterTerminal);
 //! ```
 
+// No input may panic the connection layers: every panic site is denied
+// here, and the few that no input can reach say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
+
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
@@ -509,6 +521,7 @@ impl Sessions {
             }
             self.map.insert(id.to_owned(), SessionMemory::default());
         }
+        #[expect(clippy::expect_used, reason = "the key is inserted just above")]
         let s = self.map.get_mut(id).expect("inserted above");
         s.last_used = tick;
         s

@@ -45,6 +45,18 @@
 //! A standard child session is reusable, a Core run is not: each run gets
 //! a child session of its own, `<root session id>:subagent:<run id>`.
 
+// No input may panic the connection layers: every panic site is denied
+// here, and the few that no input can reach say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -696,25 +708,30 @@ impl CoreSubagents {
                 None => Value::Null,
             },
         };
-        let mut snapshot = serde_json::json!({
-            "state": state,
-            "parentRunId": parent_run,
-            "support": {"stream": ["text", "thought", "tool", "plan"], "progress": false,
-                "outputRead": "none", "cancel": cancel},
-        });
+        let mut snapshot = serde_json::Map::new();
+        snapshot.insert("state".into(), state.into());
+        snapshot.insert("parentRunId".into(), parent_run);
+        snapshot.insert(
+            "support".into(),
+            serde_json::json!({"stream": ["text", "thought", "tool", "plan"], "progress": false,
+                "outputRead": "none", "cancel": cancel}),
+        );
         if let Some(t) = title {
-            snapshot["name"] = Value::String(t);
+            snapshot.insert("name".into(), Value::String(t));
         }
         if let Some(d) = description {
-            snapshot["description"] = Value::String(d);
+            snapshot.insert("description".into(), Value::String(d));
         }
         if let Some(r) = reason {
-            snapshot["reason"] = r;
+            snapshot.insert("reason".into(), r);
         }
         if incomplete {
-            snapshot["outputIncomplete"] = Value::Bool(true);
+            snapshot.insert("outputIncomplete".into(), Value::Bool(true));
         }
-        let entry = self.children.get_mut(child).expect("inserted above");
+        let snapshot = Value::Object(snapshot);
+        let Some(entry) = self.children.get_mut(child) else {
+            return Vec::new();
+        };
         if entry.last.as_ref() == Some(&snapshot) {
             return Vec::new();
         }

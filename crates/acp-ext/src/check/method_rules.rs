@@ -57,8 +57,17 @@ impl Checker {
     }
 
     pub(super) fn session_update(&mut self, params: &Value, out: &mut Vec<Finding>) {
-        let Some(update) = params.get("update") else {
-            return;
+        // The state's own rule: an update it cannot place.
+        let update = match acp_extension_core::state::session_update_parts(params) {
+            Ok((_, update)) => update,
+            Err(v) => {
+                out.push(Finding::of(
+                    &rules::SHAPE,
+                    v.pointer.as_str(),
+                    format!("`session/update`: `{}` {}; the update names no session it can be placed in", v.pointer, v.rule),
+                ));
+                return;
+            }
         };
         if let Some(tag) = str_at(update, "sessionUpdate")
             && !acp_extension_core::state::is_known_session_update(tag)
@@ -186,6 +195,17 @@ impl Checker {
         result: &Value,
         out: &mut Vec<Finding>,
     ) {
+        // The state's own rule: a result it cannot read.
+        if let Some(m) = method
+            && let Some(v) = acp_extension_core::state::result_violation(m, result)
+        {
+            out.push(Finding::of(
+                &rules::SHAPE,
+                v.pointer.as_str(),
+                format!("the `{m}` result {}", v.rule),
+            ));
+            return;
+        }
         if method == Some("initialize") {
             let (key, caps) = capabilities_of(result, Side::Agent);
             if let Some(adv) = &self.agent {

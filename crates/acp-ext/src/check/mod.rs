@@ -96,7 +96,7 @@ enum Support<'a> {
 /// library's [`Connection`], which classifies each message, pairs the
 /// responses and runs the sequence rules once for every observer (the
 /// consumer state beside it, in `watch`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 #[non_exhaustive]
 pub struct Checker {
     /// The connection the checker follows on its own (through

@@ -79,7 +79,7 @@ fn not_json() {
 #[test]
 fn input_too_large() {
     let big = format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"x/y\",\"params\":\"{}\"}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{}}}}\n",
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"x/y\",\"params\":\"{}\"}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"s\",\"update\":{{\"sessionUpdate\":\"plan\",\"entries\":[]}}}}}}\n",
         "a".repeat(input::MAX_VALUE_BYTES + 10)
     );
     let found = check_text(&big, Format::JsonRpc);
@@ -152,6 +152,41 @@ fn shape() {
         both_subagent_events(),
         vec![(A2C, snapshot("s", "r", "running"))],
     ));
+
+    // A `session/update` the state cannot place: the state's own rule.
+    let findings = run(&[
+        (A2C, note("session/update", json!("x"))),
+        (
+            A2C,
+            note("session/update", json!({"sessionId": "", "update": {}})),
+        ),
+        (
+            A2C,
+            note("session/update", json!({"sessionId": 4, "update": {}})),
+        ),
+        (A2C, note("session/update", json!({"sessionId": "s"}))),
+        (
+            A2C,
+            note("session/update", json!({"sessionId": "s", "update": [1]})),
+        ),
+    ]);
+    let hits = of(&findings, &rules::SHAPE);
+    assert_eq!(
+        paths(&hits),
+        [
+            "/params",
+            "/params/sessionId",
+            "/params/sessionId",
+            "/params/update",
+            "/params/update"
+        ]
+    );
+    assert!(
+        hits[0].message.contains("found a string"),
+        "{}",
+        hits[0].message
+    );
+    assert!(hits[1].message.contains("non-empty"), "{}", hits[1].message);
 }
 
 #[test]

@@ -57,6 +57,10 @@ fn random_split_points_in_both_directions_at_once() {
             &agent(&pidfile, &format!(". '{}'", script_file.display())),
         );
         let out = read_all(tap.stdout.take().unwrap());
+        // Its findings (each line names no update) go to stderr: read
+        // them, as a client that pipes stderr must, or the tap waits on a
+        // full pipe.
+        let _findings = read_all(tap.stderr.take().unwrap());
         let mut stdin = tap.stdin.take().unwrap();
         for (i, p) in pieces(&from_client, 0x9E37_79B9_7F4A_7C15)
             .iter()

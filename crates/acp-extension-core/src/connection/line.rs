@@ -2,6 +2,18 @@
 //! or for a valid subagent event notification its typed value with no
 //! tree (the typed lane), or bytes that are not JSON.
 
+// No input may panic the connection layers: every panic site is denied
+// here, and the few that no input can reach say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
+
 use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::fmt;
@@ -109,6 +121,10 @@ impl EventLine {
     /// and it accepts exactly what the typed parse reads (held by the
     /// library's `tests/verdict.rs` and `tests/lanes.rs`, and by the
     /// `validate` fuzz property).
+    #[expect(
+        clippy::expect_used,
+        reason = "the sift accepts exactly what the typed parse reads (tests/verdict.rs, tests/lanes.rs, the `validate` fuzz property)"
+    )]
     pub fn event(&self) -> &SubagentEvent {
         self.event.get_or_init(|| {
             // The sift accepted the line, and it accepts exactly what the

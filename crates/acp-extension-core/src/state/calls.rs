@@ -139,6 +139,23 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let before = out.len();
+        if let Ok(result) = outcome
+            && let Some(v) = result_violation(&call.method, result)
+        {
+            self.record_invalid(
+                out,
+                Some(&call.method),
+                call.session.as_deref(),
+                v.pointer.as_str(),
+                v.rule.id(),
+                format!(
+                    "the `{}` result {}; nothing of it is folded",
+                    call.method, v.rule
+                ),
+                false,
+            );
+            return;
+        }
         let converted = match outcome {
             Ok(result) => self.epoch_records(
                 &call.method,
@@ -376,14 +393,16 @@ impl ConnectionState {
         {
             let on = |k: &str| features.get(k).and_then(Value::as_bool) == Some(true);
             if on("subagentLifecycle") || on("subagentManagement") {
-                let mut sub = json!({"version": 1, "lifecycle": on("subagentLifecycle")});
+                let mut sub = serde_json::Map::new();
+                sub.insert("version".into(), json!(1));
+                sub.insert("lifecycle".into(), json!(on("subagentLifecycle")));
                 if on("subagentManagement") {
                     for k in ["list", "cancel", "output"] {
-                        sub[k] = json!(true);
+                        sub.insert(k.into(), json!(true));
                     }
                 }
                 peer.features
-                    .insert(Feature::Subagents.key().to_owned(), sub);
+                    .insert(Feature::Subagents.key().to_owned(), Value::Object(sub));
             }
         }
         let key = caps_key;

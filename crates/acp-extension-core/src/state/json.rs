@@ -49,7 +49,9 @@ thread_local! {
 fn placeholder() -> &'static RawValue {
     static PLACEHOLDER: LazyLock<Box<RawValue>> = LazyLock::new(|| {
         let text = r#""\u0000 raw JSON written by acp_extension_core::state::write_json""#;
-        RawValue::from_string(text.to_owned()).expect("a JSON string")
+        #[expect(clippy::expect_used, reason = "a constant JSON string")]
+        let raw = RawValue::from_string(text.to_owned()).expect("a JSON string");
+        raw
     });
     &PLACEHOLDER
 }
@@ -258,8 +260,9 @@ pub(crate) fn escape_json_string(text: &str, out: &mut String) {
     let mut start = 0;
     let mut at = 0;
     while let Some(i) = to_escape(bytes, at) {
-        out.push_str(&text[start..i]);
-        let byte = bytes[i];
+        // `i` is an ASCII byte's place: a char boundary.
+        out.push_str(text.get(start..i).unwrap_or_default());
+        let byte = bytes.get(i).copied().unwrap_or_default();
         match byte {
             b'"' => out.push_str("\\\""),
             b'\\' => out.push_str("\\\\"),
@@ -269,15 +272,16 @@ pub(crate) fn escape_json_string(text: &str, out: &mut String) {
             0x08 => out.push_str("\\b"),
             0x0c => out.push_str("\\f"),
             _ => {
+                let hex = |n: u8| char::from(HEX.get(usize::from(n)).copied().unwrap_or(b'0'));
                 out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(byte >> 4)]));
-                out.push(char::from(HEX[usize::from(byte & 0xf)]));
+                out.push(hex(byte >> 4));
+                out.push(hex(byte & 0xf));
             }
         }
         start = i + 1;
         at = i + 1;
     }
-    out.push_str(&text[start..]);
+    out.push_str(text.get(start..).unwrap_or_default());
     out.push('"');
 }
 

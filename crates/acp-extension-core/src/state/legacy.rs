@@ -116,14 +116,13 @@ fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
         })
         .collect(),
     };
-    let mut limit = json!({
-        "limitId": limit_id,
-        "scope": {"providerId": provider},
-        "windows": windows,
-    });
+    let mut limit = serde_json::Map::new();
+    limit.insert("limitId".into(), json!(limit_id));
+    limit.insert("scope".into(), json!({"providerId": provider}));
+    limit.insert("windows".into(), json!(windows));
     for key in ["planName", "limitName"] {
         if let Some(v) = p.get(key).filter(|v| v.is_string() || v.is_null()) {
-            limit[key] = v.clone();
+            limit.insert(key.into(), v.clone());
         }
     }
     json!({"rateLimits": [limit]})

@@ -26,6 +26,26 @@
 //! [`ConnectionState::invalid`]; [`ConnectionState::accounting`] counts
 //! them.
 //!
+//! No input panics the state, and a value of the wrong type anywhere in a
+//! message is either recorded at its field, or folded by one of these
+//! rules (each single-field type change of real traffic is tested against
+//! them):
+//!
+//! * a message that is no JSON-RPC message (no `method`, nor `result` or
+//!   `error`; an `id` that is no string, number or null) is recorded
+//!   `not-a-message`; a `session/update` whose params are no object, whose
+//!   `sessionId` is empty or no string, or whose `update` is no object is
+//!   recorded at that field and placed in no session
+//!   ([`session_update_parts`]); a result that is no object is recorded
+//!   and nothing of it folded ([`result_violation`]);
+//! * a field the state does not read changes nothing, whatever it holds;
+//! * a value of the wrong type at an optional field the state reads is
+//!   read as absent;
+//! * `null` clears what it names (and what the state made of it), as a
+//!   patch does;
+//! * a value the state keeps as it was sent (a vendor's capability, the
+//!   agent's info, a field of several types) is kept as sent.
+//!
 //! # Dialects
 //!
 //! | Fact | Extension | Standard ACP (and the official adapters) | Vendor, AIR, legacy |
@@ -101,6 +121,20 @@
 //! assert_eq!(state.rate_limits()["codex"].rate_limit.windows[0].used_percent.get(), 40.0);
 //! ```
 
+// No input may panic the state (a client embeds it): every panic site,
+// and indexing that could, is denied here; the few that no input can reach
+// say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable,
+        clippy::indexing_slicing
+    )
+)]
+
 mod calls;
 mod json;
 mod legacy;
@@ -115,7 +149,7 @@ use runs::EventSource;
 pub use crate::connection::{Direction, resembles};
 pub use json::{write_json, write_json_parallel};
 pub use legacy::is_legacy_method;
-pub use updates::is_known_session_update;
+pub use updates::{is_known_session_update, result_violation, session_update_parts};
 pub use view::*;
 
 use std::collections::VecDeque;
@@ -981,7 +1015,9 @@ impl ConnectionState {
             self.sessions
                 .insert(session_id.to_owned(), SessionState::default());
         }
-        self.sessions.get_mut(session_id).expect("inserted above")
+        #[expect(clippy::expect_used, reason = "the key is inserted just above")]
+        let s = self.sessions.get_mut(session_id).expect("inserted above");
+        s
     }
 
     #[allow(clippy::too_many_arguments)]

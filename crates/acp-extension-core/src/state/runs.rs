@@ -473,7 +473,7 @@ impl ConnectionState {
         if let Some(c) = update.get("capabilities").filter(|c| c.is_object()) {
             std.capabilities = Some(c.clone());
         }
-        if update.get("name").is_some() && std.generations == 0 {
+        if str_at(update, "name").is_some() && std.generations == 0 {
             std.generations = 1;
         }
         if let Some(state) = str_at(update, "state") {

@@ -9,6 +9,7 @@ use crate::meta::{self, fields};
 use crate::namespace::{self};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::session::{ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState};
+use crate::violation::{Rule, Violation};
 
 /// The session updates of ACP v1 (schema 1.17, unstable ones included).
 const STANDARD_UPDATES: &[&str] = &[
@@ -95,11 +96,114 @@ pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|(_, v)| v)
 }
 
+/// The session a `session/update` names (`None` when it names none, as
+/// recorded fixtures keep updates) and its update, or the rule its params
+/// break (at a pointer into the message): they must be an object whose
+/// `sessionId`, when present, is a non-empty string, with an `update`
+/// object. An update that breaks it is placed in no session; the state
+/// records it and `acp-ext check` reports it, both by this rule.
+///
+/// ```
+/// use acp_extension_core::state::session_update_parts;
+/// use serde_json::json;
+///
+/// let params = json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}});
+/// assert_eq!(session_update_parts(&params).unwrap().0, Some("s"));
+/// assert_eq!(session_update_parts(&json!({"update": {}})).unwrap().0, None);
+/// let v = session_update_parts(&json!({"sessionId": "", "update": {}})).unwrap_err();
+/// assert_eq!((v.pointer.as_str(), v.rule.id()), ("/params/sessionId", "non-empty"));
+/// let v = session_update_parts(&json!("x")).unwrap_err();
+/// assert_eq!((v.pointer.as_str(), v.rule.id()), ("/params", "type"));
+/// ```
+pub fn session_update_parts(params: &Value) -> Result<(Option<&str>, &Value), Violation> {
+    let Some(o) = params.as_object() else {
+        return Err(Violation::new(
+            "/params",
+            Rule::Type {
+                expected: "an object",
+                found: crate::wire::json_type(params),
+            },
+        ));
+    };
+    let sid = match o.get("sessionId") {
+        None => None,
+        Some(Value::String(s)) if s.is_empty() => {
+            return Err(Violation::new("/params/sessionId", Rule::NonEmpty));
+        }
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(other) => {
+            return Err(Violation::new(
+                "/params/sessionId",
+                Rule::Type {
+                    expected: "a non-empty string",
+                    found: crate::wire::json_type(other),
+                },
+            ));
+        }
+    };
+    match o.get("update") {
+        Some(update @ Value::Object(_)) => Ok((sid, update)),
+        None => Err(Violation::new(
+            "/params/update",
+            Rule::Required {
+                expected: "an object",
+            },
+        )),
+        Some(other) => Err(Violation::new(
+            "/params/update",
+            Rule::Type {
+                expected: "an object",
+                found: crate::wire::json_type(other),
+            },
+        )),
+    }
+}
+
+/// The rule an ACP result breaks, if any: every ACP method answers with
+/// an object, and the methods whose result the state reads (`initialize`,
+/// `session/new`, `session/fork`, `session/load`, `session/resume`,
+/// `session/prompt`) never with `null`. The state records such a result
+/// and folds nothing of it; `acp-ext check` reports it; both by this rule.
+///
+/// ```
+/// use acp_extension_core::state::result_violation;
+/// use serde_json::json;
+///
+/// assert!(result_violation("initialize", &json!({"protocolVersion": 1})).is_none());
+/// assert_eq!(result_violation("initialize", &json!(null)).unwrap().rule.id(), "type");
+/// assert!(result_violation("session/set_mode", &json!(null)).is_none());
+/// assert_eq!(result_violation("session/set_mode", &json!("ok")).unwrap().pointer, "/result");
+/// ```
+pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
+    const READ: &[&str] = &[
+        "initialize",
+        "session/new",
+        "session/fork",
+        "session/load",
+        "session/resume",
+        "session/prompt",
+    ];
+    let wrong = match result {
+        Value::Object(_) => false,
+        Value::Null => READ.contains(&method),
+        _ => true,
+    };
+    wrong.then(|| {
+        Violation::new(
+            "/result",
+            Rule::Type {
+                expected: "an object",
+                found: crate::wire::json_type(result),
+            },
+        )
+    })
+}
+
 impl ConnectionState {
     pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Changes) {
-        let sid = match str_at(params, "sessionId") {
-            Some(sid) => sid.to_owned(),
-            None => {
+        let (sid, update) = match session_update_parts(params) {
+            Ok((Some(sid), update)) => (sid.to_owned(), update),
+            Ok((None, update)) => {
                 // Fixtures keep updates without their session: such an
                 // update belongs to the current session (or the only
                 // one), else to the unnamed session `""`.
@@ -107,22 +211,20 @@ impl ConnectionState {
                     .then(|| self.sessions.keys().next().cloned())
                     .flatten();
                 let sid = self.current_session.clone().or(only).unwrap_or_default();
-                let mut params = params.clone();
-                params["sessionId"] = Value::String(sid);
-                return self.session_update(method, &params, out);
+                (sid, update)
             }
-        };
-        let Some(update) = params.get("update") else {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(&sid),
-                "/params/update",
-                "required",
-                "`session/update` without `update`".to_owned(),
-                false,
-            );
-            return;
+            Err(v) => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    v.pointer.as_str(),
+                    v.rule.id(),
+                    format!("`session/update`: `{}` {}; not placed", v.pointer, v.rule),
+                    false,
+                );
+                return;
+            }
         };
         let tag = str_at(update, "sessionUpdate").unwrap_or("");
         // A session that is a standard subagent run: its updates are the
@@ -610,6 +712,21 @@ impl ConnectionState {
         let Some(raw) = update.get("title") else {
             return;
         };
+        if !matches!(raw, Value::String(_) | Value::Null) {
+            self.record_invalid(
+                out,
+                Some(method),
+                Some(sid),
+                "/params/update/title",
+                "type",
+                format!(
+                    "a title must be a string or null, found {}; ignored",
+                    crate::wire::json_type(raw)
+                ),
+                false,
+            );
+            return;
+        }
         let advertised = self
             .negotiation
             .agent

@@ -205,10 +205,28 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let usage = carrier.get("usage").filter(|u| !u.is_null());
-        let quota = carrier
+        let quota = match carrier
             .get("_meta")
             .and_then(|m| m.get("quota"))
-            .filter(|q| !q.is_null());
+            .filter(|q| !q.is_null())
+        {
+            Some(q) if !q.is_object() => {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(sid),
+                    format!("{at}/_meta/quota"),
+                    "type",
+                    format!(
+                        "`_meta.quota` must be an object, found {}; ignored",
+                        crate::wire::json_type(q)
+                    ),
+                    usage.is_some(),
+                );
+                None
+            }
+            q => q,
+        };
         if usage.is_none() && quota.is_none() {
             return;
         }

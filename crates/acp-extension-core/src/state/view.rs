@@ -923,11 +923,9 @@ pub struct CompactObject(Box<str>);
 impl CompactObject {
     /// The compact text of `object`.
     pub fn new(object: &Map<String, Value>) -> Self {
-        Self(
-            serde_json::to_string(object)
-                .expect("a JSON map serializes")
-                .into(),
-        )
+        #[expect(clippy::expect_used, reason = "a JSON map always serializes")]
+        let text = serde_json::to_string(object).expect("a JSON map serializes");
+        Self(text.into())
     }
 
     /// The compact text of `object` without its key `skip`.
@@ -943,11 +941,9 @@ impl CompactObject {
                 map.end()
             }
         }
-        Self(
-            serde_json::to_string(&Without(object, skip))
-                .expect("a JSON map serializes")
-                .into(),
-        )
+        #[expect(clippy::expect_used, reason = "a JSON map always serializes")]
+        let text = serde_json::to_string(&Without(object, skip)).expect("a JSON map serializes");
+        Self(text.into())
     }
 
     /// An object's compact text as [`plain_without`] cut it from JSON a
@@ -1046,7 +1042,7 @@ impl PlainWalk<'_> {
         (self.byte()? == b'"').then_some(())?;
         let start = self.at + 1;
         let end = start + quote_or_backslash(self.bytes.get(start..)?)?;
-        (self.bytes[end] == b'"').then_some(())?;
+        (self.bytes.get(end) == Some(&b'"')).then_some(())?;
         self.at = end + 1;
         Some((start, end))
     }
@@ -1068,8 +1064,13 @@ impl PlainWalk<'_> {
             let entry_start = self.at;
             let (start, end) = self.string()?;
             let bytes = self.bytes;
-            let key = &bytes[start..end];
-            if self.keys[first..].iter().any(|&(s, e)| &bytes[s..e] == key) {
+            let key = bytes.get(start..end)?;
+            if self
+                .keys
+                .iter()
+                .skip(first)
+                .any(|&(s, e)| bytes.get(s..e) == Some(key))
+            {
                 return None;
             }
             self.keys.push((start, end));
@@ -1132,7 +1133,7 @@ impl PlainWalk<'_> {
         }
         let rest = self.bytes.get(self.at..)?;
         let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        let zero_led = digits > 1 && rest[0] == b'0';
+        let zero_led = digits > 1 && rest.first() == Some(&b'0');
         // `-0` reads as a float, written `-0.0`.
         let minus_zero = negative && rest.first() == Some(&b'0');
         if digits == 0 || digits > 18 || zero_led || minus_zero {

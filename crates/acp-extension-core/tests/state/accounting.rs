@@ -241,3 +241,64 @@ fn a_state_that_lists_no_changes_folds_records_and_counts_the_same() {
     );
     same_unlisted(&lines);
 }
+
+/// A `session/update` whose params are no object used to panic the state;
+/// one whose session id is empty or no string, or without an `update`
+/// object, was given to a guessed session or dropped: each is one record
+/// at its pointer, no session is made, and the connection goes on.
+#[test]
+fn a_session_update_without_an_object_or_a_session_is_recorded_not_placed() {
+    let mut state = ConnectionState::new();
+    let lines = [
+        (json!("x"), "/params", "type", "found a string"),
+        (json!(7), "/params", "type", "found a number"),
+        (json!([1]), "/params", "type", "found an array"),
+        (json!(true), "/params", "type", "found a boolean"),
+        (json!(null), "/params", "type", "found null"),
+        (
+            json!({"sessionId": "", "update": {"sessionUpdate": "session_info_update", "title": "T"}}),
+            "/params/sessionId",
+            "non-empty",
+            "not placed",
+        ),
+        (
+            json!({"sessionId": 3, "update": {"sessionUpdate": "session_info_update", "title": "T"}}),
+            "/params/sessionId",
+            "type",
+            "found a number",
+        ),
+        (
+            json!({"sessionId": "s", "update": "title"}),
+            "/params/update",
+            "type",
+            "found a string",
+        ),
+        (
+            json!({"sessionId": "s"}),
+            "/params/update",
+            "required",
+            "not placed",
+        ),
+    ];
+    for (params, pointer, rule, words) in &lines {
+        let changes = state.message(A2C, &notify("session/update", params.clone()));
+        let [Change::Invalid(record)] = &changes[..] else {
+            panic!("{params}: {changes:?}")
+        };
+        assert_eq!(
+            (record.pointer.as_str(), record.rule.as_str()),
+            (*pointer, *rule),
+            "{params}"
+        );
+        assert!(record.message.contains(words), "{record:?}");
+        assert_eq!(record.method.as_deref(), Some("session/update"));
+    }
+    // No session was made for any of them (not even `s`, whose updates
+    // were unreadable).
+    assert!(state.sessions().is_empty(), "{:?}", state.sessions().keys());
+    // The connection goes on.
+    state.message(A2C, &title("s", json!("Fix"), None));
+    assert_eq!(state.session("s").unwrap().title.as_deref(), Some("Fix"));
+    let a = state.accounting();
+    assert_eq!((a.values, a.folded, a.recorded), (10, 1, 9));
+}
