@@ -140,7 +140,8 @@ enum Command {
         quiet: bool,
         /// Which client to play: `core` (every ACP Extension Core client feature), `standard`
         /// (standard ACP only: `subagents`, `session.compaction`, `session.notices`, `plan`) or
-        /// `plain` (neither).
+        /// `plain` (neither, and it sends nothing of the extensions: each query the agent
+        /// advertised is reported as skipped).
         #[arg(long, value_name = "DIALECT", default_value = "core")]
         client: acp_ext::probe::ClientDialect,
         /// Do not steer running turns (by default a turn still running after 100 ms gets one

@@ -108,6 +108,78 @@ async fn only_subsets_are_reported_and_queries_follow_the_advertisement() {
     assert!(!report.has_errors(), "{:#?}", report.findings);
 }
 
+/// A plain client sends nothing of the extensions, although the agent
+/// advertises every query: each is reported as skipped, and why, and the
+/// wire (recorded by a tap between them) holds no extension method and no
+/// extension `_meta` from the client.
+#[tokio::test]
+async fn a_plain_client_sends_no_extension_method_and_names_what_it_skipped() {
+    let record =
+        std::env::temp_dir().join(format!("acp-ext-probe-plain-{}.jsonl", std::process::id()));
+    let agent = vec![
+        EXE.to_string(),
+        "tap".into(),
+        "--record".into(),
+        record.display().to_string(),
+        "--".into(),
+        EXE.to_string(),
+        "serve".into(),
+    ];
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .client(probe::ClientDialect::Plain)
+        .prompt("hello")
+        .prompt("/subagents 1");
+    let report = probe::run(agent, options).await.unwrap();
+    assert!(!report.has_errors(), "{:#?}", report.findings);
+    let skipped: Vec<(&str, Option<&str>)> = report
+        .queries
+        .iter()
+        .map(|q| (q.method.as_str(), q.skipped.as_deref()))
+        .collect();
+    let why = Some("a plain client sends no extension method");
+    // Named as a client without an advertisement would write them.
+    for method in [
+        "_lody/rate_limits/get",
+        "_lody/subagents/list",
+        "_lody/session/history/read",
+        "session/fork (_meta.forkAtTurn)",
+    ] {
+        assert!(skipped.contains(&(method, why)), "{method}: {skipped:?}");
+    }
+    assert!(
+        human(&report).contains("skipped: a plain client sends no extension method"),
+        "{}",
+        human(&report)
+    );
+    let text = std::fs::read_to_string(&record).unwrap();
+    let _ = std::fs::remove_file(&record);
+    let mut sent = 0;
+    for line in text.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap();
+        if entry["dir"] != "c2a" {
+            continue;
+        }
+        sent += 1;
+        let msg = &entry["msg"];
+        let method = msg["method"].as_str().unwrap_or("");
+        assert!(
+            !method.starts_with("_ua/") && !method.starts_with("_lody/"),
+            "the plain client sent {msg}"
+        );
+        for ns in ["ua", "lody"] {
+            assert!(msg["params"]["_meta"].get(ns).is_none(), "{msg}");
+            assert!(
+                msg["params"]["clientCapabilities"]["_meta"]
+                    .get(ns)
+                    .is_none(),
+                "{msg}"
+            );
+        }
+    }
+    assert!(sent >= 4, "{text}");
+}
+
 #[tokio::test]
 async fn a_failing_turn_and_a_timeout_are_findings_not_crashes() {
     let options = ProbeOptions::default().quiet(true).prompt("/fail");

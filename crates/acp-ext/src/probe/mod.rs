@@ -693,6 +693,8 @@ struct Initialized {
     negotiated: Negotiated,
     /// The namespace the probe (the client) writes in: the one the agent reads.
     ns: Namespace,
+    /// The probe plays a plain client: it writes nothing of the extensions.
+    plain: bool,
 }
 
 async fn drive(
@@ -786,6 +788,7 @@ async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Opt
         result,
         negotiated,
         ns,
+        plain: options.client == ClientDialect::Plain,
     })
 }
 
@@ -801,11 +804,14 @@ async fn new_session(
     let (negotiated, ns) = (&init.negotiated, init.ns);
     let mut params = json!({"cwd": dir.to_string_lossy(), "mcpServers": []});
     let mut meta = serde_json::Map::new();
-    if negotiated.is_active(Feature::WorktreeProject) {
+    // A plain client writes no `_meta.<ns>` (the agent's advertisement
+    // alone makes a feature look active).
+    let extensions = !init.plain;
+    if extensions && negotiated.is_active(Feature::WorktreeProject) {
         let project = json!({"version": 1, "originProjectPath": dir.to_string_lossy()});
         namespace::write_key(&mut meta, ns, "worktreeProject", project);
     }
-    if negotiated.is_active(Feature::SessionConfig) {
+    if extensions && negotiated.is_active(Feature::SessionConfig) {
         namespace::write_key(
             &mut meta,
             ns,
@@ -992,6 +998,7 @@ async fn prompt(
                 ok: s.is_ok(),
                 error: s.err().map(|e| e.to_string()),
                 outcome,
+                skipped: None,
             };
             (r, took, Some(steered))
         }
@@ -999,7 +1006,8 @@ async fn prompt(
 }
 
 /// The queries the agent advertised: `session/fork` at the last turn,
-/// rate limits, the subagent list, the session history.
+/// rate limits, the subagent list, the session history; none, each
+/// reported as skipped, for a plain client.
 async fn queries(
     cx: &AgentCx,
     init: &Initialized,
@@ -1019,6 +1027,26 @@ async fn queries(
     }
     if negotiated.is_active(Feature::SessionHistory) {
         queries.push(("session/history/read", json!({"sessionId": session_id})));
+    }
+    // A plain client sends nothing of the extensions: each query the agent
+    // advertised is reported as skipped, and why.
+    if init.plain {
+        let forks = negotiated.is_active(Feature::ForkAtTurn) && last_turn.is_some();
+        let skipped = queries
+            .iter()
+            .map(|(path, _)| ns.method(path))
+            .chain(forks.then(|| "session/fork (_meta.forkAtTurn)".to_owned()));
+        for method in skipped {
+            let q = QueryResult {
+                method,
+                ok: true,
+                error: None,
+                outcome: None,
+                skipped: Some("a plain client sends no extension method".to_owned()),
+            };
+            rec.record(|o| o.queries.push(q));
+        }
+        return;
     }
     if let (true, Some(turn)) = (negotiated.is_active(Feature::ForkAtTurn), last_turn) {
         let mut meta = serde_json::Map::new();
@@ -1040,6 +1068,7 @@ async fn queries(
             ok: r.is_ok(),
             error: r.err().map(|e| e.to_string()),
             outcome: None,
+            skipped: None,
         };
         rec.record(|o| o.queries.push(q));
     }
@@ -1051,6 +1080,7 @@ async fn queries(
             ok: r.is_ok(),
             error: r.err().map(|e| e.to_string()),
             outcome: None,
+            skipped: None,
         };
         rec.record(|o| o.queries.push(q));
     }

@@ -109,6 +109,10 @@ pub struct QueryResult {
     /// A steer's answered `outcome` (`injected`, `failed`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// Why it was not sent although the agent advertised it (a plain
+    /// client sends no extension method).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// A finding with its severity, as reported.
@@ -455,6 +459,9 @@ impl Report {
             let mut lines: Vec<(String, String, usize)> = Vec::new();
             for q in &self.queries {
                 let how = match (&q.outcome, q.ok) {
+                    _ if q.skipped.is_some() => {
+                        style.dim(&format!("skipped: {}", q.skipped.as_deref().unwrap_or("")))
+                    }
                     (Some(o), true) if o == "failed" => {
                         style.warn("failed (answered after its turn ended, or refused)")
                     }
