@@ -20,7 +20,7 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 seconds="${1:-60}"
-targets="${TARGETS:-validate dispatch check tap_framing usage_fold}"
+targets="${TARGETS:-validate dispatch check tap_framing usage_fold state watch bridge}"
 flags=(--sanitizer none --debug-assertions)
 
 [[ -d corpus ]] || ./seed.sh

@@ -84,6 +84,40 @@ for path in files:
         write("tap_framing", bytes([3, 128, 0, 7, 50, 200]) + raw[: MAX - 6])
         write("tap_framing", bytes([0, 255, 9]) + raw[: MAX - 3])
 
+# state, watch and bridge: each corpus file as messages, one per line.
+CLIENT_METHODS = {"initialize", "authenticate", "session/new", "session/load", "session/prompt",
+                  "session/cancel", "session/set_mode", "_session/steering", "_session/goal"}
+for path in files:
+    if "/corpus/" not in path:
+        continue
+    raw = open(path, "rb").read()
+    msgs = [o for v in values_in(raw.decode("utf-8", "replace")) for o in objects(v)
+            if isinstance(o, dict) and o.get("jsonrpc") == "2.0"]
+    lines = [compact(m) for m in msgs]
+    # Who sent each: a call by its method, an answer by its request.
+    sender, directed = {}, []
+    for m, line in zip(msgs, lines):
+        key = json.dumps(m.get("id"))
+        if isinstance(m.get("method"), str):
+            method = m["method"]
+            side = b">" if method in CLIENT_METHODS or method.endswith(("/steer", "/get", "/list", "/read")) else b"<"
+            sender[key] = side
+        else:
+            side = b"<" if sender.get(key, b">") == b">" else b">"
+        directed.append(side + line)
+    plain = b"\n".join(lines) + b"\n"
+    arrows = b"\n".join(directed) + b"\n"
+    for sel in (0, 0x80):
+        write("state", bytes([sel]) + raw[: MAX - 1])
+    for sel in (0x41, 0xC1):
+        write("state", bytes([sel]) + plain[: MAX - 1])
+        write("state", bytes([sel]) + arrows[: MAX - 1])
+    write("watch", bytes([0, 0x85, 0, 4, 9, 10, 3, 90, 40]) + raw[: MAX - 9])
+    write("watch", bytes([0, 5, 0, 4, 9, 10, 3, 90, 40]) + raw[: MAX - 9])
+    write("watch", bytes([1, 3, 1, 5, 8, 60, 20]) + plain[: MAX - 7])
+    for target in (0, 1, 2):
+        write("bridge", bytes([target]) + arrows[: MAX - 1])
+
 unique = list(dict.fromkeys(compact(o) for o in all_objects))
 for i, body in enumerate(unique):
     # validate: every kind in turn (the first byte is taken modulo the kinds).

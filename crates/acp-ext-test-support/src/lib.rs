@@ -28,8 +28,13 @@ use agent_client_protocol::JsonRpcMessage;
 use indexmap::IndexMap;
 use serde_json::Value;
 
+use acp_ext::bridge::{BridgeTarget, Out, Translator};
 use acp_ext::check::input::{self, Format, Item};
 use acp_ext::check::{Checker, Finding, Limits, RuleInfo};
+use acp_ext::watch;
+use acp_extension_core::connection::{Connection, Direction};
+use acp_extension_core::state::{ConnectionState, Limits as StateLimits};
+use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
 pub use acp_ext::fuzzing::tap_framing;
 
@@ -319,17 +324,11 @@ pub fn check(data: &[u8]) {
         return;
     };
     let format = Format::ALL[usize::from(selector & 0x7f) % Format::ALL.len()];
-    let mut limits = Limits::default();
-    if selector & 0x80 != 0 {
-        limits.sessions = 1;
-        limits.runs_per_session = 2;
-        limits.native_ids_per_session = 2;
-        limits.steer_ids_per_session = 1;
-        limits.scopes_per_session = 1;
-        limits.usage_scopes = 1;
-        limits.models_per_scope = 2;
-        limits.pending_requests = 2;
-    }
+    let limits = if selector & 0x80 != 0 {
+        tiny_limits()
+    } else {
+        Limits::default()
+    };
     let first_line = text.split(|&b| b == b'\n').next().unwrap_or_default();
     assert_ne!(input::detect(first_line), Format::Auto);
 
@@ -564,4 +563,290 @@ fn assert_cost<'a>(sum: &ModelUsage, rows: impl IntoIterator<Item = &'a Row>) {
             "known costs but no sum"
         );
     }
+}
+
+/// Every capacity of the state (and of its sequence rules) at 1 or 2, a
+/// run's text at 5 bytes: every cap is reached within a few lines.
+fn tiny_state_limits() -> StateLimits {
+    let mut limits = StateLimits::bounded();
+    limits.sequence = tiny_limits();
+    limits.sessions = 2;
+    limits.runs_per_session = 2;
+    limits.text_per_run = 5;
+    limits.tool_calls_per_run = 1;
+    limits.tasks_per_session = 1;
+    limits.activities_per_session = 1;
+    limits.notices_per_session = 1;
+    limits.steers_per_session = 1;
+    limits.scopes_per_session = 1;
+    limits.turn_usage_per_session = 1;
+    limits.rate_limits = 1;
+    limits.invalid = 2;
+    limits
+}
+
+/// The sequence rules' (the checker's) capacities at 1 or 2.
+fn tiny_limits() -> Limits {
+    let mut limits = Limits::default();
+    limits.sessions = 1;
+    limits.runs_per_session = 2;
+    limits.native_ids_per_session = 2;
+    limits.steer_ids_per_session = 1;
+    limits.scopes_per_session = 1;
+    limits.usage_scopes = 1;
+    limits.models_per_scope = 2;
+    limits.pending_requests = 2;
+    limits
+}
+
+/// What holds of any folded state: its accounting adds up, its records
+/// name a rule at an RFC 6901 pointer, it keeps no more than its limits
+/// allow, its JSON document is what serde writes of it, and both of
+/// `acp-ext state`'s outputs are written without a failure.
+fn assert_state_sound(state: &ConnectionState, limits: &StateLimits) {
+    let a = state.accounting();
+    assert!(
+        a.folded + a.recorded <= a.values,
+        "accounting: {} folded + {} recorded > {} values",
+        a.folded,
+        a.recorded,
+        a.values
+    );
+    assert!(state.invalid_count() >= a.recorded);
+    assert!(state.invalid().len() <= limits.invalid);
+    for record in state.invalid() {
+        assert_pointer_syntax(&record.pointer);
+        assert!(
+            !record.rule.is_empty(),
+            "a record without a rule: {record:?}"
+        );
+    }
+    assert!(state.sessions().len() <= limits.sessions.max(1));
+    assert!(state.rate_limits().len() <= limits.rate_limits.max(1));
+    for session in state.sessions().values() {
+        assert!(session.subagent_runs.len() <= limits.runs_per_session.max(1));
+        assert!(session.notices.len() <= limits.notices_per_session.max(1));
+        assert!(session.steers.len() <= limits.steers_per_session.max(1));
+    }
+    let document = acp_ext::state::Document::new("fuzz", state);
+    let mut ours = Vec::new();
+    acp_extension_core::state::write_json_parallel(&mut ours, &document, state)
+        .expect("writing to memory cannot fail");
+    let theirs = serde_json::to_vec(&document).expect("a state serializes");
+    assert_eq!(
+        String::from_utf8_lossy(&ours),
+        String::from_utf8_lossy(&theirs),
+        "the state's writer and serde disagree"
+    );
+    let text = acp_ext::fuzzing::state_text(state);
+    assert!(text.starts_with("fuzz  "), "{text}");
+}
+
+/// The state a document shows, without the records' wording: the
+/// sessions, rate limits, negotiation and counts, and each record's line,
+/// pointer and rule.
+fn state_facts(state: &ConnectionState) -> Value {
+    let mut v = serde_json::to_value(state).expect("a state serializes");
+    if let Some(o) = v.as_object_mut() {
+        o.remove("invalid");
+    }
+    let records: Vec<Value> = state
+        .invalid()
+        .map(|r| serde_json::json!([r.line, r.pointer, r.rule, r.method, r.session_id]))
+        .collect();
+    serde_json::json!({"state": v, "records": records})
+}
+
+/// `state`: byte 0 picks the input format (bits 0–5, as `check`'s
+/// target), the state's limits (bit 7: tiny, else unbounded), and how the
+/// input is read (bit 6); the rest is a transcript.
+///
+/// Read as `acp-ext state` reads a file (bit 6 clear): folding never
+/// fails on in-memory input and the state is sound
+/// (`assert_state_sound`). Read as lines in any order with their
+/// direction (bit 6 set: a line led by `>` travelled from the client, `<`
+/// from the agent, any other is the whole line with its direction
+/// inferred): one connection followed by the checker and the state
+/// together, and the same lines folded by a state of its own from their
+/// text and from their JSON trees, give the same state.
+pub fn state(data: &[u8]) {
+    let Some((&selector, text)) = data.split_first() else {
+        return;
+    };
+    let limits = if selector & 0x80 != 0 {
+        tiny_state_limits()
+    } else {
+        StateLimits::unbounded()
+    };
+    if selector & 0x40 == 0 {
+        let format = Format::ALL[usize::from(selector & 0x3f) % Format::ALL.len()];
+        let state = acp_ext::state::fold_reader(text, format, limits)
+            .expect("reading from memory cannot fail");
+        assert_state_sound(&state, &limits);
+        return;
+    }
+    let mut connection = Connection::with_limits(limits.sequence);
+    let mut checker = Checker::with_limits(limits.sequence);
+    let mut shared = ConnectionState::with_limits(limits);
+    let mut from_text = ConnectionState::with_limits(limits);
+    let mut tree_connection = Connection::with_limits(limits.sequence);
+    let mut from_tree = ConnectionState::with_limits(limits);
+    for (n, line) in text.split(|&b| b == b'\n').enumerate() {
+        let (direction, line) = match line.split_first() {
+            Some((b'>', rest)) => (Direction::ClientToAgent, rest),
+            Some((b'<', rest)) => (Direction::AgentToClient, rest),
+            _ => (Direction::Unknown, line),
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let at = Some(n as u64 + 1);
+        shared.set_line(at);
+        from_text.set_line(at);
+        from_tree.set_line(at);
+        let Ok(line) = std::str::from_utf8(line) else {
+            connection.unreadable("not-utf8", "not UTF-8", &mut [&mut checker, &mut shared]);
+            from_text.unreadable("not-utf8", "not UTF-8");
+            from_tree.unreadable("not-utf8", "not UTF-8");
+            continue;
+        };
+        connection.follow_line(direction, line, &mut [&mut checker, &mut shared]);
+        for f in checker.take_findings() {
+            assert_known(&f);
+            assert_pointer_syntax(&f.path);
+        }
+        from_text.line(direction, line);
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => tree_connection.follow(direction, &v, &mut [&mut from_tree]),
+            Err(_) => tree_connection.follow_line(direction, line, &mut [&mut from_tree]),
+        }
+        from_tree.take_changes();
+        shared.take_changes();
+    }
+    assert_state_sound(&shared, &limits);
+    let facts = state_facts(&from_text);
+    assert_eq!(
+        state_facts(&shared),
+        facts,
+        "the checker beside the state changed the state"
+    );
+    assert_eq!(
+        state_facts(&from_tree),
+        facts,
+        "the lines' text and their JSON trees fold differently"
+    );
+}
+
+/// The keys `watch` answers, by the byte that picks them.
+const WATCH_KEYS: &[KeyCode] = &[
+    KeyCode::Tab,
+    KeyCode::Char(' '),
+    KeyCode::Char('f'),
+    KeyCode::Left,
+    KeyCode::Right,
+    KeyCode::Char('n'),
+    KeyCode::End,
+    KeyCode::Home,
+    KeyCode::Up,
+    KeyCode::Down,
+    KeyCode::Enter,
+    KeyCode::Char('x'),
+];
+
+/// `watch`: byte 0 picks the input format, byte 1 how many keys follow
+/// (mod 16) and, in its high bit, whether frames are drawn; each key is
+/// one of [`WATCH_KEYS`]; then the frame's width and height; the rest is
+/// a transcript.
+///
+/// `watch`'s model reads the transcript and takes each key without a
+/// panic, its selection staying within what it shows; when frames are
+/// drawn (one before the keys and one after each), each has exactly the
+/// rows asked for. (Laying out a frame costs some fifty times what the
+/// model does: drawing on every input would leave the model's own paths
+/// mostly unexplored.)
+pub fn watch(data: &[u8]) {
+    let [format, count, rest @ ..] = data else {
+        return;
+    };
+    let format = Format::ALL[usize::from(*format) % Format::ALL.len()];
+    let draw = count & 0x80 != 0;
+    let count = usize::from(*count % 16).min(rest.len());
+    let (keys, rest) = rest.split_at(count);
+    let [width, height, text @ ..] = rest else {
+        return;
+    };
+    let (width, height) = (10 + u16::from(*width % 150), 3 + u16::from(*height % 60));
+    let mut app =
+        watch::App::from_reader("fuzz", text, format).expect("reading from memory cannot fail");
+    let frame = |app: &watch::App| {
+        if draw {
+            let text = watch::frame_text(app, width, height);
+            assert_eq!(text.lines().count(), usize::from(height), "{text}");
+        }
+    };
+    frame(&app);
+    for &k in keys {
+        app.key(
+            WATCH_KEYS[usize::from(k) % WATCH_KEYS.len()],
+            KeyModifiers::NONE,
+        );
+        assert!(app.session <= app.state.sessions().len());
+        assert!(app.finding <= app.visible_findings().len());
+        frame(&app);
+    }
+}
+
+/// `bridge`: byte 0 picks the bridge's target (`core`, `standard`,
+/// `auto`); the rest are lines, each from the agent when led by `<`,
+/// else from the client (a leading `>` dropped).
+///
+/// The translation never panics; a line that is not JSON, or that is not
+/// translated, passes unchanged and alone to the other side; every line
+/// the bridge writes in its place is one JSON-RPC object ending in a line
+/// feed; the counts of translated lines are the lines changed.
+pub fn bridge(data: &[u8]) {
+    let Some((&selector, text)) = data.split_first() else {
+        return;
+    };
+    let targets = [
+        BridgeTarget::Core,
+        BridgeTarget::Standard,
+        BridgeTarget::Auto,
+    ];
+    let mut bridge = Translator::new(targets[usize::from(selector) % targets.len()]);
+    let mut changed = [0u64; 2];
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let (from_agent, raw) = match line.split_first() {
+            Some((b'<', rest)) => (true, rest),
+            Some((b'>', rest)) => (false, rest),
+            _ => (false, line),
+        };
+        let out = if from_agent {
+            bridge.from_agent(raw)
+        } else {
+            bridge.from_client(raw)
+        };
+        let passed = match (from_agent, out.as_slice()) {
+            (true, [Out::ToClient(b)]) | (false, [Out::ToAgent(b)]) => b == raw,
+            _ => false,
+        };
+        if passed {
+            continue;
+        }
+        changed[usize::from(from_agent)] += 1;
+        assert!(
+            serde_json::from_slice::<Value>(raw).is_ok_and(|v| v.is_object()),
+            "a line that is no JSON object was changed: {}",
+            String::from_utf8_lossy(raw)
+        );
+        for o in &out {
+            let (Out::ToAgent(b) | Out::ToClient(b)) = o;
+            let body = b
+                .strip_suffix(b"\n")
+                .expect("a written line ends in a line feed");
+            let v: Value = serde_json::from_slice(body).expect("a written line is JSON");
+            assert_eq!(v.get("jsonrpc"), Some(&Value::from("2.0")), "{v}");
+        }
+    }
+    assert_eq!(bridge.translated, changed, "lines translated");
 }

@@ -47,3 +47,18 @@ fn tap_framing_regressions() {
 fn usage_fold_regressions() {
     replay("usage_fold", acp_ext_test_support::usage_fold);
 }
+
+#[test]
+fn state_regressions() {
+    replay("state", acp_ext_test_support::state);
+}
+
+#[test]
+fn watch_regressions() {
+    replay("watch", acp_ext_test_support::watch);
+}
+
+#[test]
+fn bridge_regressions() {
+    replay("bridge", acp_ext_test_support::bridge);
+}

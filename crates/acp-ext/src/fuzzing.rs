@@ -89,3 +89,292 @@ pub fn tap_framing(data: &[u8]) {
         "one record entry per line, `msg` exactly when the validator was given a message"
     );
 }
+
+/// `acp-ext state`'s people's output of `state` (no colour), for the
+/// `state` property: the printer reads every part of the state.
+pub fn state_text(state: &acp_extension_core::state::ConnectionState) -> String {
+    let mut out = Vec::new();
+    crate::state::print_state(&mut out, "fuzz", state, crate::output::Style::plain())
+        .expect("writing to memory cannot fail");
+    String::from_utf8(out).expect("the printer writes UTF-8")
+}
+
+/// One single-field type change of one message of a transcript.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mutation {
+    /// Which message (0-based, in reading order).
+    pub message: usize,
+    /// The field changed, as a JSON pointer into the message.
+    pub pointer: String,
+    /// What it became: `string`, `number`, `array`, `boolean` or `null`.
+    pub into: &'static str,
+}
+
+/// What a mutation pass found: how many mutations took each way out, and
+/// those that took none.
+#[derive(Debug, Default)]
+pub struct MutationReport {
+    /// Mutations tried.
+    pub tried: usize,
+    /// The state recorded the message at the changed field (or at an
+    /// object holding it, or inside it).
+    pub recorded: usize,
+    /// The state folded the message as it folds it without the field (a
+    /// value of the wrong type at an optional field is read as absent).
+    pub as_absent: usize,
+    /// The state folded the message as it folds the original: it does not
+    /// read the field.
+    pub unread: usize,
+    /// The state keeps the value as it was sent (a vendor's capability, an
+    /// agent's info, a field of several types): the state of the original,
+    /// with the new value where the old one (or what the state made of it)
+    /// was; `null` clearing it, as a patch's `null` clears what it names.
+    pub kept: usize,
+    /// Neither: the state changed, silently, in a way that is none of the
+    /// above. Empty when the state keeps its rule.
+    pub silent: Vec<Mutation>,
+}
+
+/// A type's name and a value of it.
+type Mutant = (&'static str, fn() -> Value);
+
+/// The values a field of another type is changed into.
+const MUTANTS: [Mutant; 5] = [
+    ("string", || Value::from("mutated")),
+    ("number", || Value::from(7)),
+    ("array", || Value::Array(Vec::new())),
+    ("boolean", || Value::Bool(true)),
+    ("null", || Value::Null),
+];
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Every pointer below the root of `v`, outermost first.
+fn pointers(v: &Value, at: &str, out: &mut Vec<String>) {
+    let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                let p = format!("{at}/{}", escape(k));
+                out.push(p.clone());
+                pointers(x, &p, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let p = format!("{at}/{i}");
+                out.push(p.clone());
+                pointers(x, &p, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether one pointer lies on the path of the other (segment-wise).
+fn related(a: &str, b: &str) -> bool {
+    let on = |short: &str, long: &str| {
+        long.strip_prefix(short)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    on(a, b) || on(b, a)
+}
+
+/// `v` with the value at `pointer` replaced (`Some`) or removed (`None`).
+fn changed(v: &Value, pointer: &str, into: Option<Value>) -> Value {
+    let mut copy = v.clone();
+    let (parent, last) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+    let key = last.replace("~1", "/").replace("~0", "~");
+    match copy.pointer_mut(parent) {
+        Some(Value::Object(o)) => match into {
+            Some(x) => {
+                o.insert(key, x);
+            }
+            None => {
+                o.shift_remove(&key);
+            }
+        },
+        Some(Value::Array(a)) => {
+            if let Ok(i) = key.parse::<usize>()
+                && i < a.len()
+            {
+                match into {
+                    Some(x) => a[i] = x,
+                    None => {
+                        a.remove(i);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    copy
+}
+
+/// Whether `now` is `before` with `new` wherever the two differ (or, for
+/// `null`, with what was there cleared: a patch's `null` clears what it
+/// names).
+fn kept_as_sent(before: &Value, now: &Value, new: &Value) -> bool {
+    // The value sent, shown where the state showed what it made of the
+    // old one (a summary of blocks, now a string).
+    if before == now || now == new {
+        return true;
+    }
+    // `null` clears: what it names, and what came with it (a title's source).
+    if new.is_null() && now.is_null() {
+        return true;
+    }
+    match (before, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            b.keys().all(|k| a.contains_key(k))
+                && a.iter().all(|(k, va)| match b.get(k) {
+                    Some(vb) => kept_as_sent(va, vb, new),
+                    None => new.is_null(),
+                })
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(va, vb)| kept_as_sent(va, vb, new))
+        }
+        _ => false,
+    }
+}
+
+/// What a state shows, without its counts and records.
+fn shown(state: &acp_extension_core::state::ConnectionState) -> Value {
+    let mut v = serde_json::to_value(state).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        for k in ["invalid", "invalidCount", "messages", "accounting"] {
+            o.remove(k);
+        }
+    }
+    v
+}
+
+/// Runs every single-field type change (a string, a number, an array, a
+/// boolean or `null` in place of any value below a message's root, where
+/// its type differs) of every message of a transcript through the state,
+/// the checker and the bridge (both ways, each target). None may panic;
+/// the state must record the message at the changed field, fold it as it
+/// folds it without the field, or fold it as the original. The messages
+/// before the changed one are folded first, as the transcript has them.
+pub fn mutations(records: &[crate::check::input::Record]) -> MutationReport {
+    use acp_extension_core::state::ConnectionState;
+
+    use crate::bridge::{BridgeTarget, Translator};
+    use crate::check::Checker;
+
+    let mut report = MutationReport::default();
+    let fold = |state: &mut ConnectionState, r: &crate::check::input::Record, m: &Value| {
+        state.message_with_method(r.direction, m, r.request_method.as_deref());
+    };
+    let mut before = ConnectionState::new();
+    let mut checker_before = Checker::new();
+    let mut bridges: Vec<(Translator, Translator)> = [
+        BridgeTarget::Core,
+        BridgeTarget::Standard,
+        BridgeTarget::Auto,
+    ]
+    .into_iter()
+    .map(|t| (Translator::new(t), Translator::new(t)))
+    .collect();
+    for (n, r) in records.iter().enumerate() {
+        let mut original = before.clone();
+        fold(&mut original, r, &r.message);
+        let original_shown = shown(&original);
+        let mut places = Vec::new();
+        pointers(&r.message, "", &mut places);
+        for pointer in places {
+            let Some(old) = r.message.pointer(&pointer) else {
+                continue;
+            };
+            let mut absent: Option<Value> = None;
+            for (into, make) in MUTANTS {
+                // A string or number id only makes another kind of call
+                // (a request of a notification): no type change.
+                if type_name(old) == into
+                    || (pointer == "/id" && matches!(into, "string" | "number"))
+                {
+                    continue;
+                }
+                report.tried += 1;
+                let mutated = changed(&r.message, &pointer, Some(make()));
+                let mut state = before.clone();
+                let records_before = state.invalid_count();
+                fold(&mut state, r, &mutated);
+                let mut checker = checker_before.clone();
+                checker.message_with_method(r.direction, &mutated, r.request_method.as_deref());
+                let line = {
+                    let mut l = serde_json::to_vec(&mutated).unwrap_or_default();
+                    l.push(b'\n');
+                    l
+                };
+                for (client, agent) in &bridges {
+                    let (mut client, mut agent) = (client.clone(), agent.clone());
+                    client.from_client(&line);
+                    agent.from_agent(&line);
+                }
+                let new_records: Vec<_> = state
+                    .invalid()
+                    .skip(usize::try_from(records_before).unwrap_or(usize::MAX))
+                    .collect();
+                let at_field = state.invalid_count() > records_before
+                    && (new_records.is_empty()
+                        || new_records.iter().any(|i| related(&i.pointer, &pointer)));
+                if at_field {
+                    report.recorded += 1;
+                    continue;
+                }
+                let now = shown(&state);
+                if now == original_shown {
+                    report.unread += 1;
+                    continue;
+                }
+                // A patch's `null` clears the object or list it names, and
+                // what the state derived from it (a run's state).
+                if into == "null" && (old.is_object() || old.is_array()) {
+                    report.kept += 1;
+                    continue;
+                }
+                if kept_as_sent(&original_shown, &now, &make()) {
+                    report.kept += 1;
+                    continue;
+                }
+                let absent = absent.get_or_insert_with(|| {
+                    let mut s = before.clone();
+                    fold(&mut s, r, &changed(&r.message, &pointer, None));
+                    shown(&s)
+                });
+                if now == *absent {
+                    report.as_absent += 1;
+                } else {
+                    report.silent.push(Mutation {
+                        message: n,
+                        pointer: pointer.clone(),
+                        into,
+                    });
+                }
+            }
+        }
+        before = original;
+        checker_before.message_with_method(r.direction, &r.message, r.request_method.as_deref());
+        let line = {
+            let mut l = serde_json::to_vec(&r.message).unwrap_or_default();
+            l.push(b'\n');
+            l
+        };
+        for (client, agent) in &mut bridges {
+            client.from_client(&line);
+            agent.from_agent(&line);
+        }
+    }
+    report
+}

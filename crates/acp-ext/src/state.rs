@@ -285,7 +285,7 @@ fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Resu
     Ok(())
 }
 
-fn print_state(
+pub(crate) fn print_state(
     out: &mut impl Write,
     file: &str,
     state: &ConnectionState,

@@ -229,6 +229,32 @@ fn common_truths(name: &str, r: &Run) {
     assert!(invalid.is_empty(), "{name}: {invalid:#?}");
     let a = r.state.accounting();
     assert_eq!(a.values, a.folded + a.recorded, "{name}");
+    // Every single-field type change of every message of the record:
+    // recorded at its field or folded by the state's rule, no panic.
+    let mut records = Vec::new();
+    acp_ext::check::input::read(r.record.as_bytes(), Format::Auto, |item| {
+        if let acp_ext::check::input::Item::Record(rec) = item {
+            records.push(rec);
+        }
+    })
+    .unwrap();
+    let mutated = acp_ext::fuzzing::mutations(&records);
+    assert!(mutated.tried > 0, "{name}");
+    let silent: Vec<String> = mutated
+        .silent
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} → {}: {}",
+                m.message, m.pointer, m.into, records[m.message].message
+            )
+        })
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "{name}: changes folded silently:\n{}",
+        silent.join("\n")
+    );
     assert_eq!(
         r.state.sessions().len(),
         1,

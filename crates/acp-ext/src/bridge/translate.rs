@@ -101,7 +101,7 @@ enum Pending {
 
 /// The bridge's state: both sides' dialects, the translated requests in
 /// flight, and each dialect's run tables.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Translator {
     target: BridgeTarget,
     init_id: Option<Value>,

@@ -1,0 +1,11 @@
+//! Fuzz target `bridge`: see `acp_ext_test_support::bridge` for the input layout and
+//! the properties checked.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fuzz_target!(|data: &[u8]| acp_ext_test_support::bridge(data));
