@@ -324,23 +324,7 @@ impl Report {
 
     /// Prints the report for people.
     pub fn print_human(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
-        let info = self.agent_info.as_ref();
-        let field = |k: &str| {
-            info.and_then(|i| i.get(k))
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_owned()
-        };
-        writeln!(
-            out,
-            "{}",
-            style.bold(&format!(
-                "Agent: {} ({}) version {}",
-                field("name"),
-                field("title"),
-                field("version")
-            ))
-        )?;
+        writeln!(out, "{}", style.bold(&agent_line(self.agent_info.as_ref())))?;
         writeln!(
             out,
             "Protocol version: {}",
@@ -512,5 +496,48 @@ fn namespaces(r: &ExtensionRow) -> String {
         r.namespace.clone()
     } else {
         r.namespaces.join(", ")
+    }
+}
+
+/// `Agent: name (title) version v`, each part only when the agent sent it.
+fn agent_line(info: Option<&Value>) -> String {
+    let field = |k: &str| info.and_then(|i| i.get(k)).and_then(Value::as_str);
+    let Some(name) = field("name").or(field("title")) else {
+        return "Agent: (it sent no agentInfo)".to_owned();
+    };
+    let mut line = format!("Agent: {name}");
+    if let Some(title) = field("title").filter(|t| *t != name) {
+        line.push_str(&format!(" ({title})"));
+    }
+    if let Some(version) = field("version") {
+        line.push_str(&format!(" version {version}"));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::agent_line;
+
+    #[test]
+    fn the_agent_line_names_only_what_the_agent_sent() {
+        assert_eq!(agent_line(None), "Agent: (it sent no agentInfo)");
+        assert_eq!(
+            agent_line(Some(&json!({}))),
+            "Agent: (it sent no agentInfo)"
+        );
+        assert_eq!(
+            agent_line(Some(
+                &json!({"name": "codex-acp", "title": "Codex", "version": "2.6.0"})
+            )),
+            "Agent: codex-acp (Codex) version 2.6.0"
+        );
+        assert_eq!(agent_line(Some(&json!({"name": "a"}))), "Agent: a");
+        assert_eq!(
+            agent_line(Some(&json!({"title": "T", "version": "1"}))),
+            "Agent: T version 1"
+        );
     }
 }
