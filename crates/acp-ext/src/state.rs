@@ -8,6 +8,12 @@
 //! windows and what was invalid. `--json`: one document per file (its
 //! schema: `acp-ext schema state`).
 
+// No line a peer sends may panic what reads it: denied here.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};

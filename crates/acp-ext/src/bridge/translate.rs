@@ -1,6 +1,12 @@
 //! The bridge's translation, line by line, with no process: what each line
 //! from the client or the agent becomes (see the [module docs](super)).
 
+// No line a peer sends may panic what reads it: denied here.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 use std::collections::HashMap;
 
 use acp_extension_core::connection::{Direction, PendingRequests};

@@ -40,6 +40,12 @@
 //! assert_eq!(findings[1].path, "/params/fetchedAtEpochSeconds");
 //! ```
 
+// No line a peer sends may panic what reads it: denied here.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod input;
 mod meta_rules;
 mod method_rules;

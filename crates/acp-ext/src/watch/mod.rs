@@ -11,6 +11,12 @@
 //! to keys, and redraws at most [`MAX_FPS`] times a second, only when
 //! something changed (and once a second while a reset countdown shows).
 
+// No line a peer sends may panic what reads it: denied here.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod follow;
 pub mod ui;
 
