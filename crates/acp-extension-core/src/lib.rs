@@ -158,6 +158,17 @@
 //!
 
 #![deny(missing_docs)]
+// No input may panic the library: every panic site is denied, and the few
+// that no input can reach say why where they stand.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::unreachable
+    )
+)]
 
 // Ground floor: the violation vocabulary, then the wire primitives (and the
 // verdict-only pass their declarations generate).

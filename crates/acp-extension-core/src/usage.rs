@@ -956,6 +956,10 @@ impl SessionUsageAccumulator {
         let old = std::mem::replace(&mut self.ops[o].rows[slot].row, merged);
         let ledger = &mut self.models[m];
         ledger.sums.replace(&old.counters, &merged.counters);
+        #[expect(
+            clippy::expect_used,
+            reason = "a row replaced is one added before, with its contribution"
+        )]
         let pos = ledger
             .contributions
             .binary_search_by_key(&key, |c| c.key)
@@ -1012,10 +1016,8 @@ impl SessionUsageAccumulator {
         if merged.cost.is_none() {
             ledger.unknown_costs += 1;
         }
-        let pos = ledger
-            .contributions
-            .binary_search_by_key(&key, |c| c.key)
-            .unwrap_err();
+        // Where it goes (a new operation's key is not there yet).
+        let (Ok(pos) | Err(pos)) = ledger.contributions.binary_search_by_key(&key, |c| c.key);
         ledger.contributions.insert(
             pos,
             Contribution {
