@@ -159,6 +159,34 @@ fn keys_move_expand_replay_and_filter() {
     assert!(app.quit);
 }
 
+/// An empty transcript has no message to replay to: every key that moves
+/// through the timeline keeps the view live (seeking into it panicked).
+#[test]
+fn keys_on_an_empty_transcript_keep_the_view_live() {
+    let mut app = App::from_reader("empty", &b""[..], Format::JsonRpc).unwrap();
+    for code in [
+        KeyCode::Char(' '),
+        KeyCode::Left,
+        KeyCode::Home,
+        KeyCode::Right,
+        KeyCode::Char('n'),
+        KeyCode::Char(' '),
+        KeyCode::Tab,
+        KeyCode::Tab,
+        KeyCode::Tab,
+        KeyCode::Up,
+        KeyCode::Enter,
+        KeyCode::End,
+    ] {
+        key(&mut app, code);
+        assert_eq!(app.cursor, None, "{code:?}");
+    }
+    assert!(app.live());
+    assert!(app.state.sessions().is_empty());
+    let frame = frame_text(&app, 60, 12);
+    assert_eq!(frame.lines().count(), 12);
+}
+
 #[test]
 fn next_finding_jumps_to_its_message() {
     let dir = scratch("findings");

@@ -275,7 +275,9 @@ impl App {
     }
 
     fn fold_entry(&mut self, i: usize) {
-        let e = &self.entries[i];
+        let Some(e) = self.entries.get(i) else {
+            return;
+        };
         if e.json.is_empty() {
             return;
         }
@@ -287,9 +289,11 @@ impl App {
         }
     }
 
-    /// Shows the state as of message `i` (clamped), or live with `None`.
+    /// Shows the state as of message `i` (clamped), or live with `None`
+    /// (also when there is no message to show the state as of).
     pub fn seek(&mut self, target: Option<usize>) {
-        let target = target.map(|i| i.min(self.entries.len().saturating_sub(1)));
+        let last = self.entries.len().checked_sub(1);
+        let target = target.and_then(|i| Some(i.min(last?)));
         self.cursor = target;
         match target {
             None => {
