@@ -159,11 +159,12 @@ pub fn session_update_parts(params: &Value) -> Result<(Option<&str>, &Value), Vi
     }
 }
 
-/// The rule an ACP result breaks, if any: every ACP method answers with
-/// an object, and the methods whose result the state reads (`initialize`,
-/// `session/new`, `session/fork`, `session/load`, `session/resume`,
-/// `session/prompt`) never with `null`. The state records such a result
-/// and folds nothing of it; `acp-ext check` reports it; both by this rule.
+/// The rule an ACP result breaks, if any: every method of ACP and of the
+/// contract answers with an object, and the methods whose result the state
+/// reads (`initialize`, `session/new`, `session/fork`, `session/load`,
+/// `session/resume`, `session/prompt`) never with `null`; a vendor's own
+/// `_…` method may answer anything. The state records such a result and
+/// folds nothing of it; `acp-ext check` reports it; both by this rule.
 ///
 /// ```
 /// use acp_extension_core::state::result_violation;
@@ -173,6 +174,8 @@ pub fn session_update_parts(params: &Value) -> Result<(Option<&str>, &Value), Vi
 /// assert_eq!(result_violation("initialize", &json!(null)).unwrap().rule.id(), "type");
 /// assert!(result_violation("session/set_mode", &json!(null)).is_none());
 /// assert_eq!(result_violation("session/set_mode", &json!("ok")).unwrap().pointer, "/result");
+/// assert_eq!(result_violation("_lody/rate_limits/get", &json!(1)).unwrap().rule.id(), "type");
+/// assert!(result_violation("_vendor/ping", &json!("pong")).is_none());
 /// ```
 pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
     const READ: &[&str] = &[
@@ -183,6 +186,9 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
         "session/resume",
         "session/prompt",
     ];
+    if method.starts_with('_') && crate::methods::method_kind(method).is_none() {
+        return None;
+    }
     let wrong = match result {
         Value::Object(_) => false,
         Value::Null => READ.contains(&method),
