@@ -263,9 +263,11 @@ fn shown(state: &acp_extension_core::state::ConnectionState) -> Value {
 /// boolean or `null` in place of any value below a message's root, where
 /// its type differs) of every message of a transcript through the state,
 /// the checker and the bridge (both ways, each target). None may panic;
-/// the state must record the message at the changed field, fold it as it
-/// folds it without the field, or fold it as the original. The messages
-/// before the changed one are folded first, as the transcript has them.
+/// the state must record the message at the changed field, or fold it by
+/// a rule of the state's docs: as the original (a field it does not
+/// read), as without the field (a wrong type read as absent), with the
+/// value kept as sent, or cleared by `null`. The messages before the
+/// changed one are folded first, as the transcript has them.
 pub fn mutations(records: &[crate::check::input::Record]) -> MutationReport {
     use acp_extension_core::state::ConnectionState;
 
