@@ -30,7 +30,7 @@ struct Cli {
 enum Command {
     /// Validate JSON values (one per line, or one after another) against the contract.
     Validate {
-        /// Payload kind (see `acp-ext schema`); `auto` reads whole JSON-RPC messages.
+        /// Payload kind (see `acp-ext schema`); `auto` reads whole JSON-RPC messages, and a value that is none is invalid (`not-a-message`).
         #[arg(long = "as", value_name = "KIND", default_value = "auto")]
         kind: Kind,
         /// One JSON line per value: {"index","valid","errors"}.
@@ -478,7 +478,7 @@ fn validate_files(
     let style = Style::stdout();
     let stdout = io::stdout();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    let (mut valid, mut invalid) = (0u64, 0u64);
+    let (mut valid, mut invalid, mut not_messages) = (0u64, 0u64, 0u64);
     let mut shown = 0usize;
     const SHOW: usize = 20;
     let mut write_err: Option<io::Error> = None;
@@ -486,6 +486,14 @@ fn validate_files(
         let reader = open(path)?;
         let name = path.display().to_string();
         let summary = validate::validate_stream(kind, reader, &options, |item| {
+            if item
+                .report
+                .violations
+                .iter()
+                .any(|v| v.pointer.is_empty() && v.rule.id() == "not-a-message")
+            {
+                not_messages += 1;
+            }
             if write_err.is_some() {
                 return;
             }
@@ -518,7 +526,10 @@ fn validate_files(
                 invalid as usize - shown
             )?;
         }
-        let line = format!("{valid} valid, {invalid} invalid");
+        let mut line = format!("{valid} valid, {invalid} invalid");
+        if not_messages > 0 {
+            line += &format!(" ({not_messages} not a JSON-RPC message)");
+        }
         if quiet {
             writeln!(out, "{line}")?;
         } else if invalid == 0 {

@@ -472,6 +472,59 @@ fn check_and_the_state_agree_on_every_corpus_file() {
 }
 
 #[test]
+fn namespace_misuse_is_recorded_where_check_reports_it() {
+    // A lody-only client; an agent that advertises usage and activity in
+    // both namespaces but not `rateLimits`. The agent writes one update in
+    // `ua` (which the client does not read) and rate limits it never
+    // advertised.
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"lody":{}}}}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"_meta":{"lody":{"sessionActivity":{"version":1}},"ua":{"sessionActivity":{"version":1}}}}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#,
+        r#"{"jsonrpc":"2.0","method":"_ua/session/activity_update","params":{"version":1,"sessionId":"s1","state":"running","backgroundTaskCount":0}}"#,
+        r#"{"jsonrpc":"2.0","method":"_lody/rate_limits/update","params":{"rateLimits":[{"limitId":"l","scope":{"providerId":"p"},"windows":[]}]}}"#,
+        r#"{"jsonrpc":"2.0","method":"_lody/session/activity_update","params":{"version":1,"sessionId":"s1","state":"idle","backgroundTaskCount":0}}"#,
+    ];
+    let path = std::env::temp_dir().join(format!("acp-ext-misuse-{}.jsonl", std::process::id()));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let findings: Vec<(u64, String)> = check_errors(&path)
+        .iter()
+        .filter(|f| f["severity"] == "error")
+        .map(|f| (f["line"].as_u64().unwrap(), f["rule"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(
+        findings,
+        [(5, "namespace-mismatch".to_owned()), (6, "not-advertised".to_owned())]
+    );
+    let (code, docs, _) = state_json(&[], &[path.as_path()]);
+    assert_eq!(code, 0);
+    let records: Vec<(u64, &str, &str)> = docs[0]["invalid"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["pointer"].as_str().unwrap(),
+                r["rule"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        records,
+        [(5, "/method", "namespace-mismatch"), (6, "/method", "not-advertised")]
+    );
+    // Neither is folded: the session's activity is the `lody` update's, and
+    // no rate-limit row exists.
+    let state = &docs[0];
+    assert_eq!(state["sessions"]["s1"]["activity"]["state"], "idle", "{state:#}");
+    assert_eq!(state["rateLimits"], serde_json::json!({}), "{state:#}");
+    assert_eq!(state["accounting"]["recorded"], 2);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
     use acp_ext::check::input::{Format, Item, read_parallel};
     use acp_ext::state::fold_reader;

@@ -32,10 +32,11 @@ use acp_extension_core::capabilities::{
     AdvertiseExtensions, AgentExtensionCapabilities, ConfigPolicy, SteeringCapability,
     SteeringTransport, UpstreamTurn, VersionOneCapability,
 };
+use acp_extension_core::indexmap::IndexMap;
 use acp_extension_core::methods::{AnyExtensionRequest, ExtensionResponse};
 use acp_extension_core::namespace::NamespaceSet;
 use acp_extension_core::producer::{
-    AgentExtensions, ExtensionRequestHandler, handle_any, handle_standard,
+    AgentExtensions, Delivery, ExtensionRequestHandler, SendError, handle_any, handle_standard,
 };
 use acp_extension_core::session::{SteerOutcome, SteerRequest, SteerResponse, TitleSource};
 use acp_extension_core::standard::{StandardRequest, StandardResponse, advertise_steering};
@@ -53,7 +54,6 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Stdio};
-use indexmap::IndexMap;
 use serde_json::json;
 
 /// What the agent remembers of one session.
@@ -116,10 +116,15 @@ fn capabilities() -> AgentCapabilities {
 
 /// Applies the steers that arrived so far: confirm each one, then let it
 /// shape the answer. `close` ends the turn for later steers.
-fn apply_steers(state: &State, ext: &AgentExtensions, sid: &SessionId, close: bool) {
+fn apply_steers(
+    state: &State,
+    ext: &AgentExtensions,
+    sid: &SessionId,
+    close: bool,
+) -> Result<(), SendError> {
     let mut sessions = state.sessions.lock().unwrap_or_else(|p| p.into_inner());
     let Some(session) = sessions.get_mut(&*sid.0) else {
-        return;
+        return Ok(());
     };
     let steers = if close {
         session.steers.take().unwrap_or_default()
@@ -132,7 +137,7 @@ fn apply_steers(state: &State, ext: &AgentExtensions, sid: &SessionId, close: bo
     };
     for steer in steers {
         // The confirmation comes before the prompt's response.
-        let _ = ext.steer_applied(sid, steer.steer_id.clone());
+        ext.steer_applied(sid, steer.steer_id.clone())?;
         let text: String = steer
             .content_blocks()
             .filter_map(|b| match b {
@@ -140,13 +145,14 @@ fn apply_steers(state: &State, ext: &AgentExtensions, sid: &SessionId, close: bo
                 _ => None,
             })
             .collect();
-        let _ = ext.session_update(
+        ext.session_update(
             sid,
             SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(format!(
                 " (Steered: {text})"
             )))),
-        );
+        )?;
     }
+    Ok(())
 }
 
 async fn run_turn(
@@ -173,9 +179,13 @@ async fn run_turn(
         .collect();
 
     // A title the agent generated, tagged in the negotiated namespace.
+    // Every send answers `Ok(Delivery)`, `Withheld` when the client did
+    // not ask for it (a standard or plain client): `?` passes that on and
+    // fails the turn only on a closed connection or a message wrong as
+    // written.
     let title: String = format!("Example: {}", text.chars().take(40).collect::<String>());
-    if let Err(e) = ext.title(&sid, title, TitleSource::Generated) {
-        eprintln!("agent example: title not sent: {e}");
+    if let Delivery::Withheld(why) = ext.title(&sid, title, TitleSource::Generated)? {
+        eprintln!("agent example: no title for this client: {why}");
     }
 
     // One subagent run per prompt, when the client takes subagent events.
@@ -207,16 +217,15 @@ async fn run_turn(
     let words = ["You", " said:", " ", text.as_str(), "."];
     for word in words {
         tokio::time::sleep(Duration::from_millis(80)).await;
-        apply_steers(&state, &ext, &sid, false);
+        apply_steers(&state, &ext, &sid, false)?;
         ext.session_update(
             &sid,
             SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::from(
                 word.to_owned(),
             ))),
-        )
-        .map_err(|e| agent_client_protocol::Error::internal_error().data(e.to_string()))?;
+        )?;
     }
-    apply_steers(&state, &ext, &sid, true);
+    apply_steers(&state, &ext, &sid, true)?;
 
     // Usage of this turn, in the session's own ledger (the handle keeps one
     // per session: cumulative per scope, never shared between sessions).
@@ -226,12 +235,10 @@ async fn run_turn(
         ModelUsage::new(100 * n, 20u64, 0u64),
     );
     // A Core client gets the ledger (a standard one has no use for it: the
-    // handle refuses it, and nothing is lost) …
-    let _ = ext.usage(&sid, &format!("turn-{n}"), &rows);
+    // handle withholds it, and nothing is lost) …
+    ext.usage(&sid, &format!("turn-{n}"), &rows)?;
     // … and every client the context occupancy, in standard ACP.
-    if let Err(e) = ext.context_usage(&sid, 120 * n, 200_000, None) {
-        eprintln!("agent example: context usage not sent: {e}");
-    }
+    ext.context_usage(&sid, 120 * n, 200_000, None)?;
     Ok(PromptResponse::new(StopReason::EndTurn))
 }
 

@@ -65,11 +65,11 @@ use std::cell::OnceCell;
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::capabilities::{Feature, Side};
 use crate::methods::method_kind;
-use crate::namespace::{self, Namespace, split_method};
+use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::{SequenceFinding, SequenceTracker, TrackedState};
 use crate::subagent_events::SubagentEvent;
@@ -971,22 +971,10 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
             );
         }
     };
-    // JSON-RPC 2.0: an id is a string, a number or null.
-    if let Some(id) = obj.get("id")
-        && !matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
-    {
-        return invalid(
-            "/id",
-            format!(
-                "a JSON-RPC `id` must be a string, a number or null, found {}",
-                crate::wire::json_type(id)
-            ),
-        );
+    if let Some((pointer, why)) = crate::validate::envelope_problem(obj) {
+        return invalid(pointer, why);
     }
-    if let Some(method) = obj.get("method") {
-        let Some(method) = method.as_str() else {
-            return invalid("/method", "`method` must be a string".to_owned());
-        };
+    if let Some(method) = obj.get("method").and_then(Value::as_str) {
         let id = obj.get("id").filter(|id| !id.is_null());
         let kind = if id.is_some() {
             MessageKind::Request
@@ -1010,24 +998,13 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
         m.outcome = Some(outcome);
         return m;
     }
-    if obj.contains_key("id") {
-        return invalid("", "a response needs `result` or `error`".to_owned());
-    }
-    if is_bare_subagent_event(obj) {
-        let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
-        m.call_method = Some(BARE_EVENT_METHOD);
-        m.set_params(value);
-        m.bare_event = true;
-        return m;
-    }
-    let why = match resembles(value) {
-        Some(shape) => format!(
-            "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
-        ),
-        None => "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message"
-            .to_owned(),
-    };
-    invalid("", why)
+    // What the envelope rule lets through without a method or an outcome
+    // is a bare subagent event.
+    let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
+    m.call_method = Some(BARE_EVENT_METHOD);
+    m.set_params(value);
+    m.bare_event = true;
+    m
 }
 
 /// An `initialize` result by its shape (fixtures keep it without its
@@ -1078,86 +1055,4 @@ pub fn standard_steer_id(params: &Value, id: &Value) -> String {
         .map_or_else(|| format!("request:{id}"), str::to_owned)
 }
 
-/// `{version, sessionId, runId, type, …}` without a JSON-RPC envelope.
-fn is_bare_subagent_event(o: &Map<String, Value>) -> bool {
-    ["version", "sessionId", "runId", "type"]
-        .iter()
-        .all(|k| o.contains_key(*k))
-}
-
-/// What a value that is no message looks like, when it is a known part of
-/// one (a bare `ModelUsage` row, a `RateLimit`, a `TaskMeta`, a capability
-/// map, params without their envelope): the words for a record saying it
-/// was not placed.
-///
-/// ```
-/// use acp_extension_core::connection::resembles;
-/// use serde_json::json;
-///
-/// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
-/// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
-/// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
-/// ```
-pub fn resembles(value: &Value) -> Option<&'static str> {
-    let o = value.as_object()?;
-    let has = |k: &str| o.contains_key(k);
-    if has("inputTokens") && has("outputTokens") {
-        Some("a bare `ModelUsage` row")
-    } else if has("limitId") && has("windows") {
-        Some("a bare `RateLimit`")
-    } else if has("taskId") && has("kind") && has("status") {
-        Some("a bare `TaskMeta`")
-    } else if has("sessionId") && has("usage") {
-        Some("usage update params without their envelope")
-    } else if has("rateLimits") {
-        Some("rate-limit params without their envelope")
-    } else if has("fiveHour") || has("sevenDay") || (has("planName") && has("windows")) {
-        Some("legacy rate-limit params without their envelope")
-    } else if has("sessionUpdate") {
-        Some("a session update without its `session/update` envelope")
-    } else if !o.is_empty()
-        && o.keys()
-            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
-    {
-        Some("a bare capability map")
-    } else if capability_fragment(o) {
-        Some(
-            "a capability advertisement's `_meta` (a fragment of `clientCapabilities` or `agentCapabilities`)",
-        )
-    } else {
-        None
-    }
-}
-
-/// `{"_meta": {"<ns>": {…}}}` whose sections hold only capability keys:
-/// a piece of an advertisement, not session metadata.
-fn capability_fragment(o: &Map<String, Value>) -> bool {
-    let Some(meta) = o.get("_meta").and_then(Value::as_object) else {
-        return false;
-    };
-    let sections: Vec<&Map<String, Value>> = Namespace::ALL
-        .iter()
-        .filter_map(|ns| meta.get(ns.key()).and_then(Value::as_object))
-        .collect();
-    let standard = [
-        "_meta",
-        "fs",
-        "terminal",
-        "elicitation",
-        "auth",
-        "session",
-        "plan",
-        "subagents",
-        "loadSession",
-        "promptCapabilities",
-        "mcpCapabilities",
-        "sessionCapabilities",
-    ];
-    !sections.is_empty()
-        && sections.iter().all(|s| {
-            !s.is_empty()
-                && s.keys()
-                    .all(|k| crate::capabilities::Feature::from_key(k).is_some())
-        })
-        && o.keys().all(|k| standard.contains(&k.as_str()))
-}
+pub use crate::validate::resembles;

@@ -210,3 +210,8 @@ pub mod state;
 
 pub use namespace::Namespace;
 pub use violation::{Check, Rule, Violation};
+
+/// The map the usage rows come in (`producer::AgentExtensions::usage`,
+/// `usage::SessionUsageAccumulator::update`): the crate's own `indexmap`,
+/// so an adapter needs no dependency of its own to call them.
+pub use indexmap;

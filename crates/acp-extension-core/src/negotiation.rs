@@ -352,6 +352,73 @@ pub fn write_namespace(reader_capabilities: &Value) -> Namespace {
     }
 }
 
+/// Which namespaces a peer reads, from its capabilities: the one the other
+/// side must write to it ([`write_namespace`]), and any it advertised a
+/// section in. `acp-ext check` (`namespace-mismatch`) and the consumer
+/// state judge a contract method or `_meta` section by this one rule.
+///
+/// ```
+/// use acp_extension_core::namespace::Namespace;
+/// use acp_extension_core::negotiation::NamespaceReader;
+/// use serde_json::json;
+///
+/// let lody_only = NamespaceReader::of(&json!({"_meta": {"lody": {}}}));
+/// assert!(lody_only.reads(Namespace::Lody));
+/// assert!(!lody_only.reads(Namespace::Ua));
+/// assert_eq!(
+///     lody_only.mismatch(Namespace::Ua, "`_ua/session/activity_update`", "client").as_deref(),
+///     Some("`_ua/session/activity_update` is in `ua`, but the client advertised only `_meta.lody`; write `lody`")
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamespaceReader {
+    advertised: Option<NamespaceSet>,
+    expected: Namespace,
+}
+
+impl NamespaceReader {
+    /// The reader whose capabilities are `capabilities` (`null` when it
+    /// sent none).
+    pub fn of(capabilities: &Value) -> Self {
+        Self {
+            advertised: advertised_namespaces(capabilities),
+            expected: write_namespace(capabilities),
+        }
+    }
+
+    /// Whether it reads `ns`.
+    pub fn reads(self, ns: Namespace) -> bool {
+        ns == self.expected || self.advertised.is_some_and(|set| set.contains(ns))
+    }
+
+    /// The namespace to write to it.
+    pub fn expected(self) -> Namespace {
+        self.expected
+    }
+
+    /// What it advertised, in words.
+    pub fn describe(self) -> &'static str {
+        match self.advertised {
+            Some(NamespaceSet::Ua) => "only `_meta.ua`",
+            Some(NamespaceSet::Lody) => "only `_meta.lody`",
+            Some(_) => "both namespaces",
+            None => "no extension namespace",
+        }
+    }
+
+    /// The words for `what`, written in `ns` to this reader (`receiver`:
+    /// "client" or "agent"), when it does not read `ns`.
+    pub fn mismatch(self, ns: Namespace, what: &str, receiver: &str) -> Option<String> {
+        (!self.reads(ns)).then(|| {
+            format!(
+                "{what} is in `{ns}`, but the {receiver} advertised {}; write `{}`",
+                self.describe(),
+                self.expected
+            )
+        })
+    }
+}
+
 /// Which namespace sections a capabilities object carries: `_meta.ua`,
 /// `_meta.lody` or both as objects; `None` when it carries neither.
 ///

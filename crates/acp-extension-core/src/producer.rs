@@ -7,13 +7,14 @@
 //! connection. The handle writes every contract notification and every
 //! `_meta.<ns>` field in the one namespace [`Negotiated::agent_writes`]
 //! gives (see [`crate::negotiation::write_namespace`]), so a connection
-//! never mixes `lody` and `ua`. It refuses a notification or `_meta` field
-//! whose feature is not active ([`SendError::NotNegotiated`]) instead of
-//! sending what the client did not ask for, checks the `_meta` of the
+//! never mixes `lody` and `ua`. It withholds a notification or `_meta`
+//! field whose feature is not active ([`Withheld::NotNegotiated`]) instead
+//! of sending what the client did not ask for, sends no extension
+//! notification to a client that advertised none
+//! ([`Withheld::PlainClient`], unless
+//! [`AgentExtensions::write_to_plain_clients`]), checks the `_meta` of the
 //! standard updates it sends ([`SendError::WrongNamespace`],
-//! [`SendError::UntaggedTitle`]), sends no extension notification to a
-//! client that advertised none ([`SendError::PlainClient`], unless
-//! [`AgentExtensions::write_to_plain_clients`]), hands out a subagent
+//! [`SendError::UntaggedTitle`]), hands out a subagent
 //! emitter only when both peers advertised `subagentEvents`, and builds
 //! usage accumulators whose `usageScopeId` follows the namespace. The paths
 //! that bypass these checks say so: [`AgentExtensions::unchecked_session_update`],
@@ -36,9 +37,32 @@
 //!     AgentExtensions::new(cx, Negotiated::from_sdk(&capabilities, &request.client_capabilities))
 //! }
 //!
-//! fn after_the_first_prompt(ext: &AgentExtensions, session: &SessionId) -> Result<(), acp_extension_core::producer::SendError> {
-//!     ext.title(session, "Fix the parser", TitleSource::Generated)
+//! fn after_the_first_prompt(ext: &AgentExtensions, session: &SessionId) -> agent_client_protocol::Result<()> {
+//!     // Withheld from a client that did not negotiate `sessionTitle`: `?`
+//!     // passes that on (the turn goes on); it fails on a closed connection.
+//!     ext.title(session, "Fix the parser", TitleSource::Generated)?;
+//!     Ok(())
 //! }
+//! ```
+//!
+//! # Withheld is not failed
+//!
+//! What the client did not ask for is [`Delivery::Withheld`], an `Ok`: a
+//! handler's `?` turns only a [`SendError`] into an SDK error (a closed
+//! connection, or a message the handle must not send as written), so one
+//! adapter serves Core, standard and plain clients with the same code.
+//! Look at the [`Delivery`] where it matters:
+//!
+//! ```no_run
+//! # use acp_extension_core::producer::{AgentExtensions, Delivery};
+//! # use acp_extension_core::session::TitleSource;
+//! # use agent_client_protocol::v1::schema::SessionId;
+//! # fn f(ext: &AgentExtensions, session: &SessionId) -> agent_client_protocol::Result<()> {
+//! if let Delivery::Withheld(why) = ext.title(session, "Fix the parser", TitleSource::Generated)? {
+//!     eprintln!("no title for this client: {why}");
+//! }
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! # Steering: run the turn off the dispatch loop
@@ -112,28 +136,76 @@ use crate::subagent_emitter::{EmittedEvent, EventSink, OutputIds, SnapshotPatch,
 use crate::subagent_events::{SubagentEvent, SubagentOutput, SubagentProgress, SubagentSnapshot};
 use crate::usage::{ModelUsage, ScopeIdTooLong, SessionUsageAccumulator, SessionUsageUpdate};
 
-/// Why [`AgentExtensions`] did not send a message.
+/// What became of a message [`AgentExtensions`] was asked to send, when
+/// nothing went wrong (see [`SendError`] for what did).
 ///
 /// # Example
 ///
 /// ```
 /// use acp_extension_core::capabilities::Feature;
-/// use acp_extension_core::producer::SendError;
+/// use acp_extension_core::producer::{Delivery, Withheld};
 ///
-/// let refused = SendError::NotNegotiated(Feature::Goal);
-/// assert_eq!(refused.to_string(), "`goal` is not active on this connection; it was not sent");
-/// // In an SDK handler `?` turns it into an internal error that names it.
-/// let e: agent_client_protocol::Error = refused.into();
-/// assert_eq!(i32::from(e.code), -32603);
+/// let withheld = Delivery::Withheld(Withheld::NotNegotiated(Feature::Goal));
+/// assert!(!withheld.is_sent());
+/// assert_eq!(
+///     Withheld::NotNegotiated(Feature::Goal).to_string(),
+///     "`goal` is not active on this connection; it was not sent"
+/// );
 /// ```
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum SendError {
+pub enum Delivery {
+    /// Written to the connection (for [`AgentExtensions::set_meta`]: the
+    /// field is in the target).
+    Sent,
+    /// Not sent, by policy: the client did not ask for it.
+    Withheld(Withheld),
+    /// Nothing to send: a usage snapshot that added nothing to the ledger,
+    /// a target without a `_meta` slot.
+    Unchanged,
+}
+
+impl Delivery {
+    /// Whether the message went out (the field was written).
+    pub fn is_sent(self) -> bool {
+        self == Self::Sent
+    }
+}
+
+/// Why [`AgentExtensions`] withheld a message: the client did not ask for
+/// it. Not an error ([`Delivery::Withheld`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Withheld {
     /// The message belongs to a feature that is not active on this
     /// connection (the agent did not advertise it, or it needs the client
     /// too and the client did not).
     #[error("`{0}` is not active on this connection; it was not sent")]
     NotNegotiated(Feature),
+    /// The client advertised no extension at all: by default no extension
+    /// notification is sent to it (see
+    /// [`AgentExtensions::write_to_plain_clients`]).
+    #[error("the client advertised no extension; extension notifications are not sent to it")]
+    PlainClient,
+}
+
+/// Why [`AgentExtensions`] could not send a message: the connection is
+/// closed, or the message is wrong as written. What the client merely did
+/// not ask for is no error ([`Delivery::Withheld`]).
+///
+/// # Example
+///
+/// ```
+/// use acp_extension_core::producer::SendError;
+///
+/// let wrong = SendError::UntaggedTitle;
+/// // In an SDK handler `?` turns it into an internal error that names it.
+/// let e: agent_client_protocol::Error = wrong.into();
+/// assert_eq!(i32::from(e.code), -32603);
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
     /// A `_meta` section of another namespace than the connection's: the
     /// client reads one namespace only.
     #[error("`_meta.{found}` on a connection that writes `_meta.{expected}`; it was not sent")]
@@ -143,16 +215,14 @@ pub enum SendError {
         /// The connection's.
         expected: Namespace,
     },
-    /// The client advertised no extension at all: by default no extension
-    /// notification is sent to it (see
-    /// [`AgentExtensions::write_to_plain_clients`]).
-    #[error("the client advertised no extension; extension notifications are not sent to it")]
-    PlainClient,
     /// A `session_info_update` title without `_meta.<ns>.titleSource` to a
     /// client that negotiated `sessionTitle` (version 1 requires tagged
     /// titles; use [`AgentExtensions::title`]).
     #[error("an untagged title where `sessionTitle` is negotiated; it was not sent")]
     UntaggedTitle,
+    /// A title tagged `unset` (which says the session has no title).
+    #[error("a title tagged `unset`, which says there is no title; it was not sent")]
+    UnsetTitle,
     /// A subagent event for a run the session's emitter did not start (or
     /// that already ended): there is nothing to send it for.
     #[error("no live subagent run for native id {0:?}; nothing was sent")]
@@ -169,8 +239,8 @@ pub enum SendError {
     Connection(#[from] Error),
 }
 
-/// In an SDK handler, `?` turns a refusal into an internal error naming it
-/// (the connection's own errors pass through).
+/// In an SDK handler, `?` turns a message wrong as written into an
+/// internal error naming it (the connection's own errors pass through).
 impl From<SendError> for Error {
     fn from(e: SendError) -> Self {
         match e {
@@ -232,7 +302,7 @@ impl AgentExtensions {
     /// advertised no extension at all ([`AgentExtensions::client_is_plain`]).
     /// Off by default, as `acp-ext serve` does: such a client has no use
     /// for them, and some print a "Method not found" dump for each; they
-    /// are refused with [`SendError::PlainClient`]. `_meta` fields on
+    /// withheld ([`Withheld::PlainClient`]). `_meta` fields on
     /// standard messages are not affected.
     #[must_use]
     pub fn write_to_plain_clients(mut self, yes: bool) -> Self {
@@ -281,20 +351,19 @@ impl AgentExtensions {
         &self.cx
     }
 
-    fn require(&self, feature: Feature) -> Result<(), SendError> {
-        if self.is_active(feature) {
-            Ok(())
-        } else {
-            Err(SendError::NotNegotiated(feature))
-        }
+    /// `None` when `feature` is active, else why a message of it is
+    /// withheld.
+    fn withheld(&self, feature: Feature) -> Option<Withheld> {
+        (!self.is_active(feature)).then_some(Withheld::NotNegotiated(feature))
     }
 
     /// The checks of a standard message's contract `_meta`: every
     /// `_meta.<ns>` section in this connection's namespace, each key's
-    /// feature active, and (for a `session_info_update`) a title tagged
-    /// with `titleSource` when `sessionTitle` is negotiated.
-    fn check_meta(&self, value: &Value) -> Result<(), SendError> {
-        fn walk(ext: &AgentExtensions, v: &Value) -> Result<(), SendError> {
+    /// feature active (else the message is withheld), and (for a
+    /// `session_info_update`) a title tagged with `titleSource` when
+    /// `sessionTitle` is negotiated.
+    fn check_meta(&self, value: &Value) -> Result<Option<Withheld>, SendError> {
+        fn walk(ext: &AgentExtensions, v: &Value) -> Result<Option<Withheld>, SendError> {
             match v {
                 Value::Object(o) => {
                     if let Some(Value::Object(meta)) = o.get("_meta") {
@@ -308,25 +377,38 @@ impl AgentExtensions {
                                     expected: ext.namespace(),
                                 });
                             }
-                            for key in section.keys() {
-                                if let Some(f) = crate::meta::feature_of_key(key) {
-                                    ext.require(f)?;
-                                }
+                            let withheld = section
+                                .keys()
+                                .filter_map(|key| crate::meta::feature_of_key(key))
+                                .find_map(|f| ext.withheld(f));
+                            if withheld.is_some() {
+                                return Ok(withheld);
                             }
                         }
                     }
                     for (k, x) in o {
                         if k != "_meta" {
-                            walk(ext, x)?;
+                            if let Some(w) = walk(ext, x)? {
+                                return Ok(Some(w));
+                            }
                         }
                     }
-                    Ok(())
+                    Ok(None)
                 }
-                Value::Array(a) => a.iter().try_for_each(|x| walk(ext, x)),
-                _ => Ok(()),
+                Value::Array(a) => {
+                    for x in a {
+                        if let Some(w) = walk(ext, x)? {
+                            return Ok(Some(w));
+                        }
+                    }
+                    Ok(None)
+                }
+                _ => Ok(None),
             }
         }
-        walk(self, value)?;
+        if let Some(w) = walk(self, value)? {
+            return Ok(Some(w));
+        }
         let untagged = value.get("sessionUpdate").and_then(Value::as_str)
             == Some("session_info_update")
             && value.get("title").is_some_and(Value::is_string)
@@ -338,29 +420,29 @@ impl AgentExtensions {
         if untagged && self.is_active(Feature::SessionTitle) {
             return Err(SendError::UntaggedTitle);
         }
-        Ok(())
+        Ok(None)
     }
 
     fn notify<T: ExtensionNotificationMethod + Send + 'static>(
         &self,
         message: T,
-    ) -> Result<(), SendError> {
-        if let Some(feature) = crate::methods::feature_of(T::PATH) {
-            self.require(feature)?;
+    ) -> Result<Delivery, SendError> {
+        if let Some(w) = crate::methods::feature_of(T::PATH).and_then(|f| self.withheld(f)) {
+            return Ok(Delivery::Withheld(w));
         }
         // Agent-only notifications stay off a plain client's wire (as
         // `acp-ext serve` does); `_meta` on standard traffic is not held back.
         if self.client_is_plain() && !self.plain_clients {
-            return Err(SendError::PlainClient);
+            return Ok(Delivery::Withheld(Withheld::PlainClient));
         }
         self.cx
             .send_notification(NamespacedNotification::new(self.namespace(), message))?;
-        Ok(())
+        Ok(Delivery::Sent)
     }
 
     /// `session/usage_update` (feature `usage`). A `usageScopeId` the
     /// update carries is rewritten under this handle's namespace.
-    pub fn usage_update(&self, mut update: SessionUsageUpdate) -> Result<(), SendError> {
+    pub fn usage_update(&self, mut update: SessionUsageUpdate) -> Result<Delivery, SendError> {
         if let Some(id) = update.usage_scope_id().map(str::to_owned) {
             if let Some(meta) = update.meta.as_mut() {
                 namespace::remove_key(&mut meta.0, "usageScopeId");
@@ -381,7 +463,7 @@ impl AgentExtensions {
     }
 
     /// `rate_limits/update` (feature `rateLimits`).
-    pub fn rate_limits_update(&self, snapshot: RateLimitsSnapshot) -> Result<(), SendError> {
+    pub fn rate_limits_update(&self, snapshot: RateLimitsSnapshot) -> Result<Delivery, SendError> {
         self.notify(snapshot)
     }
 
@@ -392,7 +474,7 @@ impl AgentExtensions {
         &self,
         session_id: &SessionId,
         steer_id: impl Into<String>,
-    ) -> Result<(), SendError> {
+    ) -> Result<Delivery, SendError> {
         self.notify(SteerApplied::new(&*session_id.0, steer_id.into()))
     }
 
@@ -413,19 +495,19 @@ impl AgentExtensions {
     /// handle's namespace, or (standard clients) as the `subagent_update`s
     /// and child-session updates of `standard::StandardSubagents`,
     /// which keeps what it wrote of each root session's runs until
-    /// [`AgentExtensions::forget_session`]. [`SendError::NotNegotiated`]
-    /// when the client reads neither.
+    /// [`AgentExtensions::forget_session`]. Withheld
+    /// ([`Withheld::NotNegotiated`]) when the client reads neither.
     ///
     /// For events built elsewhere: by a [`SubagentEmitter`] of the agent's
     /// own that is not bound to this handle (one that keeps its runs
     /// beside other per-run state, as `acp-ext serve` does). The handle's
     /// own runs ([`AgentExtensions::subagent_emitter`]) come here too.
-    pub fn subagent_event(&self, event: SubagentEvent) -> Result<(), SendError> {
+    pub fn subagent_event(&self, event: SubagentEvent) -> Result<Delivery, SendError> {
         match self.subagent_dialect() {
             Some(SubagentDialect::Core) => {
                 self.cx
                     .send_notification(NamespacedNotification::new(self.namespace(), event))?;
-                Ok(())
+                Ok(Delivery::Sent)
             }
             #[cfg(feature = "unstable_subagents")]
             Some(SubagentDialect::Standard) => {
@@ -440,9 +522,11 @@ impl AgentExtensions {
                 for n in notifications {
                     self.cx.send_notification(n)?;
                 }
-                Ok(())
+                Ok(Delivery::Sent)
             }
-            _ => Err(SendError::NotNegotiated(Feature::SubagentEvents)),
+            _ => Ok(Delivery::Withheld(Withheld::NotNegotiated(
+                Feature::SubagentEvents,
+            ))),
         }
     }
 
@@ -465,22 +549,24 @@ impl AgentExtensions {
     }
 
     /// `session/activity_update` (feature `sessionActivity`).
-    pub fn activity_update(&self, update: SessionActivityUpdate) -> Result<(), SendError> {
+    pub fn activity_update(&self, update: SessionActivityUpdate) -> Result<Delivery, SendError> {
         self.notify(update)
     }
 
     /// A standard `session/update` for `session_id`, checked: its contract
     /// `_meta` is in this connection's namespace with every field's
-    /// feature active, and a `session_info_update` title is tagged when
-    /// `sessionTitle` is negotiated ([`SendError::WrongNamespace`],
-    /// [`SendError::NotNegotiated`], [`SendError::UntaggedTitle`]).
+    /// feature active (else it is withheld), and a `session_info_update`
+    /// title is tagged when `sessionTitle` is negotiated
+    /// ([`SendError::WrongNamespace`], [`SendError::UntaggedTitle`]).
     pub fn session_update(
         &self,
         session_id: &SessionId,
         update: SessionUpdate,
-    ) -> Result<(), SendError> {
+    ) -> Result<Delivery, SendError> {
         let value = serde_json::to_value(&update).unwrap_or(Value::Null);
-        self.check_meta(&value)?;
+        if let Some(w) = self.check_meta(&value)? {
+            return Ok(Delivery::Withheld(w));
+        }
         self.unchecked_session_update(session_id, update)
     }
 
@@ -490,24 +576,31 @@ impl AgentExtensions {
         &self,
         session_id: &SessionId,
         update: SessionUpdate,
-    ) -> Result<(), SendError> {
+    ) -> Result<Delivery, SendError> {
         self.cx
             .send_notification(SessionNotification::new(session_id.clone(), update))?;
-        Ok(())
+        Ok(Delivery::Sent)
     }
 
     /// A title on `session_info_update`, tagged with
     /// `_meta.<ns>.titleSource` (feature `sessionTitle`, which requires
-    /// tagged titles). Without the feature the title is refused: an
-    /// untagged title would replace the client's own.
+    /// tagged titles). Without the feature the title is withheld: an
+    /// untagged title would replace the client's own. A title tagged
+    /// [`TitleSource::Unset`] (no title) is [`SendError::UnsetTitle`].
     pub fn title(
         &self,
         session_id: &SessionId,
         title: impl Into<String>,
         source: TitleSource,
-    ) -> Result<(), SendError> {
+    ) -> Result<Delivery, SendError> {
+        if source == TitleSource::Unset {
+            return Err(SendError::UnsetTitle);
+        }
         let update = SessionInfoUpdate::new().title(title.into());
-        let update = self.with_meta::<fields::TitleSource, _>(update, source)?;
+        let update = match self.with_meta::<fields::TitleSource, _>(update, source) {
+            (update, Delivery::Sent) => update,
+            (_, other) => return Ok(other),
+        };
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
@@ -517,8 +610,11 @@ impl AgentExtensions {
         &self,
         session_id: &SessionId,
         goal: Option<GoalSnapshot>,
-    ) -> Result<(), SendError> {
-        let update = self.with_meta::<fields::Goal, _>(SessionInfoUpdate::new(), goal)?;
+    ) -> Result<Delivery, SendError> {
+        let update = match self.with_meta::<fields::Goal, _>(SessionInfoUpdate::new(), goal) {
+            (update, Delivery::Sent) => update,
+            (_, other) => return Ok(other),
+        };
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
@@ -531,7 +627,8 @@ impl AgentExtensions {
     /// # use acp_extension_core::producer::{AgentExtensions, SendError};
     /// # use agent_client_protocol::v1::schema::{Cost, SessionId};
     /// # fn turn_ended(ext: &AgentExtensions, session: &SessionId) -> Result<(), SendError> {
-    /// ext.context_usage(session, 53_755, 200_000, Some(Cost::new(0.42, "USD")))
+    /// ext.context_usage(session, 53_755, 200_000, Some(Cost::new(0.42, "USD")))?;
+    /// # Ok(())
     /// # }
     /// ```
     pub fn context_usage(
@@ -540,42 +637,51 @@ impl AgentExtensions {
         used: u64,
         size: u64,
         cost: Option<agent_client_protocol::v1::schema::Cost>,
-    ) -> Result<(), SendError> {
+    ) -> Result<Delivery, SendError> {
         let update = agent_client_protocol::v1::schema::UsageUpdate::new(used, size).cost(cost);
         self.session_update(session_id, SessionUpdate::UsageUpdate(update))
     }
 
     /// A notice on `session_info_update` as `_meta.<ns>.notice` (where the
     /// Lody client reads it; no capability gates notices).
-    pub fn notice(&self, session_id: &SessionId, notice: NoticeMeta) -> Result<(), SendError> {
-        let update = self.with_meta::<fields::Notice, _>(SessionInfoUpdate::new(), notice)?;
+    pub fn notice(
+        &self,
+        session_id: &SessionId,
+        notice: NoticeMeta,
+    ) -> Result<Delivery, SendError> {
+        let update = match self.with_meta::<fields::Notice, _>(SessionInfoUpdate::new(), notice) {
+            (update, Delivery::Sent) => update,
+            (_, other) => return Ok(other),
+        };
         self.session_update(session_id, SessionUpdate::SessionInfoUpdate(update))
     }
 
     /// Writes contract field `F` (task, activity, turn id, message phase, …)
     /// into `target`'s `_meta` under this handle's namespace, when the
-    /// field's feature ([`MetaField::FEATURE`]) is active
-    /// ([`SendError::NotNegotiated`] otherwise, `target` untouched). `Ok(false)`
-    /// when `target` has no `_meta` slot this crate knows.
-    pub fn set_meta<F: MetaField>(
-        &self,
-        target: &mut impl HasMeta,
-        value: F::Value,
-    ) -> Result<bool, SendError> {
-        if let Some(f) = F::FEATURE {
-            self.require(f)?;
+    /// field's feature ([`MetaField::FEATURE`]) is active: [`Delivery::Sent`]
+    /// when written, [`Delivery::Withheld`] otherwise (`target` untouched),
+    /// [`Delivery::Unchanged`] when `target` has no `_meta` slot this crate
+    /// knows.
+    pub fn set_meta<F: MetaField>(&self, target: &mut impl HasMeta, value: F::Value) -> Delivery {
+        if let Some(w) = F::FEATURE.and_then(|f| self.withheld(f)) {
+            return Delivery::Withheld(w);
         }
-        Ok(target.set_ext::<F>(self.namespace(), value))
+        if target.set_ext::<F>(self.namespace(), value) {
+            Delivery::Sent
+        } else {
+            Delivery::Unchanged
+        }
     }
 
-    /// Builder form of [`AgentExtensions::set_meta`].
+    /// Builder form of [`AgentExtensions::set_meta`]: the target, and
+    /// whether the field is in it.
     pub fn with_meta<F: MetaField, T: HasMeta>(
         &self,
         mut target: T,
         value: F::Value,
-    ) -> Result<T, SendError> {
-        self.set_meta::<F>(&mut target, value)?;
-        Ok(target)
+    ) -> (T, Delivery) {
+        let delivery = self.set_meta::<F>(&mut target, value);
+        (target, delivery)
     }
 
     /// [`AgentExtensions::set_meta`] without the feature check. **Bypasses
@@ -616,15 +722,17 @@ impl AgentExtensions {
     /// Accounts a native usage snapshot of operation `operation_id` (a
     /// turn id, an SDK result id) in session `session_id`'s own ledger (one
     /// per session, a fresh scope each, never shared) and sends the
-    /// resulting `session/usage_update` (feature `usage`). `Ok(false)` when
-    /// the snapshot added nothing, so nothing was sent.
+    /// resulting `session/usage_update` (feature `usage`). [`Delivery::Unchanged`]
+    /// when the snapshot added nothing, so nothing was sent.
     pub fn usage(
         &self,
         session_id: &SessionId,
         operation_id: &str,
         rows: &indexmap::IndexMap<String, ModelUsage>,
-    ) -> Result<bool, SendError> {
-        self.require(Feature::Usage)?;
+    ) -> Result<Delivery, SendError> {
+        if let Some(w) = self.withheld(Feature::Usage) {
+            return Ok(Delivery::Withheld(w));
+        }
         let ns = self.namespace();
         let update = self.parts(session_id, |p| {
             p.ledger
@@ -632,8 +740,8 @@ impl AgentExtensions {
                 .update(&session_id.0, operation_id, rows)
         });
         match update {
-            Some(u) => self.usage_update(u).map(|()| true),
-            None => Ok(false),
+            Some(u) => self.usage_update(u),
+            None => Ok(Delivery::Unchanged),
         }
     }
 
@@ -650,17 +758,20 @@ impl AgentExtensions {
 
     /// Starts session `session_id`'s ledger with scope id `scope_id`
     /// (instead of a random one), replacing any earlier ledger of the
-    /// session (a new accounting lifetime).
+    /// session (a new accounting lifetime). Without `usage` nothing is
+    /// kept ([`Delivery::Withheld`]): no update will be sent.
     pub fn start_usage_scope(
         &self,
         session_id: &SessionId,
         scope_id: impl Into<String>,
-    ) -> Result<(), SendError> {
-        self.require(Feature::Usage)?;
+    ) -> Result<Delivery, SendError> {
         let ledger =
             SessionUsageAccumulator::with_scope_id(scope_id)?.with_namespace(self.namespace());
+        if let Some(w) = self.withheld(Feature::Usage) {
+            return Ok(Delivery::Withheld(w));
+        }
         self.parts(session_id, |p| p.ledger = Some(ledger));
-        Ok(())
+        Ok(Delivery::Sent)
     }
 
     /// A usage accumulator (a fresh random scope) whose `usageScopeId`
@@ -696,7 +807,8 @@ impl EventSink for HandleSink {
         let result = event
             .to_typed()
             .map_err(SendError::InvalidEvent)
-            .and_then(|e| self.0.subagent_event(e));
+            .and_then(|e| self.0.subagent_event(e))
+            .map(|_| ());
         std::future::ready(result)
     }
 }

@@ -10,7 +10,7 @@ use acp_extension_core::capabilities::{
 };
 use acp_extension_core::meta::{MetaExt, fields};
 use acp_extension_core::namespace::{Namespace, NamespaceSet};
-use acp_extension_core::producer::{AgentExtensions, SendError};
+use acp_extension_core::producer::{AgentExtensions, Delivery, SendError, Withheld};
 use acp_extension_core::rate_limits::RateLimitsSnapshot;
 use acp_extension_core::session::{
     ActivityKind, ActivityMeta, NoticeLevel, NoticeMeta, SessionActivityState,
@@ -38,8 +38,33 @@ fn to_io<E: std::fmt::Display>(e: E) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// What the agent's handle said about each send.
-type Outcomes = Arc<Mutex<Vec<(&'static str, Result<(), String>)>>>;
+/// What the agent's handle said about each send: `Ok("sent")`,
+/// `Ok("withheld: …")` or `Ok("unchanged")`, or the error.
+type Outcome = (&'static str, Result<String, String>);
+type Outcomes = Arc<Mutex<Vec<Outcome>>>;
+
+fn outcome(r: Result<Delivery, SendError>) -> Result<String, String> {
+    match r {
+        Ok(Delivery::Sent) => Ok("sent".to_owned()),
+        Ok(Delivery::Withheld(w)) => Ok(format!("withheld: {w}")),
+        Ok(Delivery::Unchanged) => Ok("unchanged".to_owned()),
+        Ok(other) => Ok(format!("{other:?}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The names whose outcome starts with `prefix` (`Ok`) or that failed
+/// (`prefix` "error").
+fn named<'a>(outcomes: &'a [Outcome], prefix: &str) -> Vec<&'a str> {
+    outcomes
+        .iter()
+        .filter(|(_, r)| match r {
+            Ok(o) => o.starts_with(prefix),
+            Err(_) => prefix == "error",
+        })
+        .map(|(w, _)| *w)
+        .collect()
+}
 
 fn agent_capabilities() -> AgentCapabilities {
     let ours = AgentExtensionCapabilities::new()
@@ -55,12 +80,10 @@ fn agent_capabilities() -> AgentCapabilities {
 /// Everything the handle can send, once the client's initialize arrived.
 async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
     let sid = SessionId::new("s1");
-    let record = |what: &'static str, r: Result<(), SendError>| {
-        outcomes
-            .lock()
-            .unwrap()
-            .push((what, r.map_err(|e| e.to_string())));
+    let record = |what: &'static str, r: Result<Delivery, SendError>| {
+        outcomes.lock().unwrap().push((what, outcome(r)));
     };
+    let ran = |r: Result<(), SendError>| r.map(|()| Delivery::Sent);
     record(
         "title",
         ext.title(&sid, "Fix the parser", TitleSource::Generated),
@@ -82,23 +105,21 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
         "notice",
         ext.notice(&sid, NoticeMeta::new(NoticeLevel::Warning, "slow network")),
     );
-    let call = ext.with_meta::<fields::Activity, _>(
+    let (call, _) = ext.with_meta::<fields::Activity, _>(
         ToolCall::new("call-1", "Compacting"),
         ActivityMeta::new(ActivityKind::ContextCompaction),
     );
     record(
         "tool call",
-        call.and_then(|call| ext.session_update(&sid, SessionUpdate::ToolCall(call))),
+        ext.session_update(&sid, SessionUpdate::ToolCall(call)),
     );
-    // Task metadata without `tasks`: refused, the tool call untouched.
-    record(
-        "task meta",
-        ext.with_meta::<fields::Task, _>(
-            ToolCall::new("call-2", "Background"),
-            TaskMeta::new("t1", TaskKind::Background, TaskStatus::InProgress),
-        )
-        .map(drop),
+    // Task metadata without `tasks`: withheld, the tool call untouched.
+    let (untouched, delivery) = ext.with_meta::<fields::Task, _>(
+        ToolCall::new("call-2", "Background"),
+        TaskMeta::new("t1", TaskKind::Background, TaskStatus::InProgress),
     );
+    assert!(untouched.meta.is_none(), "{untouched:?}");
+    record("task meta", Ok(delivery));
     // `_meta` of the other namespace on a standard update: refused.
     let other = match ext.namespace() {
         Namespace::Lody => Namespace::Ua,
@@ -137,32 +158,37 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
                         .parent_run_id(None),
                 )
                 .await;
-            record("subagent", r);
+            record("subagent", ran(r));
             // Another call hands out the same runs: the run goes on.
             let again = ext.subagent_emitter(&sid).expect("still active");
             record(
                 "subagent again",
-                again
+                ran(again
                     .snapshot(
                         "child",
                         SnapshotPatch::new().state(SubagentState::Completed),
                     )
-                    .await,
+                    .await),
             );
             // A run nobody started is an error, not a silent drop.
             record(
                 "unknown run",
-                again
+                ran(again
                     .snapshot(
                         "stranger",
                         SnapshotPatch::new().state(SubagentState::Completed),
                     )
-                    .await,
+                    .await),
             );
         }
         None => {
             for what in ["subagent", "subagent again", "unknown run"] {
-                record(what, Err(SendError::NotNegotiated(Feature::SubagentEvents)));
+                record(
+                    what,
+                    Ok(Delivery::Withheld(Withheld::NotNegotiated(
+                        Feature::SubagentEvents,
+                    ))),
+                );
             }
         }
     }
@@ -171,7 +197,7 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
     rows.insert("m".to_owned(), ModelUsage::new(7u64, 1u64, 0u64));
     record(
         "usage of s2",
-        ext.usage(&SessionId::new("s2"), "turn-1", &rows).map(drop),
+        ext.usage(&SessionId::new("s2"), "turn-1", &rows),
     );
 }
 
@@ -180,14 +206,12 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
 async fn connect(
     client_ext: ClientExtensionCapabilities,
     client_ns: NamespaceSet,
-) -> (Vec<Value>, Vec<(&'static str, Result<(), String>)>) {
+) -> (Vec<Value>, Vec<Outcome>) {
     connect_with(ClientCapabilities::new().extensions(&client_ext, client_ns)).await
 }
 
 /// Like [`connect`], with the client's capabilities as given.
-async fn connect_with(
-    caps: ClientCapabilities,
-) -> (Vec<Value>, Vec<(&'static str, Result<(), String>)>) {
+async fn connect_with(caps: ClientCapabilities) -> (Vec<Value>, Vec<Outcome>) {
     let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
     let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
     let agent_transport = Lines::new(a2c_tx.sink_map_err(to_io), c2a_rx.map(Ok));
@@ -265,7 +289,7 @@ fn outcomes_len(o: &Outcomes) -> usize {
     o.lock().unwrap().len()
 }
 
-fn outcomes_take(o: &Outcomes) -> Vec<(&'static str, Result<(), String>)> {
+fn outcomes_take(o: &Outcomes) -> Vec<Outcome> {
     std::mem::take(&mut *o.lock().unwrap())
 }
 
@@ -324,22 +348,16 @@ async fn a_lody_client_gets_lody_for_every_feature() {
             "{line}"
         );
     }
-    let refused: Vec<&str> = outcomes
-        .iter()
-        .filter(|(_, r)| r.is_err())
-        .map(|(w, _)| *w)
-        .collect();
+    // What the client did not ask for is withheld (an `Ok`, which `?`
+    // passes); what is wrong as written is an error.
     assert_eq!(
-        refused,
-        [
-            "task meta",
-            "wrong namespace",
-            "untagged title",
-            "rate limits",
-            "goal",
-            "steer applied",
-            "unknown run"
-        ],
+        named(&outcomes, "withheld"),
+        ["task meta", "rate limits", "goal", "steer applied"],
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        named(&outcomes, "error"),
+        ["wrong namespace", "untagged title", "unknown run"],
         "{outcomes:?}"
     );
     // The second call's snapshot went to the run the first call started.
@@ -402,7 +420,11 @@ async fn a_ua_client_gets_ua_and_no_subagent_events_without_the_flag() {
     assert!(written.iter().all(|ns| ns == "ua"), "{written:?}");
     let subagent = outcomes.iter().find(|(w, _)| *w == "subagent").unwrap();
     assert!(
-        subagent.1.as_ref().unwrap_err().contains("subagentEvents"),
+        subagent
+            .1
+            .as_ref()
+            .unwrap()
+            .contains("withheld: `subagentEvents`"),
         "{outcomes:?}"
     );
     let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
@@ -458,10 +480,10 @@ async fn a_standard_client_gets_subagent_updates_and_no_extension() {
 }
 
 #[test]
-fn a_refusal_names_the_feature() {
-    let e = SendError::NotNegotiated(Feature::RateLimits);
+fn a_withheld_message_names_the_feature() {
+    let w = Withheld::NotNegotiated(Feature::RateLimits);
     assert_eq!(
-        e.to_string(),
+        w.to_string(),
         "`rateLimits` is not active on this connection; it was not sent"
     );
 }
@@ -478,12 +500,11 @@ async fn a_plain_client_gets_no_extension_notification() {
         "{methods:?}"
     );
     let usage = outcomes.iter().find(|(w, _)| *w == "usage").unwrap();
-    assert!(
-        usage
-            .1
-            .as_ref()
-            .unwrap_err()
-            .contains("advertised no extension"),
+    assert_eq!(
+        usage.1.as_deref(),
+        Ok(
+            "withheld: the client advertised no extension; extension notifications are not sent to it"
+        ),
         "{outcomes:?}"
     );
     // `_meta` on standard traffic is the same as for any client.

@@ -66,6 +66,60 @@ fn auto_selects_the_kind_from_the_method() {
 }
 
 #[test]
+fn auto_names_what_is_no_message_instead_of_calling_it_valid() {
+    let no_message = |v| found(Kind::Auto, v);
+    // No `method`, `result` or `error`: nothing to classify it by.
+    assert_eq!(
+        no_message(json!({"foo": 1})),
+        vec![(String::new(), "not-a-message")]
+    );
+    assert_eq!(
+        no_message(json!({})),
+        vec![(String::new(), "not-a-message")]
+    );
+    // A `tap --record` line is named as one.
+    let record = json!({"dir": "c2a", "t": 0.5, "msg": {"jsonrpc": "2.0", "method": "x"}});
+    let report = validate_value(Kind::Auto, &record);
+    assert_eq!(report.violations.len(), 1, "{report:?}");
+    assert!(
+        report.violations[0]
+            .message()
+            .contains("`tap --record` line"),
+        "{report:?}"
+    );
+    // The envelope's own rules, as the connection follower applies them.
+    assert_eq!(
+        no_message(json!({"jsonrpc": "2.0", "id": 1})),
+        vec![(String::new(), "not-a-message")]
+    );
+    assert_eq!(
+        no_message(json!({"jsonrpc": "2.0", "id": [1], "result": {}})),
+        vec![("/id".to_string(), "not-a-message")]
+    );
+    assert_eq!(
+        no_message(json!({"jsonrpc": "2.0", "method": 7})),
+        vec![("/method".to_string(), "not-a-message")]
+    );
+    // Responses and errors are messages; a bare subagent event is judged
+    // as one.
+    assert_eq!(
+        no_message(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "x"}})),
+        vec![]
+    );
+    assert_eq!(
+        no_message(json!({"version": 1, "sessionId": "", "runId": "r", "type": "heartbeat"})),
+        found(
+            Kind::SubagentEvent,
+            json!({"version": 1, "sessionId": "", "runId": "r", "type": "heartbeat"})
+        )
+    );
+    assert!(
+        !no_message(json!({"version": 1, "sessionId": "", "runId": "r", "type": "heartbeat"}))
+            .is_empty()
+    );
+}
+
+#[test]
 fn auto_checks_meta_sections_on_standard_messages_by_context() {
     let update = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {
         "sessionUpdate": "session_info_update", "title": "T",

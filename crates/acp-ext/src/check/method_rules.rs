@@ -23,7 +23,7 @@ impl Checker {
                     .and_then(|c| c.get("elicitation"))
                     .and_then(|e| e.get("form"))
                     .is_some_and(Value::is_object);
-                self.client_reads = Some(namespace_rules::Reader::of(caps));
+                self.client_reads = Some(namespace_rules::Reader::of(caps.unwrap_or(&NULL)));
                 self.agent_reads = None;
                 self.written = Default::default();
             }
@@ -211,7 +211,7 @@ impl Checker {
             if let Some(adv) = &self.agent {
                 advertisement_findings(adv, &format!("/result/{key}"), out);
             }
-            self.agent_reads = Some(namespace_rules::Reader::of(caps));
+            self.agent_reads = Some(namespace_rules::Reader::of(caps.unwrap_or(&NULL)));
         }
     }
 }

@@ -62,7 +62,7 @@ use acp_extension_core::capabilities::{
     Feature, FeatureOptions, FeatureSide, Side, SteeringTransport,
 };
 use acp_extension_core::methods::{ExtensionResponse, MethodKind, method_kind};
-use acp_extension_core::namespace::{self, Namespace, NamespaceSet, split_method};
+use acp_extension_core::namespace::{self, Namespace, split_method};
 use acp_extension_core::negotiation::{self, Advertisement, ProblemKind};
 use acp_extension_core::validate::{Kind, child, validate_value};
 use serde_json::Value;

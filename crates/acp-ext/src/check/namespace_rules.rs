@@ -2,35 +2,8 @@
 
 use super::*;
 
-/// Which namespace sections a receiver's capabilities carried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Reader {
-    advertised: Option<NamespaceSet>,
-    expected: Namespace,
-}
-
-impl Reader {
-    pub(super) fn of(capabilities: Option<&Value>) -> Self {
-        let caps = capabilities.unwrap_or(&NULL);
-        Self {
-            advertised: negotiation::advertised_namespaces(caps),
-            expected: negotiation::write_namespace(caps),
-        }
-    }
-
-    fn accepts(self, ns: Namespace) -> bool {
-        ns == self.expected || self.advertised.is_some_and(|set| set.contains(ns))
-    }
-
-    fn describe(self) -> &'static str {
-        match self.advertised {
-            Some(NamespaceSet::Ua) => "only `_meta.ua`",
-            Some(NamespaceSet::Lody) => "only `_meta.lody`",
-            Some(_) => "both namespaces",
-            None => "no extension namespace",
-        }
-    }
-}
+/// Which namespaces a receiver reads: the library's rule.
+pub(super) type Reader = negotiation::NamespaceReader;
 
 /// What one direction of the connection wrote so far.
 #[derive(Debug, Default, Clone, Copy)]
@@ -57,18 +30,9 @@ impl Checker {
             Direction::Unknown => return,
         };
         if let Some(reader) = reader
-            && !reader.accepts(ns)
+            && let Some(message) = reader.mismatch(ns, &what(), receiver)
         {
-            out.push(Finding::of(
-                &rules::NAMESPACE_MISMATCH,
-                at,
-                format!(
-                    "{} is in `{ns}`, but the {receiver} advertised {}; write `{}`",
-                    what(),
-                    reader.describe(),
-                    reader.expected
-                ),
-            ));
+            out.push(Finding::of(&rules::NAMESPACE_MISMATCH, at, message));
         }
         match written.first {
             None => written.first = Some(ns),

@@ -11,7 +11,7 @@ use acp_extension_core::mcp_apps::{McpAppToolCallMeta, McpCallToolResult};
 use acp_extension_core::meta::MetaField;
 use acp_extension_core::namespace::Namespace;
 use acp_extension_core::negotiation::Negotiated;
-use acp_extension_core::producer::{AgentExtensions, SendError};
+use acp_extension_core::producer::{AgentExtensions, Delivery, SendError, Withheld};
 use acp_extension_core::session::{
     GoalSnapshot, GoalStatus, SessionActivityState, SessionActivityUpdate, TaskKind,
 };
@@ -387,21 +387,25 @@ impl Shared {
         self.ext.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Sends through the connection's handle. A refusal other than the
-    /// plain-client policy is a bug of serve's: it is reported on stderr
-    /// (the message is not sent). A closed connection is not an error
-    /// here: the work that produced the message is being torn down anyway.
+    /// Sends through the connection's handle. Anything withheld other
+    /// than by the plain-client policy is a bug of serve's (it checks the
+    /// negotiation first), and so is a message wrong as written: both are
+    /// reported on stderr. A closed connection is not an error here: the
+    /// work that produced the message is being torn down anyway.
     pub(crate) fn send(
         &self,
         what: &str,
-        f: impl FnOnce(&AgentExtensions) -> Result<(), SendError>,
+        f: impl FnOnce(&AgentExtensions) -> Result<Delivery, SendError>,
     ) {
         let ext = self.ext.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let Some(ext) = ext else {
             return;
         };
         match f(&ext) {
-            Ok(()) | Err(SendError::PlainClient | SendError::Connection(_)) => {}
+            Ok(Delivery::Withheld(w @ Withheld::NotNegotiated(_))) => {
+                eprintln!("acp-ext serve: {what} not sent: {w}");
+            }
+            Ok(_) | Err(SendError::Connection(_)) => {}
             Err(e) => eprintln!("acp-ext serve: {what} not sent: {e}"),
         }
     }
@@ -411,7 +415,7 @@ impl Shared {
     pub(crate) fn meta<F: MetaField>(&self, value: F::Value) -> Option<Meta> {
         let mut meta: Option<Meta> = None;
         self.send("a `_meta` field", |ext| {
-            ext.set_meta::<F>(&mut meta, value).map(|_| ())
+            Ok(ext.set_meta::<F>(&mut meta, value))
         });
         meta
     }

@@ -332,6 +332,15 @@ impl ConnectionState {
 
     pub(super) fn read_advertisement(&mut self, message: &Value, side: Side, out: &mut Changes) {
         let caps = initialize_capabilities(message, side).unwrap_or(&Value::Null);
+        let reader = Some(crate::negotiation::NamespaceReader::of(caps));
+        match side {
+            Side::Agent => self.readers.agent = reader,
+            _ => {
+                // A new connection: the agent's answer is still to come.
+                self.readers.client = reader;
+                self.readers.agent = None;
+            }
+        }
         let adv = Advertisement::read(caps, side);
         let peer = self.negotiation.side_mut(side);
         let info_key = if side == Side::Agent {

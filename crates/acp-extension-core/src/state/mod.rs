@@ -24,7 +24,12 @@
 //! pointer, the rule and the value's index (and line, with
 //! [`ConnectionState::set_line`]), and is kept in
 //! [`ConnectionState::invalid`]; [`ConnectionState::accounting`] counts
-//! them.
+//! them. A contract method its receiver does not read is recorded and not
+//! folded, as `acp-ext check` reports it: written in a namespace the
+//! receiver did not advertise (`namespace-mismatch`, by
+//! [`crate::negotiation::NamespaceReader`]), or of a feature a peer that
+//! must advertise it did not (`not-advertised`; `not-negotiated` for
+//! subagent events), once that peer's initialize was seen.
 //!
 //! No input panics the state, and a value of the wrong type anywhere in a
 //! message is either recorded at its field, or folded by one of these
@@ -150,6 +155,7 @@ use serde_json::Value;
 
 use crate::capabilities::Side;
 use crate::connection::{Connection, Message, MessageKind, Observer, Pairing, ParsedLine};
+use crate::negotiation::NamespaceReader;
 use crate::sequence::{self, SequenceFinding};
 
 #[cfg(feature = "schema")]
@@ -488,6 +494,9 @@ pub struct ConnectionState {
     standard_children: IdMap<String>,
     /// Both peers' advertisements.
     negotiation: NegotiationState,
+    /// Which namespaces each peer reads, once its initialize was seen.
+    #[serde(skip)]
+    readers: Readers,
     /// Sessions by id, in first-seen order.
     sessions: IdMap<SessionState>,
     /// Rate-limit rows by `limitId`.
@@ -522,6 +531,14 @@ pub struct Accounting {
     pub folded: u64,
     /// Values with at least one record (folded partly or not at all).
     pub recorded: u64,
+}
+
+/// Which namespaces each peer reads ([`NamespaceReader`]), once its
+/// initialize was seen.
+#[derive(Debug, Default, Clone, Copy)]
+struct Readers {
+    agent: Option<NamespaceReader>,
+    client: Option<NamespaceReader>,
 }
 
 /// What the connection said about the message being folded.
@@ -626,6 +643,7 @@ impl ConnectionState {
             current_session: None,
             standard_children: IdMap::default(),
             negotiation: NegotiationState::default(),
+            readers: Readers::default(),
             sessions: IdMap::default(),
             rate_limits: IdMap::default(),
             invalid: VecDeque::new(),
@@ -934,16 +952,22 @@ impl ConnectionState {
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
                 self.pending_sequence(method, m.session_id(), out);
-                match m.event_line() {
-                    // Read straight into its type: valid, and with no epoch
-                    // field for the epoch rules to record or convert. A
-                    // chunk of plain text or a tool call is folded from the
-                    // line as it stands, without building it.
-                    Some(line) => match line.sifted_output() {
-                        Some(output) => self.core_sifted_output(method, line, output, out),
-                        None => self.core_event(method, line.event(), EventSource::Line(line), out),
-                    },
-                    None => self.on_call(m.direction, method, m.id, m.params(), out),
+                if self.refuses_call(m.direction, method, m.session_id(), out) {
+                    // Recorded: its receiver does not read it.
+                } else {
+                    match m.event_line() {
+                        // Read straight into its type: valid, and with no epoch
+                        // field for the epoch rules to record or convert. A
+                        // chunk of plain text or a tool call is folded from the
+                        // line as it stands, without building it.
+                        Some(line) => match line.sifted_output() {
+                            Some(output) => self.core_sifted_output(method, line, output, out),
+                            None => {
+                                self.core_event(method, line.event(), EventSource::Line(line), out)
+                            }
+                        },
+                        None => self.on_call(m.direction, method, m.id, m.params(), out),
+                    }
                 }
             }
             MessageKind::Response => {
@@ -972,6 +996,75 @@ impl ConnectionState {
         // update was not folded).
         let rest = std::mem::take(&mut self.now.sequence);
         self.sequence_findings(m.method().unwrap_or(""), m.session_id(), rest, out);
+    }
+
+    /// The negotiation rules a contract method passes before it is folded,
+    /// as `acp-ext check` judges them: written in a namespace its receiver
+    /// reads ([`NamespaceReader`], `namespace-mismatch`), and its feature
+    /// advertised by each peer that must, once that peer's initialize was
+    /// seen (`not-advertised`; subagent events keep their own rule,
+    /// `not-negotiated`). A method that breaks one is recorded and not
+    /// folded: a client that negotiated otherwise does not read it.
+    fn refuses_call(
+        &mut self,
+        dir: Direction,
+        method: &str,
+        sid: Option<&str>,
+        out: &mut Changes,
+    ) -> bool {
+        let Some((ns, path)) = crate::namespace::split_method(method) else {
+            return false;
+        };
+        let (reader, receiver) = match dir {
+            Direction::AgentToClient => (self.readers.client, "client"),
+            Direction::ClientToAgent => (self.readers.agent, "agent"),
+            Direction::Unknown => (None, ""),
+        };
+        if let Some(why) = reader.and_then(|r| r.mismatch(ns, &format!("`{method}`"), receiver)) {
+            self.record_invalid(
+                out,
+                Some(method),
+                sid,
+                "/method",
+                "namespace-mismatch",
+                format!("{why}; not folded"),
+                false,
+            );
+            return true;
+        }
+        let Some(feature) = crate::methods::feature_of(path) else {
+            return false;
+        };
+        if feature == crate::capabilities::Feature::SubagentEvents {
+            return false;
+        }
+        let sides: &[Side] = match feature.side() {
+            crate::capabilities::FeatureSide::AgentOnly => &[Side::Agent],
+            crate::capabilities::FeatureSide::ClientOnly => &[Side::Client],
+            _ => &[Side::Agent, Side::Client],
+        };
+        let missing = sides.iter().copied().find(|&side| {
+            let peer = match side {
+                Side::Agent => &self.negotiation.agent,
+                _ => &self.negotiation.client,
+            };
+            peer.seen && !peer.features.contains_key(feature.key())
+        });
+        let Some(side) = missing else {
+            return false;
+        };
+        self.record_invalid(
+            out,
+            Some(method),
+            sid,
+            "/method",
+            "not-advertised",
+            format!(
+                "`{method}` is used, but the {side} did not advertise `{feature}` in initialize; not folded"
+            ),
+            false,
+        );
+        true
     }
 
     /// Records input that is not a JSON-RPC message.

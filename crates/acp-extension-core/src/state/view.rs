@@ -894,7 +894,8 @@ pub struct Invalid {
     /// The rule: a contract rule id (`non-empty-string`, `required`, …), a
     /// sequence rule id (`subagent-after-terminal`, …), or one of the
     /// state's own: `not-json`, `not-a-message`, `unknown-session-update`,
-    /// `unknown-extension-method`, `not-negotiated`, `title-without-source`,
+    /// `unknown-extension-method`, `not-negotiated`, `namespace-mismatch`,
+    /// `not-advertised`, `title-without-source`,
     /// `title-source`, `scope-id-fallback`, `subagent-tree-cycle`,
     /// `subagent-cross-root`, `no-session`.
     pub rule: String,

@@ -1,7 +1,7 @@
 //! Kinds that need the JSON tree: whole messages, capabilities in either
 //! namespace, and elicitation requests.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{Check, Rule, Violation, child};
 use crate::capabilities::{AgentExtensionCapabilities, ClientExtensionCapabilities};
@@ -76,7 +76,50 @@ pub(crate) fn walk_meta(v: &Value, at: &str, owner: Option<&str>, out: &mut Vec<
     }
 }
 
-/// Validates a whole JSON-RPC message.
+/// Why an object is no JSON-RPC message (the pointer and the words), or
+/// `None` when it is a request, a notification, a response or a bare
+/// subagent event: an `id` that is no string, number or null; a `method`
+/// that is no string; an `id` without `result` or `error`; no envelope at
+/// all (named by [`resembles`] when it is a known part of a message). The
+/// connection follower and `validate`'s `auto` kind judge by this one rule.
+pub(crate) fn envelope_problem(obj: &Map<String, Value>) -> Option<(&'static str, String)> {
+    // JSON-RPC 2.0: an id is a string, a number or null.
+    if let Some(id) = obj.get("id")
+        && !matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
+    {
+        return Some((
+            "/id",
+            format!(
+                "a JSON-RPC `id` must be a string, a number or null, found {}",
+                crate::wire::json_type(id)
+            ),
+        ));
+    }
+    if let Some(method) = obj.get("method") {
+        return (!method.is_string()).then(|| ("/method", "`method` must be a string".to_owned()));
+    }
+    if obj.contains_key("result") || obj.contains_key("error") {
+        return None;
+    }
+    if obj.contains_key("id") {
+        return Some(("", "a response needs `result` or `error`".to_owned()));
+    }
+    if is_bare_subagent_event(obj) {
+        return None;
+    }
+    let why = match resembles_object(obj) {
+        Some(shape) => format!(
+            "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+        ),
+        None => "an object without `method`, or `id` with `result` or `error`, is not a JSON-RPC message"
+            .to_owned(),
+    };
+    Some(("", why))
+}
+
+/// Validates a whole JSON-RPC message: its envelope
+/// ([`envelope_problem`], rule `not-a-message`; a bare subagent event is
+/// validated as one), then its extension params and `_meta` sections.
 pub(crate) fn check_message(v: &Value) -> Vec<Violation> {
     let mut out = Vec::new();
     let Some(obj) = v.as_object() else {
@@ -86,6 +129,30 @@ pub(crate) fn check_message(v: &Value) -> Vec<Violation> {
         ));
         return out;
     };
+    if let Some((pointer, why)) = envelope_problem(obj) {
+        let record = obj.get("dir").is_some_and(Value::is_string)
+            && (obj.contains_key("msg") || obj.contains_key("raw"));
+        let message = if record {
+            "a `tap --record` line, not a JSON-RPC message: `acp-ext check` and `acp-ext state` read record files".to_owned()
+        } else if pointer.is_empty() {
+            format!(
+                "{why}; `--as KIND` validates a contract object, `acp-ext check` reads transcripts and fixtures"
+            )
+        } else {
+            why
+        };
+        out.push(Violation::new(
+            pointer,
+            Rule::Relation {
+                id: "not-a-message",
+                message,
+            },
+        ));
+        return out;
+    }
+    if !obj.contains_key("method") && !obj.contains_key("result") && !obj.contains_key("error") {
+        return super::validate_value(super::Kind::SubagentEvent, v).violations;
+    }
     let null = Value::Null;
     if let Some(method) = obj.get("method") {
         let Some(method) = method.as_str() else {
@@ -171,4 +238,91 @@ pub(crate) fn check_agent_capabilities(v: &Value) -> Vec<Violation> {
 /// `client-capabilities`: the whole `clientCapabilities` or its extension object.
 pub(crate) fn check_client_capabilities(v: &Value) -> Vec<Violation> {
     check_capabilities::<ClientExtensionCapabilities>(v)
+}
+
+/// `{version, sessionId, runId, type, …}` without a JSON-RPC envelope.
+fn is_bare_subagent_event(o: &Map<String, Value>) -> bool {
+    ["version", "sessionId", "runId", "type"]
+        .iter()
+        .all(|k| o.contains_key(*k))
+}
+
+/// What a value that is no message looks like, when it is a known part of
+/// one (a bare `ModelUsage` row, a `RateLimit`, a `TaskMeta`, a capability
+/// map, params without their envelope): the words for a record saying it
+/// was not placed.
+///
+/// ```
+/// use acp_extension_core::validate::resembles;
+/// use serde_json::json;
+///
+/// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
+/// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
+/// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
+/// ```
+pub fn resembles(value: &Value) -> Option<&'static str> {
+    resembles_object(value.as_object()?)
+}
+
+fn resembles_object(o: &Map<String, Value>) -> Option<&'static str> {
+    let has = |k: &str| o.contains_key(k);
+    if has("inputTokens") && has("outputTokens") {
+        Some("a bare `ModelUsage` row")
+    } else if has("limitId") && has("windows") {
+        Some("a bare `RateLimit`")
+    } else if has("taskId") && has("kind") && has("status") {
+        Some("a bare `TaskMeta`")
+    } else if has("sessionId") && has("usage") {
+        Some("usage update params without their envelope")
+    } else if has("rateLimits") {
+        Some("rate-limit params without their envelope")
+    } else if has("fiveHour") || has("sevenDay") || (has("planName") && has("windows")) {
+        Some("legacy rate-limit params without their envelope")
+    } else if has("sessionUpdate") {
+        Some("a session update without its `session/update` envelope")
+    } else if !o.is_empty()
+        && o.keys()
+            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
+    {
+        Some("a bare capability map")
+    } else if capability_fragment(o) {
+        Some(
+            "a capability advertisement's `_meta` (a fragment of `clientCapabilities` or `agentCapabilities`)",
+        )
+    } else {
+        None
+    }
+}
+
+/// `{"_meta": {"<ns>": {…}}}` whose sections hold only capability keys:
+/// a piece of an advertisement, not session metadata.
+fn capability_fragment(o: &Map<String, Value>) -> bool {
+    let Some(meta) = o.get("_meta").and_then(Value::as_object) else {
+        return false;
+    };
+    let sections: Vec<&Map<String, Value>> = Namespace::ALL
+        .iter()
+        .filter_map(|ns| meta.get(ns.key()).and_then(Value::as_object))
+        .collect();
+    let standard = [
+        "_meta",
+        "fs",
+        "terminal",
+        "elicitation",
+        "auth",
+        "session",
+        "plan",
+        "subagents",
+        "loadSession",
+        "promptCapabilities",
+        "mcpCapabilities",
+        "sessionCapabilities",
+    ];
+    !sections.is_empty()
+        && sections.iter().all(|s| {
+            !s.is_empty()
+                && s.keys()
+                    .all(|k| crate::capabilities::Feature::from_key(k).is_some())
+        })
+        && o.keys().all(|k| standard.contains(&k.as_str()))
 }

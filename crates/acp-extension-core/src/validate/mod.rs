@@ -38,6 +38,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::violation::{Check, Rule, Violation, check, child};
+pub(crate) use auto::envelope_problem;
+pub use auto::resembles;
 pub use stream::{StreamItem, StreamOptions, StreamSummary, validate_stream};
 
 use crate::elicitation::{ElicitationMeta, ElicitationQuestion};
