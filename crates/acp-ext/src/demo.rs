@@ -237,6 +237,7 @@ pub async fn run(
     agent: Vec<String>,
     out: &mut (impl Write + Send),
     style: Style,
+    all_traffic: bool,
 ) -> anyhow::Result<Report> {
     let (tx, rx) = std::sync::mpsc::channel::<WireEvent>();
     let options = SCRIPT.iter().fold(
@@ -270,7 +271,18 @@ pub async fn run(
             // The traffic as `tap --record` writes it, for the closing
             // frame of what a client folds from it.
             let mut record = String::new();
+            // Listed: every message with `--traffic`; else the first
+            // turn's (up to its prompt's answer) and any with a finding.
+            let mut first_turn = true;
+            let mut left_out = 0usize;
             for e in rx {
+                let shown = all_traffic || first_turn || !e.findings.is_empty();
+                if e.message
+                    .as_ref()
+                    .is_some_and(|m| m.get("result").and_then(|r| r.get("stopReason")).is_some())
+                {
+                    first_turn = false;
+                }
                 if let Some(m) = &e.message {
                     exercised.observe(m);
                     let dir = match e.direction {
@@ -283,7 +295,16 @@ pub async fn run(
                     );
                     record.push('\n');
                 }
-                lines.push(render(&e, style));
+                if shown {
+                    lines.push(render(&e, style));
+                } else {
+                    left_out += 1;
+                }
+            }
+            if left_out > 0 {
+                lines.push(style.dim(&format!(
+                    "  … {left_out} more messages, none with a finding (`acp-ext demo --traffic` lists every one)"
+                )));
             }
             (lines, exercised, record)
         })
@@ -329,6 +350,33 @@ pub async fn run(
         crate::check::input::Format::Tap,
     )?;
     write!(out, "{}", crate::watch::frame_text(&app, 100, 40))?;
+    writeln!(out)?;
+    writeln!(out, "{}", style.bold("Next"))?;
+    for (command, what) in [
+        (
+            "acp-ext probe --session --prompt hi -- YOUR_AGENT",
+            "the same run against your agent",
+        ),
+        (
+            "acp-ext tap --record run.jsonl -- YOUR_AGENT",
+            "record a client's session with it",
+        ),
+        (
+            "acp-ext check run.jsonl",
+            "lint a recording (`acp-ext state`, `watch` fold it)",
+        ),
+        (
+            "crates/acp-extension-core/examples/agent.rs",
+            "an adapter on the library, for Core, standard and plain clients",
+        ),
+    ] {
+        writeln!(
+            out,
+            "  {}  {}",
+            style.accent(&format!("{command:<49}")),
+            style.dim(what)
+        )?;
+    }
     Ok(report)
 }
 

@@ -117,7 +117,12 @@ enum Command {
         file: PathBuf,
     },
     /// Probe the embedded reference agent with every scripted command (the default).
-    Demo,
+    Demo {
+        /// List every message of the run (by default: the first turn's, and
+        /// any with a finding).
+        #[arg(long)]
+        traffic: bool,
+    },
     /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
     Probe {
         /// Print one JSON report.
@@ -271,7 +276,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let command = cli.command.unwrap_or(Command::Demo);
+    let command = cli.command.unwrap_or(Command::Demo { traffic: false });
     match command {
         Command::Validate {
             kind,
@@ -345,11 +350,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             acp_ext::watch::run(&file, &options, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo => {
+        Command::Demo { traffic } => {
             let agent = acp_ext::demo::serve_command()?;
             let mut out = io::stdout();
-            let report =
-                runtime()?.block_on(acp_ext::demo::run(agent, &mut out, Style::stdout()))?;
+            let report = runtime()?.block_on(acp_ext::demo::run(
+                agent,
+                &mut out,
+                Style::stdout(),
+                traffic,
+            ))?;
             Ok(if report.has_errors() {
                 ExitCode::from(1)
             } else {

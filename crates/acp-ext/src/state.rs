@@ -5,7 +5,7 @@
 //! per session the title, goal, activity, turns, the run tree with each
 //! run's state and last output line, tasks, usage per model with cost,
 //! context, steers, pending requests and notices; then the rate-limit
-//! windows and what was invalid. `--json`: one document per file (its
+//! windows and the records, by the severity `check` gives their rules. `--json`: one document per file (its
 //! schema: `acp-ext schema state`).
 
 // No line a peer sends may panic what reads it: denied here.
@@ -26,6 +26,7 @@ use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
 
 use crate::check::input::{self, Format, Item};
+use crate::finding::Severity;
 use crate::output::Style;
 use crate::present::{duration, serde_name, short_id, shorten};
 
@@ -302,11 +303,11 @@ pub(crate) fn print_state(
         "{}  {}",
         style.bold(file),
         style.dim(&format!(
-            "{} messages, {} session{}, {} invalid",
+            "{} messages, {} session{}, {}",
             state.messages(),
             state.sessions().len(),
             if state.sessions().len() == 1 { "" } else { "s" },
-            state.invalid_count()
+            records_summary(state)
         ))
     )?;
     let neg = state.negotiation();
@@ -511,16 +512,13 @@ pub(crate) fn print_state(
     let invalid: Vec<_> = state.invalid().collect();
     if !invalid.is_empty() {
         writeln!(out)?;
-        writeln!(
-            out,
-            "{}",
-            style.warn(&format!("invalid ({})", state.invalid_count()))
-        )?;
+        writeln!(out, "{}", style.warn(&records_summary(state)))?;
         for i in invalid {
             let method = i.method.as_deref().unwrap_or("-");
             writeln!(
                 out,
-                "  {method}  {}  {}  {}",
+                "  {:<7}  {method}  {}  {}  {}",
+                severity_of(&i.rule).name(),
                 if i.pointer.is_empty() {
                     "(root)"
                 } else {
@@ -532,4 +530,48 @@ pub(crate) fn print_state(
         }
     }
     Ok(())
+}
+
+/// How bad a record is: its rule's severity in `check`'s table (a rule of
+/// the state's own, or a contract rule `check` reports as `shape`, is an
+/// error).
+fn severity_of(rule: &str) -> Severity {
+    crate::check::rules::RuleInfo::by_id(rule).map_or(Severity::Error, |r| r.severity)
+}
+
+/// `no records`, or how many, by severity: what `check` would call them
+/// (`2 records: 1 error, 1 warning`), not all "invalid".
+fn records_summary(state: &ConnectionState) -> String {
+    let total = state.invalid_count();
+    if total == 0 {
+        return "no records".to_owned();
+    }
+    let (mut errors, mut warnings, mut infos) = (0u64, 0u64, 0u64);
+    for i in state.invalid() {
+        match severity_of(&i.rule) {
+            Severity::Error => errors += 1,
+            Severity::Warning => warnings += 1,
+            Severity::Info => infos += 1,
+        }
+    }
+    let kept = errors + warnings + infos;
+    let plural = |n: u64, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let mut parts: Vec<String> = Vec::new();
+    if errors > 0 {
+        parts.push(plural(errors, "error"));
+    }
+    if warnings > 0 {
+        parts.push(plural(warnings, "warning"));
+    }
+    if infos > 0 {
+        parts.push(format!("{infos} info"));
+    }
+    if total > kept {
+        parts.push(format!("{} not kept", total - kept));
+    }
+    format!(
+        "{total} record{}: {}",
+        if total == 1 { "" } else { "s" },
+        parts.join(", ")
+    )
 }

@@ -6,10 +6,11 @@
 //! recorded traffic is then folded into the consumer state and checked: the
 //! assertions are what a client would show.
 //!
-//! `.ci/run` installs the packages (and Node 22 for claude) from the npm
-//! registry into `target/official/` and names that folder in
-//! `ACP_EXT_OFFICIAL_AGENTS`. Without it, or without network namespaces,
-//! each test says why it skipped.
+//! The tests are ignored by `cargo test` (they report `ignored` with what
+//! they need, not `ok`). `.ci/run` installs the packages (and Node 22 for
+//! claude) from the npm registry into `target/official/`, names that folder
+//! in `ACP_EXT_OFFICIAL_AGENTS` and runs them with `--ignored`; run so, a
+//! test without what it needs fails and says what is missing.
 
 mod common;
 
@@ -21,11 +22,11 @@ use acp_extension_core::state::{ConnectionState, Limits, SessionState};
 use common::{EXE, scratch};
 use serde_json::Value;
 
-/// The folder holding `node_modules/` with the official adapters, or why
-/// the tests skip.
+/// The folder holding `node_modules/` with the official adapters, or what
+/// is missing.
 fn agents() -> Result<PathBuf, String> {
     let dir = std::env::var_os("ACP_EXT_OFFICIAL_AGENTS").ok_or(
-        "ACP_EXT_OFFICIAL_AGENTS is not set (.ci/run installs the official adapters and sets it)",
+        "ACP_EXT_OFFICIAL_AGENTS is not set: it names the folder where the official adapters are installed (.ci/run installs them there)",
     )?;
     let dir = PathBuf::from(dir);
     if !dir.join("node_modules").is_dir() {
@@ -305,10 +306,11 @@ fn node_modules(dir: &Path, rest: &str) -> String {
 }
 
 #[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn codex_acp_offline() {
     let dir = match agents() {
         Ok(d) => d,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => panic!("cannot run: {why}"),
     };
     let agent = [node_modules(
         &dir,
@@ -365,10 +367,11 @@ fn codex_acp_offline() {
 }
 
 #[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn claude_agent_acp_offline() {
     let (agent, node22) = match claude() {
         Ok(found) => found,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => panic!("cannot run: {why}"),
     };
     let r = run(
         "claude",
@@ -421,10 +424,11 @@ fn claude_agent_acp_offline() {
 }
 
 #[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn gemini_cli_offline() {
     let dir = match agents() {
         Ok(d) => d,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => panic!("cannot run: {why}"),
     };
     let agent = [
         node_modules(&dir, "@google/gemini-cli/bundle/gemini.js"),
@@ -586,10 +590,11 @@ fn bridged_runs_agree(name: &str, r: &Run) {
 }
 
 #[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn codex_acp_through_the_bridge_for_a_core_client() {
     let dir = match agents() {
         Ok(d) => d,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => panic!("cannot run: {why}"),
     };
     let agent = [node_modules(
         &dir,
@@ -608,10 +613,11 @@ fn codex_acp_through_the_bridge_for_a_core_client() {
 }
 
 #[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn claude_agent_acp_through_the_bridge_for_a_core_client() {
     let (agent, node22) = match claude() {
         Ok(found) => found,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => panic!("cannot run: {why}"),
     };
     let r = run_via(
         Via::Bridge,

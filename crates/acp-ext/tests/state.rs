@@ -491,11 +491,32 @@ fn namespace_misuse_is_recorded_where_check_reports_it() {
     let findings: Vec<(u64, String)> = check_errors(&path)
         .iter()
         .filter(|f| f["severity"] == "error")
-        .map(|f| (f["line"].as_u64().unwrap(), f["rule"].as_str().unwrap().to_owned()))
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["rule"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     assert_eq!(
         findings,
-        [(5, "namespace-mismatch".to_owned()), (6, "not-advertised".to_owned())]
+        [
+            (5, "namespace-mismatch".to_owned()),
+            (6, "not-advertised".to_owned())
+        ]
+    );
+    // People's output names the records by the severity `check` gives.
+    let people = Command::new(EXE)
+        .args(["state"])
+        .arg(&path)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let people = String::from_utf8(people.stdout).unwrap();
+    assert!(people.contains("2 records: 2 errors"), "{people}");
+    assert!(
+        people.contains("error    _ua/session/activity_update  /method  namespace-mismatch"),
+        "{people}"
     );
     let (code, docs, _) = state_json(&[], &[path.as_path()]);
     assert_eq!(code, 0);
@@ -513,12 +534,18 @@ fn namespace_misuse_is_recorded_where_check_reports_it() {
         .collect();
     assert_eq!(
         records,
-        [(5, "/method", "namespace-mismatch"), (6, "/method", "not-advertised")]
+        [
+            (5, "/method", "namespace-mismatch"),
+            (6, "/method", "not-advertised")
+        ]
     );
     // Neither is folded: the session's activity is the `lody` update's, and
     // no rate-limit row exists.
     let state = &docs[0];
-    assert_eq!(state["sessions"]["s1"]["activity"]["state"], "idle", "{state:#}");
+    assert_eq!(
+        state["sessions"]["s1"]["activity"]["state"], "idle",
+        "{state:#}"
+    );
     assert_eq!(state["rateLimits"], serde_json::json!({}), "{state:#}");
     assert_eq!(state["accounting"]["recorded"], 2);
     std::fs::remove_file(&path).unwrap();

@@ -66,7 +66,8 @@ fn wide_and_narrow_frames_show_every_pane() {
         "not-json",
         "Timeline",
         "(not-json)",
-        "q quit",
+        // A still frame takes no keys: it says how to browse instead.
+        "still frame",
         // Tasks are listed, not only counted.
         "⧗ task",
         // Timeline entries name the update kind.
@@ -74,6 +75,7 @@ fn wide_and_narrow_frames_show_every_pane() {
     ] {
         assert!(wide.contains(want), "wide frame lacks {want:?}:\n{wide}");
     }
+    assert!(!wide.contains("q quit"), "{wide}");
     assert_eq!(wide.lines().count(), 44);
     assert!(wide.lines().all(|l| l.chars().count() <= 120));
     // Gauges show how full they are in plain text too.
@@ -83,8 +85,21 @@ fn wide_and_narrow_frames_show_every_pane() {
     let first = hundred.lines().next().unwrap();
     let last = hundred.lines().last().unwrap();
     assert!(first.contains("findings"), "{first}");
-    assert!(last.contains("end live"), "{last}");
+    assert!(last.contains("browses a transcript"), "{last}");
     assert!(hundred.lines().all(|l| l.chars().count() <= 100));
+    // On a terminal the footer lists the keys, and fits at width 100 too.
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 40)).unwrap();
+    terminal
+        .draw(|f| acp_ext::watch::ui::render(f, &app, true))
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let footer: String = (0..100)
+        .map(|x| buffer[(x, 39)].symbol().to_owned())
+        .collect();
+    assert!(
+        footer.contains("q quit") && footer.contains("end live"),
+        "{footer}"
+    );
     let narrow = frame_text(&app, 60, 30);
     for want in [
         "session 1/2",

@@ -784,6 +784,20 @@ impl Connection {
                 let path = split_method(method)
                     .filter(|_| method_kind(method).is_some())
                     .map(|(_, p)| p);
+                if m.direction != Direction::ClientToAgent
+                    && matches!(
+                        path,
+                        Some(
+                            "session/activity_update"
+                                | "session/usage_update"
+                                | "session/steer_applied"
+                                | "subagents/event"
+                        )
+                    )
+                    && let Some(sid) = sid
+                {
+                    out.extend(self.seq.session_notification(sid, self.client_seen));
+                }
                 match (method, path) {
                     ("session/load" | "session/resume", _) => {
                         if let Some(sid) = sid {

@@ -387,10 +387,10 @@ impl AgentExtensions {
                         }
                     }
                     for (k, x) in o {
-                        if k != "_meta" {
-                            if let Some(w) = walk(ext, x)? {
-                                return Ok(Some(w));
-                            }
+                        if k != "_meta"
+                            && let Some(w) = walk(ext, x)?
+                        {
+                            return Ok(Some(w));
                         }
                     }
                     Ok(None)

@@ -22,6 +22,7 @@
 //! | [`SequenceRule::SteerUnknownId`] | `steer_applied` names a steer the client sent |
 //! | [`SequenceRule::SteerAnsweredAfterTurn`] | a steer is answered while its turn runs |
 //! | [`SequenceRule::SteerNotApplied`] | an `injected` steer is confirmed by `steer_applied` |
+//! | [`SequenceRule::SessionNotOpened`] | a session's notifications follow its `session/new` (or `load`, `resume`, `fork`) |
 //!
 //! `unknown` is not a terminal run state: it means observation was lost,
 //! and a later snapshot (say `running` after a reconnect) is accepted. A
@@ -137,11 +138,15 @@ pub enum SequenceRule {
     SteerAnsweredAfterTurn,
     /// A steer answered `injected` is never named by `steer_applied`.
     SteerNotApplied,
+    /// A contract notification of the agent names a session this
+    /// connection never opened (judged once the connection was followed
+    /// from its `initialize`).
+    SessionNotOpened,
 }
 
 impl SequenceRule {
     /// Every sequence rule.
-    pub const ALL: [SequenceRule; 9] = [
+    pub const ALL: [SequenceRule; 10] = [
         SequenceRule::SubagentFirstNotSnapshot,
         SequenceRule::SubagentAfterTerminal,
         SequenceRule::SubagentRunIdNative,
@@ -151,6 +156,7 @@ impl SequenceRule {
         SequenceRule::SteerUnknownId,
         SequenceRule::SteerAnsweredAfterTurn,
         SequenceRule::SteerNotApplied,
+        SequenceRule::SessionNotOpened,
     ];
 
     /// The stable rule id (`subagent-after-terminal`, …).
@@ -165,6 +171,7 @@ impl SequenceRule {
             SequenceRule::SteerUnknownId => "steer-unknown-id",
             SequenceRule::SteerAnsweredAfterTurn => "steer-answered-after-turn",
             SequenceRule::SteerNotApplied => "steer-not-applied",
+            SequenceRule::SessionNotOpened => "unknown-session",
         }
     }
 }
@@ -586,6 +593,12 @@ pub struct SequenceTracker {
     limits: Limits,
     sessions: Sessions,
     scopes: BoundedMap<ScopeState>,
+    /// Sessions opened (`session/new` or `fork` answered, `load`,
+    /// `resume`) or prompted on this connection.
+    opened: BoundedSet,
+    /// Whether `opened` dropped a session for room: then no session is
+    /// called unknown.
+    opened_overflowed: bool,
 }
 
 fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -634,12 +647,50 @@ impl SequenceTracker {
     pub fn reset(&mut self) {
         self.sessions = Sessions::default();
         self.scopes = BoundedMap::default();
+        self.opened = BoundedSet::default();
+        self.opened_overflowed = false;
+    }
+
+    fn open(&mut self, sid: &str) {
+        let h = id_hash(sid);
+        if !self.opened.contains(h) && self.opened.len() >= self.limits.sessions {
+            self.opened_overflowed = true;
+        }
+        self.opened.insert(h, self.limits.sessions);
+    }
+
+    /// A contract notification of the agent for session `sid`: a finding
+    /// when the connection was followed from its `initialize`
+    /// (`from_initialize`), opened sessions (so its sessions are known: a
+    /// fixture that opens none is not judged) and never opened or prompted
+    /// `sid`.
+    pub fn session_notification(
+        &self,
+        sid: &str,
+        from_initialize: bool,
+    ) -> Option<SequenceFinding> {
+        (from_initialize
+            && !self.opened_overflowed
+            && self.opened.len() > 0
+            && !self.opened.contains(id_hash(sid)))
+        .then(
+            || {
+                SequenceFinding::new(
+                    SequenceRule::SessionNotOpened,
+                    "/params/sessionId",
+                    format!(
+                        "session {sid:?} was never opened on this connection (no `session/new`, `load`, `resume` or `fork` named it): a client has no session to show it in"
+                    ),
+                )
+            },
+        )
     }
 
     /// Session `sid` (re)starts: `session/new` answered, `session/load`,
     /// `resume` or `fork`. Its memory is cleared (except recency), and its
     /// usage baseline is known from here on.
     pub fn session_started(&mut self, sid: &str) {
+        self.open(sid);
         let s = self.sessions.get_or_create(sid, self.limits.sessions);
         let last_used = s.last_used;
         *s = SessionMemory {
@@ -657,6 +708,7 @@ impl SequenceTracker {
 
     /// A `session/prompt` of `sid` was sent: a turn begins.
     pub fn prompt_sent(&mut self, sid: &str) {
+        self.open(sid);
         self.sessions
             .get_or_create(sid, self.limits.sessions)
             .steering

@@ -437,6 +437,32 @@ union_from!(SubagentContentBlock {
     Resource(SubagentEmbeddedResource),
 });
 
+/// Text is the common case: a `&str` or `String` is a text block, so a
+/// chunk is `SubagentContentChunk::new("Looked around.")`.
+///
+/// ```
+/// use acp_extension_core::subagent_events::{SubagentContentChunk, SubagentOutput};
+///
+/// let chunk = SubagentOutput::AgentMessageChunk(SubagentContentChunk::new("Looked around."));
+/// assert_eq!(
+///     serde_json::to_value(&chunk)?,
+///     serde_json::json!({"sessionUpdate": "agent_message_chunk",
+///         "content": {"type": "text", "text": "Looked around."}})
+/// );
+/// # Ok::<_, serde_json::Error>(())
+/// ```
+impl From<&str> for SubagentContentBlock {
+    fn from(text: &str) -> Self {
+        Self::Text(SubagentTextContent::new(text))
+    }
+}
+
+impl From<String> for SubagentContentBlock {
+    fn from(text: String) -> Self {
+        Self::Text(SubagentTextContent::new(text))
+    }
+}
+
 /// The contents of an embedded resource (`resource` of a `resource` block).
 ///
 /// The contract needs a string `text` **or** a string `blob`; one valid

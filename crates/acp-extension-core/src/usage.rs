@@ -1124,8 +1124,56 @@ pub fn fold_lines<R: BufRead, W: Write>(
     Ok(summary)
 }
 
-/// Parses one fold line, or says what is wrong with it and where.
+/// Every violation of one fold line that is JSON: `sessionId` and
+/// `operationId` strings, `rows` a map of [`ModelUsage`], each checked by
+/// the contract's rules, all at once.
+fn step_violations(v: &Value) -> Vec<crate::violation::Violation> {
+    use crate::violation::{Rule, Violation};
+    use crate::wire::check_req;
+    let mut out = Vec::new();
+    let Some(o) = v.as_object() else {
+        out.push(Violation::new(
+            "",
+            Rule::type_of("a JSON object with sessionId, operationId and rows", v),
+        ));
+        return out;
+    };
+    check_req::<String>(o, "sessionId", "", &mut out);
+    check_req::<String>(o, "operationId", "", &mut out);
+    check_req::<IndexMap<String, ModelUsage>>(o, "rows", "", &mut out);
+    out
+}
+
+/// Parses one fold line, or says what is wrong with it and where: every
+/// field that breaks its rule, each with its JSON pointer, one per `; `.
 fn parse_step(line: &[u8]) -> Result<FoldStep, String> {
+    let parsed = parse_step_first(line);
+    if parsed.is_ok() {
+        return parsed;
+    }
+    if let Ok(v) = serde_json::from_slice::<Value>(line) {
+        let violations = step_violations(&v);
+        if !violations.is_empty() {
+            let all: Vec<String> = violations
+                .iter()
+                .map(|x| {
+                    let at = if x.pointer.is_empty() {
+                        "(root)"
+                    } else {
+                        x.pointer.as_str()
+                    };
+                    format!("{at}: {}", x.message())
+                })
+                .collect();
+            return Err(all.join("; "));
+        }
+    }
+    parsed
+}
+
+/// The typed parse, naming the first field it stopped at (and the JSON
+/// syntax error of a line that is no JSON).
+fn parse_step_first(line: &[u8]) -> Result<FoldStep, String> {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Err(
             "blank line: expected a JSON object with sessionId, operationId and rows".into(),

@@ -222,6 +222,57 @@ from_exact_integers! {
     SafeUint: u8, u16, u32;
 }
 
+/// Constants: `const` constructors whose value is checked when the
+/// constant is built, so a literal such as a price needs no
+/// `new(…).expect(…)` at run time. In a `const` item (or a `const { }`
+/// block) a value out of range is a compile error; called at run time
+/// with one, they panic, so take [`NonNegF64::new`] for values that come
+/// from elsewhere.
+///
+/// ```
+/// use acp_extension_core::wire::{FiniteF64, NonNegF64, Percent};
+///
+/// const PRICE_PER_TOKEN: NonNegF64 = NonNegF64::constant(0.001);
+/// const HALF: Percent = Percent::constant(50.0);
+/// assert_eq!(PRICE_PER_TOKEN.get(), 0.001);
+/// assert_eq!(HALF.get(), 50.0);
+/// assert_eq!(const { FiniteF64::constant(-1.5) }.get(), -1.5);
+/// ```
+///
+/// ```compile_fail
+/// use acp_extension_core::wire::NonNegF64;
+/// const NEGATIVE: NonNegF64 = NonNegF64::constant(-1.0); // does not compile
+/// ```
+macro_rules! const_constructor {
+    ($($name:ident: |$n:ident| $ok:expr, $what:literal;)*) => {
+        $(
+            impl $name {
+                #[doc = concat!(
+                    "`", stringify!($name), "` from a constant, checked when the constant is built: ",
+                    "in a `const` item (or a `const { }` block) a value that is not ", $what,
+                    " is a compile error. Called at run time with one, it panics; take `new` for ",
+                    "values that come from elsewhere.\n\n```\nuse acp_extension_core::wire::",
+                    stringify!($name), ";\n\nconst PRICE: ", stringify!($name), " = ",
+                    stringify!($name), "::constant(0.25);\nassert_eq!(PRICE.get(), 0.25);\n```"
+                )]
+                pub const fn constant($n: f64) -> Self {
+                    if $ok {
+                        Self($n)
+                    } else {
+                        panic!(concat!("not ", $what))
+                    }
+                }
+            }
+        )*
+    };
+}
+
+const_constructor! {
+    NonNegF64: |n| n.is_finite() && n >= 0.0, "a finite number >= 0";
+    FiniteF64: |n| n.is_finite(), "a finite number";
+    Percent: |n| n.is_finite() && n >= 0.0 && n <= 100.0, "a percentage within 0..100";
+}
+
 number_wrapper!(
     /// A percentage: a finite number within 0..100, inclusive (a rate-limit
     /// window's `usedPercent`).

@@ -210,6 +210,12 @@ pub const STEER_NOT_APPLIED: RuleInfo = RuleInfo::new(
     Warning,
     "A steer answered `injected` without a `session/steer_applied` for its id before its turn ended; the client cannot tell whether it was applied.",
 );
+/// Sessions: a notification for a session never opened.
+pub const UNKNOWN_SESSION: RuleInfo = RuleInfo::new(
+    "unknown-session",
+    Error,
+    "A contract notification of the agent (`session/activity_update`, `session/usage_update`, `session/steer_applied`, `subagents/event`) names a session this connection never opened: no `session/new` answer, `session/load`, `resume`, `fork` or prompt named it. Judged only when the transcript starts at `initialize` and opens sessions; a client has no session to show it in.",
+);
 
 /// The rule of the table that a sequence rule of the library is.
 pub fn of_sequence(rule: acp_extension_core::sequence::SequenceRule) -> &'static RuleInfo {
@@ -226,6 +232,7 @@ pub fn of_sequence(rule: acp_extension_core::sequence::SequenceRule) -> &'static
         // A new rule of the library is reported under its own id as an
         // error until the table names it.
         S::SteerNotApplied => &STEER_NOT_APPLIED,
+        S::SessionNotOpened => &UNKNOWN_SESSION,
         _ => &SHAPE,
     }
 }
@@ -261,6 +268,7 @@ pub const ALL: &[RuleInfo] = &[
     STEER_NOT_APPLIED,
     NAMESPACE_MISMATCH,
     NAMESPACE_MIXED,
+    UNKNOWN_SESSION,
 ];
 
 /// The rule table as Markdown (`| rule | severity | meaning |`), for the README.

@@ -479,7 +479,7 @@ pub fn frame_text(app: &App, width: u16, height: u16) -> String {
         Ok(t) => t,
         Err(_) => return String::new(),
     };
-    if terminal.draw(|f| ui::render(f, app)).is_err() {
+    if terminal.draw(|f| ui::render(f, app, false)).is_err() {
         return String::new();
     }
     let buffer = terminal.backend().buffer();
@@ -582,7 +582,7 @@ fn live(path: &Path, name: &str, options: &WatchOptions) -> anyhow::Result<()> {
                 last_tick = Instant::now();
             }
             if app.dirty && last_draw.elapsed() >= frame_gap {
-                terminal.draw(|f| ui::render(f, &app))?;
+                terminal.draw(|f| ui::render(f, &app, true))?;
                 redraws += 1;
                 app.dirty = false;
                 last_draw = Instant::now();

@@ -65,7 +65,10 @@ pub fn selected_run(app: &App) -> Option<String> {
 }
 
 /// Draws the whole view.
-pub fn render(frame: &mut Frame, app: &App) {
+/// Draws the whole view. `live`: on a terminal that takes keys (the
+/// footer lists them); a still frame (`watch --once`, the demo) says how
+/// to browse it instead.
+pub fn render(frame: &mut Frame, app: &App, live: bool) {
     let area = frame.area();
     let wide = area.width >= 100;
     let bottom_height = if area.height >= 30 { 10 } else { 6 };
@@ -93,7 +96,7 @@ pub fn render(frame: &mut Frame, app: &App) {
     } else {
         render_findings(frame, app, bottom);
     }
-    render_footer(frame, app, footer);
+    render_footer(frame, app, footer, live);
 }
 
 fn render_header(frame: &mut Frame, app: &App, area: Rect) {
@@ -779,7 +782,18 @@ fn render_timeline(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_stateful_widget(list, area, &mut state);
 }
 
-fn render_footer(frame: &mut Frame, app: &App, area: Rect) {
+fn render_footer(frame: &mut Frame, app: &App, area: Rect, live: bool) {
+    if !live {
+        let line = Line::from(vec![
+            Span::styled(
+                "still frame".to_owned(),
+                Style::new().fg(Color::Black).bg(Color::Gray),
+            ),
+            Span::raw(" `acp-ext watch FILE` on a terminal browses a transcript, live or recorded"),
+        ]);
+        frame.render_widget(Paragraph::new(line), area);
+        return;
+    }
     let keys = [
         ("q", "quit"),
         ("tab", "pane"),

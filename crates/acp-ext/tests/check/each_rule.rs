@@ -32,6 +32,7 @@ const TESTED: &[&str] = &[
     "steer-not-applied",
     "namespace-mismatch",
     "namespace-mixed",
+    "unknown-session",
 ];
 
 #[test]
@@ -1014,6 +1015,57 @@ fn steer_not_applied() {
         (A2C, outcome(4, "injected")),
         (A2C, end_turn(3)),
     ]));
+}
+
+/// A connection followed from `initialize` that opened session `s1`.
+fn opened_s1() -> Vec<(Direction, Value)> {
+    with(
+        init(json!({"sessionActivity": {"version": 1}}), json!({})),
+        vec![
+            (
+                C2A,
+                req(1, "session/new", json!({"cwd": "/", "mcpServers": []})),
+            ),
+            (A2C, ok(1, json!({"sessionId": "s1"}))),
+        ],
+    )
+}
+
+fn activity(sid: &str) -> Value {
+    note(
+        "_lody/session/activity_update",
+        json!({"version": 1, "sessionId": sid, "state": "running", "backgroundTaskCount": 0}),
+    )
+}
+
+#[test]
+fn unknown_session() {
+    // Activity for a session the connection never opened.
+    let findings = run(&with(opened_s1(), vec![(A2C, activity("s9"))]));
+    assert_eq!(rule_ids(&findings), ["unknown-session"]);
+    assert_eq!(findings[0].path, "/params/sessionId");
+    assert!(findings[0].message.contains("\"s9\""), "{findings:#?}");
+    // The opened session, one opened by `session/load`, and a fixture that
+    // opens no session at all are clean.
+    assert_clean(&with(opened_s1(), vec![(A2C, activity("s1"))]));
+    assert_clean(&with(
+        opened_s1(),
+        vec![
+            (
+                C2A,
+                req(
+                    2,
+                    "session/load",
+                    json!({"sessionId": "s2", "cwd": "/", "mcpServers": []}),
+                ),
+            ),
+            (A2C, activity("s2")),
+        ],
+    ));
+    assert_clean(&with(
+        init(json!({"sessionActivity": {"version": 1}}), json!({})),
+        vec![(A2C, activity("s9"))],
+    ));
 }
 
 #[test]

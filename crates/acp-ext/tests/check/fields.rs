@@ -82,7 +82,7 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
             "windows": [{"usedPercent": p, "windowDurationSeconds": null, "resetsAtEpochSeconds": null}]}]}),
         )
     };
-    let table: Vec<(&str, Class)> = vec![
+    let mut table: Vec<(&str, Class)> = vec![
         ("not-json", Input),
         ("input-too-large", Input),
         ("not-a-message", Input),
@@ -358,6 +358,29 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
             )),
         ),
     ];
+    table.push((
+        "unknown-session",
+        Context(
+            with(
+                opened_s1_for_fields(),
+                vec![(A2C, activity_for_fields("s9"))],
+            ),
+            with(
+                opened_s1_for_fields(),
+                vec![
+                    (
+                        C2A,
+                        req(
+                            2,
+                            "session/load",
+                            json!({"sessionId": "s9", "cwd": "/", "mcpServers": []}),
+                        ),
+                    ),
+                    (A2C, activity_for_fields("s9")),
+                ],
+            ),
+        ),
+    ));
     let listed: Vec<&str> = table.iter().map(|(id, _)| *id).collect();
     let all: Vec<&str> = rules::ALL.iter().map(|r| r.id).collect();
     assert_eq!(listed, all, "every rule is classified, in table order");
@@ -441,4 +464,25 @@ fn a_client_capability_fragment_is_not_read_as_session_metadata() {
     let rules: Vec<&str> = found.iter().map(|(_, f)| f.rule).collect();
     assert_eq!(rules, ["not-a-message"], "{found:?}");
     assert!(found[0].1.message.contains("capability"), "{found:?}");
+}
+
+/// A connection followed from `initialize` that opened session `s1`.
+fn opened_s1_for_fields() -> Vec<(Direction, Value)> {
+    with(
+        init(json!({"sessionActivity": {"version": 1}}), json!({})),
+        vec![
+            (
+                C2A,
+                req(1, "session/new", json!({"cwd": "/", "mcpServers": []})),
+            ),
+            (A2C, ok(1, json!({"sessionId": "s1"}))),
+        ],
+    )
+}
+
+fn activity_for_fields(sid: &str) -> Value {
+    note(
+        "_lody/session/activity_update",
+        json!({"version": 1, "sessionId": sid, "state": "running", "backgroundTaskCount": 0}),
+    )
 }

@@ -951,9 +951,15 @@ impl ConnectionState {
             }
             MessageKind::Request | MessageKind::Notification => {
                 let method = m.call_method.unwrap_or("");
+                let unopened = self
+                    .now
+                    .sequence
+                    .iter()
+                    .any(|f| f.rule == sequence::SequenceRule::SessionNotOpened);
                 self.pending_sequence(method, m.session_id(), out);
-                if self.refuses_call(m.direction, method, m.session_id(), out) {
-                    // Recorded: its receiver does not read it.
+                if unopened || self.refuses_call(m.direction, method, m.session_id(), out) {
+                    // Recorded: no session to place it in, or its receiver
+                    // does not read it.
                 } else {
                     match m.event_line() {
                         // Read straight into its type: valid, and with no epoch

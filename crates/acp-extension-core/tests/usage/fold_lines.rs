@@ -71,3 +71,27 @@ fn fold_handles_empty_input_invalid_utf8_and_trailing_garbage() {
     assert_eq!(lines[0]["error"]["line"], 1);
     assert_eq!(lines[1]["error"]["line"], 2);
 }
+
+#[test]
+fn a_bad_line_names_every_field_that_breaks_its_rule() {
+    let line = r#"{"operationId":"op","rows":{"m":{"inputTokens":-1,"outputTokens":"x"}}}"#;
+    let (lines, summary) = fold(format!("{line}\n").as_bytes());
+    assert_eq!(summary.errors, 1);
+    assert_eq!(
+        lines[0]["error"]["message"],
+        "/sessionId: is required (a string); \
+         /rows/m/inputTokens: must be a non-negative integer; \
+         /rows/m/outputTokens: must be a non-negative integer, found a string; \
+         /rows/m/cacheReadInputTokens: is required (a non-negative integer)"
+    );
+    // A line that is no JSON still gets the parser's words.
+    let (lines, _) = fold(b"{not json\n");
+    assert!(
+        lines[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("(root): key must be a string"),
+        "{}",
+        lines[0]
+    );
+}
