@@ -7,6 +7,19 @@
 //! events, goals, steering, usage accounting, rate limits, tasks,
 //! compaction, titles, session activity, worktree projects, MCP apps).
 //!
+//! An adapter or client depends on this crate and on the SDK with the
+//! transport it speaks (this crate enables none of the SDK's features):
+//!
+//! ```toml
+//! [dependencies]
+//! acp-extension-core = "0.1"
+//! # `stdio` for an agent or client on standard input and output (what
+//! # `examples/agent.rs` uses); `process` to spawn the peer (`examples/client.rs`).
+//! agent-client-protocol = { version = "5.2", features = ["stdio", "process"] }
+//! tokio = { version = "1", features = ["rt-multi-thread", "macros", "time"] }
+//! serde_json = "1"
+//! ```
+//!
 //! Extensions are negotiated per feature under `_meta.lody` (newer spelling
 //! `_meta.ua`, see [`namespace`]) in `initialize`, carried as
 //! `_meta.<ns>.<field>` on standard ACP messages ([`meta`]), or as
@@ -33,8 +46,10 @@
 //!
 //! Negotiate once in `initialize` and keep a [`producer::AgentExtensions`]
 //! for the connection: it writes every extension message in the one
-//! namespace the client reads ([`negotiation::write_namespace`]), refuses
-//! features that are not active, and hands out the subagent emitter and
+//! namespace the client reads ([`negotiation::write_namespace`]), withholds
+//! what the client did not ask for ([`producer::Delivery::Withheld`], an
+//! `Ok` that a handler's `?` passes, so one adapter serves Core, standard
+//! and plain clients), and hands out the subagent emitter and
 //! the usage accumulator already bound to that namespace. Run each prompt
 //! off the SDK's dispatch loop so that steers are answered mid-turn (see
 //! [`producer`]). To a client of standard ACP (the official adapters'

@@ -139,6 +139,11 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
             SessionUpdate::SessionInfoUpdate(SessionInfoUpdate::new().title("Untagged")),
         ),
     );
+    // A title tagged `unset` says there is no title: an error, not sent.
+    record(
+        "unset title",
+        ext.title(&sid, "Nothing", TitleSource::Unset),
+    );
     // Not advertised: refused, not sent.
     record(
         "rate limits",
@@ -264,9 +269,9 @@ async fn connect_with(caps: ClientCapabilities) -> (Vec<Value>, Vec<Outcome>) {
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
                 .block_task()
                 .await?;
-            // The agent sends from a task; wait until all fifteen outcomes exist.
+            // The agent sends from a task; wait until all sixteen outcomes exist.
             for _ in 0..200 {
-                if outcomes_len(&waiting) >= 15 {
+                if outcomes_len(&waiting) >= 16 {
                     break;
                 }
                 tokio::task::yield_now().await;
@@ -357,7 +362,7 @@ async fn a_lody_client_gets_lody_for_every_feature() {
     );
     assert_eq!(
         named(&outcomes, "error"),
-        ["wrong namespace", "untagged title", "unknown run"],
+        ["wrong namespace", "untagged title", "unset title", "unknown run"],
         "{outcomes:?}"
     );
     // The second call's snapshot went to the run the first call started.
@@ -384,6 +389,7 @@ async fn a_lody_client_gets_lody_for_every_feature() {
             .unwrap()["params"]["_meta"]["lody"]["usageScopeId"]
     );
     assert!(!lines.iter().any(|l| l.to_string().contains("Untagged")));
+    assert!(!lines.iter().any(|l| l.to_string().contains("Nothing")));
     assert!(!lines.iter().any(|l| l.to_string().contains("call-2")));
     assert!(!lines.iter().any(|l| l.to_string().contains("call-3")));
     let methods: Vec<&str> = lines.iter().filter_map(|l| l["method"].as_str()).collect();
