@@ -856,13 +856,13 @@ impl ConnectionState {
         if snapshot.rate_limits.is_empty() {
             return;
         }
-        let fetched = snapshot.fetched_at_epoch_seconds.map(|t| t.get());
+        let fetched = snapshot.fetched_at_epoch_seconds;
         let mut ids = Vec::new();
         for limit in snapshot.rate_limits {
             let id = limit.limit_id.clone();
             // An older observation does not override a fresher one.
             let older = self.rate_limits.get(&id).is_some_and(|e| {
-                matches!((fetched, e.fetched_at_epoch_seconds), (Some(new), Some(old)) if new < old)
+                matches!((fetched, e.fetched_at_epoch_seconds), (Some(new), Some(old)) if new.get() < old.get())
             });
             if older {
                 continue;

@@ -812,9 +812,10 @@ impl SessionState {
 pub struct RateLimitEntry {
     /// The row as last received (replaced whole).
     pub rate_limit: RateLimit,
-    /// `fetchedAtEpochSeconds` of the snapshot it came in, when given.
+    /// `fetchedAtEpochSeconds` of the snapshot it came in, when given
+    /// (written as sent: `1710000000`, not `1710000000.0`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fetched_at_epoch_seconds: Option<f64>,
+    pub fetched_at_epoch_seconds: Option<crate::wire::EpochSeconds>,
     /// A later `rate_limits/get` failed: the data is the last known, not
     /// current (a fresh row clears it).
     pub stale: bool,

@@ -478,6 +478,9 @@ fn rate_limits_merge_per_limit_and_replace_within_it() {
             .get(),
         60.0
     );
+    // The time is written as it came: a whole number stays whole.
+    let doc = serde_json::to_string(&state.rate_limits()["c"]).unwrap();
+    assert!(doc.contains(r#""fetchedAtEpochSeconds":300,"#), "{doc}");
     // A failed query keeps the data, marked stale; a fresh row clears it.
     state.message(
         C2A,
