@@ -194,17 +194,25 @@ fn counters(m: &indexmap::IndexMap<String, u64>) -> String {
 
 fn print_usage(out: &mut impl Write, s: &SessionState, style: Style) -> io::Result<()> {
     let u = &s.usage;
-    if u.turn_totals.turns > 0 {
+    let t = &u.turn_totals;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    if t.turns > 0 {
         writeln!(
             out,
             "  turn usage  {} turn{}: {}",
-            u.turn_totals.turns,
-            if u.turn_totals.turns == 1 { "" } else { "s" },
-            counters(&u.turn_totals.usage)
+            t.turns,
+            plural(t.turns),
+            counters(&t.usage)
         )?;
-        if !u.turn_totals.quota.is_empty() {
-            writeln!(out, "  quota       {}", counters(&u.turn_totals.quota))?;
-        }
+    }
+    if t.quota_turns > 0 && !t.quota.is_empty() {
+        writeln!(
+            out,
+            "  quota       {} turn{}: {}",
+            t.quota_turns,
+            plural(t.quota_turns),
+            counters(&t.quota)
+        )?;
     }
     if let Some(x) = &u.unattributed {
         writeln!(

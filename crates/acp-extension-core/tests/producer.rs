@@ -362,7 +362,12 @@ async fn a_lody_client_gets_lody_for_every_feature() {
     );
     assert_eq!(
         named(&outcomes, "error"),
-        ["wrong namespace", "untagged title", "unset title", "unknown run"],
+        [
+            "wrong namespace",
+            "untagged title",
+            "unset title",
+            "unknown run"
+        ],
         "{outcomes:?}"
     );
     // The second call's snapshot went to the run the first call started.

@@ -192,7 +192,7 @@ fn render_session(frame: &mut Frame, app: &App, area: Rect) {
         .values()
         .map(|r| r.rate_limit.windows.len())
         .sum();
-    let turns = u16::from(s.usage.turn_totals.turns > 0);
+    let turns = u16::from(s.usage.turn_totals.turns > 0 || s.usage.turn_totals.quota_turns > 0);
     let context = u16::from(s.usage.context.is_some());
     let usage_height = if models == 0 && context == 0 && turns == 0 {
         0
@@ -479,7 +479,7 @@ fn bar(ratio: f64, width: usize) -> String {
 }
 
 fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
-    let turns = u16::from(s.usage.turn_totals.turns > 0);
+    let turns = u16::from(s.usage.turn_totals.turns > 0 || s.usage.turn_totals.quota_turns > 0);
     let [table_area, turns_area, gauge_area] = Layout::vertical([
         Constraint::Min(0),
         Constraint::Length(turns),
@@ -502,11 +502,14 @@ fn render_usage(frame: &mut Frame, s: &SessionState, area: Rect) {
         };
         frame.render_widget(
             Paragraph::new(Line::styled(
-                format!(
-                    "turn usage {} turn{}{total}{quota}",
-                    t.turns,
-                    if t.turns == 1 { "" } else { "s" }
-                ),
+                {
+                    // Turns that reported usage, or else a quota.
+                    let n = t.turns.max(t.quota_turns);
+                    format!(
+                        "turn usage {n} turn{}{total}{quota}",
+                        if n == 1 { "" } else { "s" }
+                    )
+                },
                 Style::new().fg(Color::Gray),
             )),
             turns_area,

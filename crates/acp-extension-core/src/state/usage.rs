@@ -275,7 +275,14 @@ impl ConnectionState {
         let cap = self.limits.turn_usage_per_session;
         let s = self.session_mut(sid);
         let t = &mut s.usage.turn_totals;
-        t.turns += 1;
+        // Each count is of the turns that reported what it sums: a turn
+        // with `usage: null` and a quota adds to the quota's only.
+        if usage.is_some() {
+            t.turns += 1;
+        }
+        if quota.is_some() || !quota_models.is_empty() {
+            t.quota_turns += 1;
+        }
         add_counters(&mut t.usage, usage.iter().flatten());
         add_counters(&mut t.quota, quota.iter().flatten());
         for (model, c) in &quota_models {

@@ -541,8 +541,11 @@ pub struct TurnUsage {
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct TurnUsageTotals {
-    /// Turns that reported usage.
+    /// Turns that reported `usage` (not `null`): what `usage` sums.
     pub turns: u64,
+    /// Turns that reported `_meta.quota`: what `quota` and
+    /// `quota_models` sum.
+    pub quota_turns: u64,
     /// The sum of every turn's `usage`, per counter.
     pub usage: IndexMap<String, u64>,
     /// The sum of every turn's `_meta.quota.token_count`, per counter.
