@@ -61,7 +61,7 @@
 //! | compaction, retry | `_meta.<ns>.activity` on tool calls | `compaction_update` (summary as text or content blocks), `compaction_summary_chunk` | |
 //! | notices | `_meta.<ns>.notice` on `session_info_update` | `notice` | |
 //! | plans | | `plan`, `plan_update`, `plan_removed` | `_acp_ext:codex_proposed_plan` |
-//! | goals | `_meta.<ns>.goal` | | `_meta.goal`, `_meta.codex.goal`, `_meta.jetbrains.air.goal` (ms) |
+//! | goals | `_meta.<ns>.goal` | | `_meta.goal` (ms), `_meta.codex.goal` (s), `_meta.jetbrains.air.goal` (ms) |
 //! | steering | `session/steer`, `_meta.<ns>.steer` | `_session/steering` and its outcomes | `_meta.claudeCode.steer`, `_meta.codex.steer` |
 //! | tasks | `_meta.<ns>.task` on tool calls | | `_claude/taskLifecycle`, `_kimi/taskLifecycle`, AIR's `async_task_*` |
 //! | titles, activity | `_meta.<ns>.titleSource`, `session/activity_update` | `session_info_update`, v2 `state_update` | `_meta.codex.titleSource`, `_meta.codex.threadStatus`, `_meta.codex.phase` |

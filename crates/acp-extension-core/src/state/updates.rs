@@ -617,9 +617,11 @@ impl ConnectionState {
 
     /// A goal in another carrier, by precedence: the legacy top-level
     /// `_meta.goal`, codex's `_meta.codex.goal`, AIR's
-    /// `_meta.jetbrains.air.goal`. Their times are epoch milliseconds
-    /// (`createdAt`, `updatedAt`), converted to seconds; codex's
-    /// `usageLimited`/`budgetLimited` read as `limited`, `cleared` clears.
+    /// `_meta.jetbrains.air.goal`. Their times (`createdAt`, `updatedAt`)
+    /// are read in each carrier's unit: epoch milliseconds for AIR's and
+    /// the legacy key (converted to seconds), epoch seconds for codex's
+    /// own (its native unit); codex's `usageLimited`/`budgetLimited` read
+    /// as `limited`, `cleared` clears.
     pub(super) fn vendor_goal(
         &mut self,
         method: &str,
@@ -628,19 +630,20 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let meta = meta_of(update);
-        let (at, raw) = if let Some(g) = meta.and_then(|m| m.get("goal")) {
-            ("/params/update/_meta/goal", g)
+        // Each carrier, and how many of its time units make a second.
+        let (at, raw, per_second) = if let Some(g) = meta.and_then(|m| m.get("goal")) {
+            ("/params/update/_meta/goal", g, 1000.0)
         } else if let Some(g) = self
             .vendor_meta(update, "codex")
             .and_then(|c| c.get("goal"))
         {
-            ("/params/update/_meta/codex/goal", g)
+            ("/params/update/_meta/codex/goal", g, 1.0)
         } else if let Some(g) = meta
             .and_then(|m| m.get("jetbrains"))
             .and_then(|j| j.get("air"))
             .and_then(|a| a.get("goal"))
         {
-            ("/params/update/_meta/jetbrains/air/goal", g)
+            ("/params/update/_meta/jetbrains/air/goal", g, 1000.0)
         } else {
             return;
         };
@@ -668,12 +671,12 @@ impl ConnectionState {
             }
             _ => {}
         }
-        for (ms, secs) in [
+        for (native, secs) in [
             ("createdAt", "createdAtEpochSeconds"),
             ("updatedAt", "updatedAtEpochSeconds"),
         ] {
-            if let Some(t) = goal.remove(ms).and_then(|t| t.as_f64()) {
-                goal.insert(secs.into(), json!((t / 1000.0).floor()));
+            if let Some(t) = goal.remove(native).and_then(|t| t.as_f64()) {
+                goal.insert(secs.into(), json!((t / per_second).floor()));
             }
         }
         goal.remove("controlMethod");

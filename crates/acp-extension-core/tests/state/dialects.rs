@@ -18,7 +18,7 @@ fn agent_named(name: &str) -> (Direction, Value) {
 }
 
 #[test]
-fn goals_from_every_carrier_with_milliseconds_converted() {
+fn goals_from_every_carrier_with_each_carriers_time_unit() {
     // AIR's snapshot: milliseconds, `controlMethod`.
     let (state, _) = fold(&[(
         A2C,
@@ -53,6 +53,28 @@ fn goals_from_every_carrier_with_milliseconds_converted() {
     assert_eq!(
         serde_json::to_value(state.session("s").unwrap().current_goal().unwrap().status).unwrap(),
         "limited"
+    );
+    // codex's own key carries its native epoch seconds: read as seconds,
+    // not divided into 1970.
+    let (state, _) = fold(&[
+        agent_named("@agentclientprotocol/codex-acp"),
+        (
+            A2C,
+            info_update(
+                "s",
+                json!({"codex": {"goal": {"objective": "x", "status": "active",
+                    "createdAt": 1790000000u64, "updatedAt": 1790000100u64}}}),
+            ),
+        ),
+    ]);
+    let g = state.session("s").unwrap().current_goal().unwrap().clone();
+    assert_eq!(
+        g.created_at_epoch_seconds.map(|t| t.get()),
+        Some(1790000000.0)
+    );
+    assert_eq!(
+        g.updated_at_epoch_seconds.map(|t| t.get()),
+        Some(1790000100.0)
     );
     let (state, _) = fold(&[(
         A2C,
