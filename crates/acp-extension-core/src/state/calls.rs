@@ -404,7 +404,9 @@ impl ConnectionState {
             if on("subagentLifecycle") || on("subagentManagement") {
                 let mut sub = serde_json::Map::new();
                 sub.insert("version".into(), json!(1));
-                sub.insert("lifecycle".into(), json!(on("subagentLifecycle")));
+                // The contract's `lifecycle` is the literal `true`: either
+                // flag stands for it.
+                sub.insert("lifecycle".into(), json!(true));
                 if on("subagentManagement") {
                     for k in ["list", "cancel", "output"] {
                         sub.insert(k.into(), json!(true));

@@ -325,6 +325,22 @@ fn kimis_compatibility_key_stands_for_subagents() {
     let sub = &state.negotiation().agent.features["subagents"];
     assert_eq!(sub["lifecycle"], true);
     assert_eq!(sub["list"], true);
+    // Management alone: `lifecycle` is still the contract's literal `true`
+    // (it was `false`, which no valid capability holds).
+    let (state, _) = fold(&[(
+        A2C,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {
+            "_meta": {"lody.ai/kimi": {"protocolVersion": 1, "features": {"subagentManagement": true}}}}}}),
+    )]);
+    let sub = &state.negotiation().agent.features["subagents"];
+    assert_eq!(
+        sub,
+        &json!({"version": 1, "lifecycle": true, "list": true, "cancel": true, "output": true})
+    );
+    assert!(
+        serde_json::from_value::<acp_extension_core::capabilities::SubagentCapability>(sub.clone())
+            .is_ok()
+    );
     // The contract's own key wins.
     let (state, _) = fold(&[(
         A2C,
