@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{EXE, corpus_files, record, scratch};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `acp-ext state --json ARGS FILES`, as it ended.
 fn state_output(args: &[&str], files: &[&Path]) -> std::process::Output {
@@ -549,6 +549,99 @@ fn namespace_misuse_is_recorded_where_check_reports_it() {
     assert_eq!(state["rateLimits"], serde_json::json!({}), "{state:#}");
     assert_eq!(state["accounting"]["recorded"], 2);
     std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn malformed_standard_updates_are_recorded_where_check_reports_them() {
+    // (update, the pointer and rule both name, what the state then holds)
+    let cases = [
+        (
+            json!({"sessionUpdate": "compaction_update", "status": "completed"}),
+            "/params/update/compactionId",
+            "required",
+        ),
+        (
+            json!({"sessionUpdate": "usage_update", "used": -5, "size": 100}),
+            "/params/update/used",
+            "non-negative-integer",
+        ),
+        (
+            json!({"sessionUpdate": "usage_update", "used": 5, "size": 100,
+                "cost": {"amount": -1, "currency": "USD"}}),
+            "/params/update/cost/amount",
+            "finite-non-negative",
+        ),
+        (
+            json!({"sessionUpdate": "subagent_update", "state": {"state": "running"}}),
+            "/params/update/sessionId",
+            "required",
+        ),
+        (
+            json!({"sessionUpdate": "notice", "title": "Disk almost full"}),
+            "/params/update/severity",
+            "required",
+        ),
+        (
+            json!({"sessionUpdate": "tool_call", "title": "Read", "status": "pending"}),
+            "/params/update/toolCallId",
+            "required",
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("acp-ext-standard-shapes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, (update, pointer, rule)) in cases.iter().enumerate() {
+        let lines = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}),
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}}),
+        ];
+        let path = dir.join(format!("{i}.jsonl"));
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, text).unwrap();
+        let findings: Vec<(String, String)> = check_errors(&path)
+            .iter()
+            .map(|f| {
+                (
+                    f["path"].as_str().unwrap().to_owned(),
+                    f["rule"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            findings,
+            [(pointer.to_string(), "shape".to_owned())],
+            "{update}"
+        );
+        let (_, docs, _) = state_json(&[], &[path.as_path()]);
+        let records: Vec<(&str, &str)> = docs[0]["invalid"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["pointer"].as_str().unwrap(), r["rule"].as_str().unwrap()))
+            .collect();
+        assert_eq!(records, [(*pointer, *rule)], "{update}");
+        let s1 = &docs[0]["sessions"]["s1"];
+        match update["sessionUpdate"].as_str().unwrap() {
+            // Shown with its defaults: an info notice.
+            "notice" => {
+                assert_eq!(s1["notices"][0]["level"], "info", "{s1:#}");
+                assert_eq!(docs[0]["invalid"][0]["folded"], true);
+            }
+            // The occupancy is folded, a bad cost is not.
+            "usage_update" if *pointer == "/params/update/cost/amount" => {
+                assert_eq!(s1["usage"]["context"]["used"], 5, "{s1:#}");
+                assert!(s1["usage"]["context"].get("cost").is_none(), "{s1:#}");
+            }
+            // Nothing else of it is placed.
+            _ => {
+                assert!(s1["usage"].get("context").is_none(), "{s1:#}");
+                assert_eq!(s1["activities"], json!({}), "{s1:#}");
+                assert_eq!(s1["subagentRuns"], json!({}), "{s1:#}");
+                assert_eq!(docs[0]["invalid"][0]["folded"], false);
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -69,6 +69,19 @@ impl Checker {
                 return;
             }
         };
+        // The standard shapes the state folds, by the state's own rule.
+        for v in acp_extension_core::state::standard_update_violations(update) {
+            out.push(Finding::of(
+                &rules::SHAPE,
+                v.pointer.as_str(),
+                format!(
+                    "`{}`: `{}` {}",
+                    str_at(update, "sessionUpdate").unwrap_or(""),
+                    v.pointer,
+                    v.rule
+                ),
+            ));
+        }
         if let Some(tag) = str_at(update, "sessionUpdate")
             && !acp_extension_core::state::is_known_session_update(tag)
         {

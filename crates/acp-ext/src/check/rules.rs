@@ -57,7 +57,7 @@ pub const NOT_A_MESSAGE: RuleInfo = RuleInfo::new(
 pub const SHAPE: RuleInfo = RuleInfo::new(
     "shape",
     Error,
-    "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule); or a standard message the consumer state folds cannot be placed (a `session/update` without an object `params`, a non-empty `sessionId` or an `update`).",
+    "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule); or a standard message the consumer state folds cannot be placed (a `session/update` without an object `params`, a non-empty `sessionId` or an `update`) or breaks its shape (`state::standard_update_violations`: a tool call without `toolCallId`, a `notice` without `severity` or `title`, a `compaction_update` without `compactionId`, a `usage_update` with a negative `used`, `size` or cost, a `subagent_update` without `sessionId`).",
 );
 /// A `_ua/…` / `_lody/…` (or `_acp_ext:*`) method that the contract does not define.
 pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(

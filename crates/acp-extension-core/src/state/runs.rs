@@ -300,16 +300,8 @@ impl ConnectionState {
         update: &Value,
         out: &mut Changes,
     ) {
+        // Recorded by `standard_update_violations` when missing or empty.
         let Some(child) = str_at(update, "sessionId").filter(|c| !c.is_empty()) else {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(sid),
-                "/params/update/sessionId",
-                "required",
-                "`subagent_update` without a non-empty string `sessionId`".to_owned(),
-                false,
-            );
             return;
         };
         if child == sid {

@@ -205,6 +205,63 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
     })
 }
 
+/// Every rule a standard session update the state folds breaks, at its
+/// pointer in the message (`/params/update/…`): a `tool_call` or
+/// `tool_call_update` needs a string `toolCallId`; a `notice` a string
+/// `severity` and `title`; a `compaction_update` a string
+/// `compactionId`; a `usage_update` non-negative integers `used` and
+/// `size`, and a cost (when not `null`) with a non-negative `amount` and a
+/// string `currency`; a `subagent_update` a non-empty string `sessionId`.
+/// The state records each (folding a `notice` with its defaults, and a
+/// `usage_update`'s occupancy without a bad cost; nothing of the others)
+/// and `acp-ext check` reports each (`shape`), both by this rule.
+///
+/// ```
+/// use acp_extension_core::state::standard_update_violations;
+/// use serde_json::json;
+///
+/// let v = standard_update_violations(&json!({"sessionUpdate": "usage_update", "used": -5, "size": 10}));
+/// assert_eq!((v[0].pointer.as_str(), v[0].rule.id()), ("/params/update/used", "non-negative-integer"));
+/// assert!(standard_update_violations(&json!({"sessionUpdate": "notice", "severity": "info", "title": "t"})).is_empty());
+/// ```
+pub fn standard_update_violations(update: &Value) -> Vec<Violation> {
+    use crate::wire::{Count, NonEmptyString, NonNegF64, check_req};
+    let mut out = Vec::new();
+    let Some(o) = update.as_object() else {
+        return out;
+    };
+    let at = "/params/update";
+    match o.get("sessionUpdate").and_then(Value::as_str) {
+        Some("tool_call" | "tool_call_update") => {
+            check_req::<String>(o, "toolCallId", at, &mut out);
+        }
+        Some("notice") => {
+            check_req::<String>(o, "severity", at, &mut out);
+            check_req::<String>(o, "title", at, &mut out);
+        }
+        Some("compaction_update") => check_req::<String>(o, "compactionId", at, &mut out),
+        Some("usage_update") => {
+            check_req::<Count>(o, "used", at, &mut out);
+            check_req::<Count>(o, "size", at, &mut out);
+            match o.get("cost") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(cost)) => {
+                    let at = "/params/update/cost";
+                    check_req::<NonNegF64>(cost, "amount", at, &mut out);
+                    check_req::<String>(cost, "currency", at, &mut out);
+                }
+                Some(other) => out.push(Violation::new(
+                    "/params/update/cost",
+                    Rule::type_of("an object or null", other),
+                )),
+            }
+        }
+        Some("subagent_update") => check_req::<NonEmptyString>(o, "sessionId", at, &mut out),
+        _ => {}
+    }
+    out
+}
+
 impl ConnectionState {
     pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Changes) {
         let (sid, update) = match session_update_parts(params) {
@@ -233,6 +290,35 @@ impl ConnectionState {
             }
         };
         let tag = str_at(update, "sessionUpdate").unwrap_or("");
+        let problems = standard_update_violations(update);
+        if !problems.is_empty() {
+            // A notice is shown with its defaults, an occupancy without a
+            // bad cost; the rest has nothing to fold.
+            let folded = tag == "notice"
+                || (tag == "usage_update"
+                    && problems
+                        .iter()
+                        .all(|v| v.pointer.starts_with("/params/update/cost")));
+            for v in &problems {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    Some(&sid),
+                    v.pointer.as_str(),
+                    v.rule.id(),
+                    format!(
+                        "`{tag}`: `{}` {}{}",
+                        v.pointer,
+                        v.rule,
+                        if folded { "" } else { "; not folded" }
+                    ),
+                    folded,
+                );
+            }
+            if !folded {
+                return;
+            }
+        }
         // A session that is a standard subagent run: its updates are the
         // run's output.
         if let Some(root) = self.standard_run_root(&sid)
@@ -269,16 +355,8 @@ impl ConnectionState {
                 self.notice(&sid, level, message, None, Dialect::Standard, out);
             }
             "compaction_update" => {
+                // Recorded by `standard_update_violations` when missing.
                 let Some(id) = str_at(update, "compactionId").map(str::to_owned) else {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        Some(&sid),
-                        "/params/update/compactionId",
-                        "required",
-                        "`compaction_update` without a string `compactionId`".to_owned(),
-                        false,
-                    );
                     return;
                 };
                 let cap = self.limits.activities_per_session;

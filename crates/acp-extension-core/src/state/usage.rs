@@ -120,43 +120,24 @@ impl ConnectionState {
         update: &Value,
         out: &mut Changes,
     ) {
+        // What breaks `standard_update_violations` was recorded before:
+        // without `used` and `size` nothing is folded, a bad cost is left
+        // out.
         let (Some(used), Some(size)) = (
             update.get("used").and_then(Value::as_u64),
             update.get("size").and_then(Value::as_u64),
         ) else {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(sid),
-                "/params/update",
-                "shape",
-                "`usage_update` needs non-negative integers `used` and `size`".to_owned(),
-                false,
-            );
             return;
         };
-        let cost = match update.get("cost") {
-            None | Some(Value::Null) => None,
-            Some(c)
-                if c.get("amount")
+        let cost = update
+            .get("cost")
+            .filter(|c| {
+                c.get("amount")
                     .and_then(Value::as_f64)
-                    .is_some_and(|a| a >= 0.0) =>
-            {
-                Some(c.clone())
-            }
-            Some(_) => {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update/cost/amount",
-                    "finite-non-negative",
-                    "a `usage_update` cost needs a non-negative `amount`; the occupancy is folded, the cost is not".to_owned(),
-                    true,
-                );
-                None
-            }
-        };
+                    .is_some_and(|a| a.is_finite() && a >= 0.0)
+                    && c.get("currency").is_some_and(Value::is_string)
+            })
+            .cloned();
         let s = self.session_mut(sid);
         let cost = cost.or_else(|| s.usage.context.as_ref().and_then(|c| c.cost.clone()));
         s.usage.context = Some(ContextUsage { used, size, cost });
