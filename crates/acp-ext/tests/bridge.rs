@@ -198,12 +198,12 @@ async fn a_standard_agent_reaches_a_core_client_as_subagent_events() {
     );
     assert_eq!(client_runs, agent_runs);
     // claude's rate limit and codex's turn usage, in Core.
-    let limit = &client.rate_limits()["five_hour"];
+    let limit = &client.rate_limits()["claude:five_hour"];
     assert!((limit.rate_limit.windows[0].used_percent.get() - 91.0).abs() < 1e-9);
-    assert_eq!(limit.rate_limit.scope.provider_id, "standard-scripted");
+    assert_eq!(limit.rate_limit.scope.provider_id, "anthropic");
     assert_eq!(
         serde_json::to_value(&limit.rate_limit).unwrap(),
-        serde_json::to_value(&agent.rate_limits()["five_hour"].rate_limit).unwrap()
+        serde_json::to_value(&agent.rate_limits()["claude:five_hour"].rate_limit).unwrap()
     );
     let usage = &client.session("s1").unwrap().usage;
     assert_eq!(

@@ -353,11 +353,18 @@ pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
 }
 
 /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`, on a
-/// `usage_update`'s `_meta`) as Core `rate_limits/update` params: one limit
-/// per `rateLimitType`, `utilization` (a fraction) ×100, `resetsAt` epoch
-/// seconds, `providerId` as given (the agent's name). `None` for a status
-/// without `utilization` (claude below its warning threshold), except
-/// `rejected`, which is 100 %. Lost: `status` and the `overage*` fields.
+/// `usage_update`'s `_meta`) as Core `rate_limits/update` params, as
+/// `official-adapters.md` maps it: one limit per rate-limit type,
+/// `limitId` `claude:<type>`, `scope.providerId` `anthropic`, one window
+/// of `utilization` (a fraction) ×100 (clamped to 0..100), its duration
+/// (five hours for `five_hour`, a week for `seven_day*`) and `resetsAt`
+/// (epoch seconds). The event's own `rateLimitType` makes one limit, and
+/// each entry of the newer CLIs' `unifiedWindows` (`{five_hour:
+/// {utilization, resetsAt}, seven_day: {…}}`) one more (an entry wins over
+/// the event's figure for its type). A type without `utilization` forms no
+/// window and is skipped (a `rejected` status included: no figure is
+/// invented); `None` when nothing is left. Lost: `status`, the `overage*`
+/// fields and `surpassedThreshold`.
 ///
 /// ```
 /// use acp_extension_core::rate_limits::RateLimitsSnapshot;
@@ -366,34 +373,61 @@ pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
 ///
 /// let info = json!({"status": "allowed_warning", "resetsAt": 1790092800,
 ///     "rateLimitType": "five_hour", "utilization": 0.91});
-/// let params = claude_rate_limits(&info, "claude-agent-acp").unwrap();
-/// let snapshot: RateLimitsSnapshot = serde_json::from_value(params)?;
-/// let window = &snapshot.rate_limits[0].windows[0];
-/// assert!((window.used_percent.get() - 91.0).abs() < 1e-9);
-/// assert!(claude_rate_limits(&json!({"status": "allowed"}), "claude").is_none());
+/// let snapshot: RateLimitsSnapshot = serde_json::from_value(claude_rate_limits(&info).unwrap())?;
+/// assert_eq!(snapshot.rate_limits[0].limit_id, "claude:five_hour");
+/// assert_eq!(snapshot.rate_limits[0].scope.provider_id, "anthropic");
+/// assert!((snapshot.rate_limits[0].windows[0].used_percent.get() - 91.0).abs() < 1e-9);
+/// // What claude-agent-acp 0.101 sends on every turn against a real account.
+/// let unified = json!({"status": "allowed", "unifiedWindows": {
+///     "five_hour": {"utilization": 0.12, "resetsAt": 1790000000},
+///     "seven_day": {"utilization": 0.4, "resetsAt": 1790500000}}});
+/// let snapshot: RateLimitsSnapshot = serde_json::from_value(claude_rate_limits(&unified).unwrap())?;
+/// let ids: Vec<&str> = snapshot.rate_limits.iter().map(|l| l.limit_id.as_str()).collect();
+/// assert_eq!(ids, ["claude:five_hour", "claude:seven_day"]);
+/// assert!(claude_rate_limits(&json!({"status": "allowed"})).is_none());
+/// assert!(claude_rate_limits(&json!({"status": "rejected", "rateLimitType": "five_hour"})).is_none());
 /// # Ok::<_, serde_json::Error>(())
 /// ```
-pub fn claude_rate_limits(info: &Value, provider: &str) -> Option<Value> {
-    let kind = info.get("rateLimitType").and_then(Value::as_str);
-    let seconds = match kind {
-        Some("five_hour") => serde_json::json!(18000),
-        Some(k) if k.starts_with("seven_day") => serde_json::json!(604800),
-        _ => Value::Null,
-    };
-    let utilization = match info.get("utilization").and_then(Value::as_f64) {
-        Some(u) => u,
-        None if info.get("status").and_then(Value::as_str) == Some("rejected") => 1.0,
-        None => return None,
-    };
-    Some(serde_json::json!({"rateLimits": [{
-        "limitId": kind.unwrap_or("claude"),
-        "scope": {"providerId": provider},
-        "windows": [{
-            "usedPercent": (utilization * 100.0).clamp(0.0, 100.0),
-            "windowDurationSeconds": seconds,
-            "resetsAtEpochSeconds": epoch_seconds(info.get("resetsAt")),
-        }],
-    }]}))
+pub fn claude_rate_limits(info: &Value) -> Option<Value> {
+    // Each type's figure and reset time, in the order first named.
+    let mut windows: indexmap::IndexMap<String, (f64, Value)> = indexmap::IndexMap::new();
+    if let (Some(kind), Some(u)) = (
+        info.get("rateLimitType").and_then(Value::as_str),
+        info.get("utilization").and_then(Value::as_f64),
+    ) {
+        windows.insert(kind.to_owned(), (u, epoch_seconds(info.get("resetsAt"))));
+    }
+    if let Some(unified) = info.get("unifiedWindows").and_then(Value::as_object) {
+        for (kind, w) in unified {
+            if let Some(u) = w.get("utilization").and_then(Value::as_f64) {
+                windows.insert(kind.clone(), (u, epoch_seconds(w.get("resetsAt"))));
+            }
+        }
+    }
+    if windows.is_empty() {
+        return None;
+    }
+    let limits: Vec<Value> = windows
+        .into_iter()
+        .filter(|(_, (u, _))| u.is_finite())
+        .map(|(kind, (utilization, resets))| {
+            let seconds = match kind.as_str() {
+                "five_hour" => serde_json::json!(18000),
+                k if k.starts_with("seven_day") => serde_json::json!(604800),
+                _ => Value::Null,
+            };
+            serde_json::json!({
+                "limitId": format!("claude:{kind}"),
+                "scope": {"providerId": "anthropic"},
+                "windows": [{
+                    "usedPercent": (utilization * 100.0).clamp(0.0, 100.0),
+                    "windowDurationSeconds": seconds,
+                    "resetsAtEpochSeconds": resets,
+                }],
+            })
+        })
+        .collect();
+    (!limits.is_empty()).then(|| serde_json::json!({"rateLimits": limits}))
 }
 
 /// The per-model usage of one prompt, from its standard result: the rows of

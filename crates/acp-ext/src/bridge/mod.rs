@@ -58,8 +58,9 @@
 //!   `promptRequired` is a `-32600` error, anything else `failed`.
 //! - claude's `_claude/rateLimit` (on a `usage_update`, which passes as it
 //!   is) is followed by `_<ns>/rate_limits/update`
-//!   ([`acp_extension_core::standard::claude_rate_limits`]: `status` and
-//!   the `overage*` fields are lost); a prompt result's `_meta.quota` rows
+//!   ([`acp_extension_core::standard::claude_rate_limits`]: a row
+//!   `claude:<type>` per type of the event and of its `unifiedWindows`;
+//!   `status` and the `overage*` fields are lost); a prompt result's `_meta.quota` rows
 //!   (else its `usage`) are accounted in the session's Core ledger (one
 //!   scope per connection, the prompt's request id as the operation) and
 //!   sent as `_<ns>/session/usage_update` before the answer

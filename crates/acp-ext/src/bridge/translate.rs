@@ -569,7 +569,7 @@ impl Translator {
             Mode::ToCore if method == "session/update" => {
                 let limits = params
                     .pointer("/update/_meta/_claude~1rateLimit")
-                    .and_then(|info| claude_rate_limits(info, &self.agent_name));
+                    .and_then(claude_rate_limits);
                 let mut out: Vec<Out> = match self.to_core.session_update(params) {
                     Some(events) => events
                         .iter()

@@ -149,16 +149,13 @@ impl ConnectionState {
         }
     }
 
-    /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`): one row
-    /// per `rateLimitType`, `utilization` (a fraction) ×100, `resetsAt`
-    /// epoch seconds, the provider from the agent's `agentInfo.name`. A
+    /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`), mapped
+    /// by [`crate::standard::claude_rate_limits`]: one row `claude:<type>`
+    /// per rate-limit type of the event and of its `unifiedWindows`. A
     /// status without `utilization` (claude below its warning threshold)
-    /// makes no row, except `rejected`, which is 100 %.
+    /// makes no row.
     fn claude_rate_limit(&mut self, method: &str, info: &Value, out: &mut Changes) {
-        let provider = self.agent_name().unwrap_or("claude").to_owned();
-        // Below its warning threshold claude reports a status without a
-        // figure: nothing for a row to hold (a rejection is 100 %).
-        let Some(mapped) = crate::standard::claude_rate_limits(info, &provider) else {
+        let Some(mapped) = crate::standard::claude_rate_limits(info) else {
             return;
         };
         match serde_json::from_value::<RateLimitsSnapshot>(mapped) {

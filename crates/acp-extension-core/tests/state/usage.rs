@@ -261,11 +261,8 @@ fn claude_rate_limits_ride_on_usage_update() {
         ),
     ];
     let (state, _) = fold(&init);
-    let row = &state.rate_limits()["five_hour"];
-    assert_eq!(
-        row.rate_limit.scope.provider_id,
-        "@agentclientprotocol/claude-agent-acp"
-    );
+    let row = &state.rate_limits()["claude:five_hour"];
+    assert_eq!(row.rate_limit.scope.provider_id, "anthropic");
     let w = &row.rate_limit.windows[0];
     assert!((w.used_percent.get() - 91.0).abs() < 1e-9);
     assert_eq!(w.window_duration_seconds.map(|s| s.get()), Some(18000.0));
@@ -273,6 +270,48 @@ fn claude_rate_limits_ride_on_usage_update() {
         w.resets_at_epoch_seconds.map(|s| s.get()),
         Some(1790092800.0)
     );
+    // What claude-agent-acp 0.101 sends on every turn against a real
+    // account: `unifiedWindows` and no top-level figure. Each window is a
+    // row; a `rejected` marker without a figure invents none.
+    let (state, _) = fold(&[(
+        A2C,
+        update(
+            "s",
+            json!({"sessionUpdate": "usage_update", "used": 1, "size": 200000,
+                "_meta": {"_claude/rateLimit": {"status": "allowed", "unifiedWindows": {
+                    "five_hour": {"utilization": 0.12, "resetsAt": 1790000000u64},
+                    "seven_day": {"utilization": 0.4, "resetsAt": 1790500000u64}}}}}),
+        ),
+    )]);
+    let rows: Vec<(&str, f64, Option<f64>, Option<f64>)> = state
+        .rate_limits()
+        .iter()
+        .map(|(id, r)| {
+            let w = &r.rate_limit.windows[0];
+            (
+                id.as_str(),
+                w.used_percent.get(),
+                w.window_duration_seconds.map(|s| s.get()),
+                w.resets_at_epoch_seconds.map(|s| s.get()),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, "claude:five_hour");
+    assert!((rows[0].1 - 12.0).abs() < 1e-9);
+    assert_eq!((rows[0].2, rows[0].3), (Some(18000.0), Some(1790000000.0)));
+    assert_eq!(rows[1].0, "claude:seven_day");
+    assert!((rows[1].1 - 40.0).abs() < 1e-9);
+    assert_eq!((rows[1].2, rows[1].3), (Some(604800.0), Some(1790500000.0)));
+    let (state, _) = fold(&[(
+        A2C,
+        update(
+            "s",
+            json!({"sessionUpdate": "usage_update", "used": 1, "size": 200000,
+                "_meta": {"_claude/rateLimit": {"status": "rejected", "rateLimitType": "five_hour"}}}),
+        ),
+    )]);
+    assert!(state.rate_limits().is_empty());
 }
 
 #[test]
