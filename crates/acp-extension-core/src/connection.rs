@@ -784,16 +784,11 @@ impl Connection {
                 let path = split_method(method)
                     .filter(|_| method_kind(method).is_some())
                     .map(|(_, p)| p);
+                // A session-scoped notification of the agent's (every
+                // agent-to-client contract method that names a session).
                 if m.direction != Direction::ClientToAgent
-                    && matches!(
-                        path,
-                        Some(
-                            "session/activity_update"
-                                | "session/usage_update"
-                                | "session/steer_applied"
-                                | "subagents/event"
-                        )
-                    )
+                    && path.is_some()
+                    && Direction::of_method(method) == Direction::AgentToClient
                     && let Some(sid) = sid
                 {
                     out.extend(self.seq.session_notification(sid, self.client_seen));

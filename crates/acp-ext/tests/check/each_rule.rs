@@ -1017,27 +1017,6 @@ fn steer_not_applied() {
     ]));
 }
 
-/// A connection followed from `initialize` that opened session `s1`.
-fn opened_s1() -> Vec<(Direction, Value)> {
-    with(
-        init(json!({"sessionActivity": {"version": 1}}), json!({})),
-        vec![
-            (
-                C2A,
-                req(1, "session/new", json!({"cwd": "/", "mcpServers": []})),
-            ),
-            (A2C, ok(1, json!({"sessionId": "s1"}))),
-        ],
-    )
-}
-
-fn activity(sid: &str) -> Value {
-    note(
-        "_lody/session/activity_update",
-        json!({"version": 1, "sessionId": sid, "state": "running", "backgroundTaskCount": 0}),
-    )
-}
-
 #[test]
 fn unknown_session() {
     // Activity for a session the connection never opened.

@@ -361,12 +361,9 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
     table.push((
         "unknown-session",
         Context(
+            with(opened_s1(), vec![(A2C, crate::activity("s9"))]),
             with(
-                opened_s1_for_fields(),
-                vec![(A2C, activity_for_fields("s9"))],
-            ),
-            with(
-                opened_s1_for_fields(),
+                opened_s1(),
                 vec![
                     (
                         C2A,
@@ -376,7 +373,7 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
                             json!({"sessionId": "s9", "cwd": "/", "mcpServers": []}),
                         ),
                     ),
-                    (A2C, activity_for_fields("s9")),
+                    (A2C, crate::activity("s9")),
                 ],
             ),
         ),
@@ -464,25 +461,4 @@ fn a_client_capability_fragment_is_not_read_as_session_metadata() {
     let rules: Vec<&str> = found.iter().map(|(_, f)| f.rule).collect();
     assert_eq!(rules, ["not-a-message"], "{found:?}");
     assert!(found[0].1.message.contains("capability"), "{found:?}");
-}
-
-/// A connection followed from `initialize` that opened session `s1`.
-fn opened_s1_for_fields() -> Vec<(Direction, Value)> {
-    with(
-        init(json!({"sessionActivity": {"version": 1}}), json!({})),
-        vec![
-            (
-                C2A,
-                req(1, "session/new", json!({"cwd": "/", "mcpServers": []})),
-            ),
-            (A2C, ok(1, json!({"sessionId": "s1"}))),
-        ],
-    )
-}
-
-fn activity_for_fields(sid: &str) -> Value {
-    note(
-        "_lody/session/activity_update",
-        json!({"version": 1, "sessionId": sid, "state": "running", "backgroundTaskCount": 0}),
-    )
 }

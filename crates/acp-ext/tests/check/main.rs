@@ -69,6 +69,28 @@ fn init_caps(agent: Value, client_caps: Value) -> Vec<(Direction, Value)> {
     ]
 }
 
+/// A connection followed from `initialize` that opened session `s1`.
+fn opened_s1() -> Vec<(Direction, Value)> {
+    with(
+        init(json!({"sessionActivity": {"version": 1}}), json!({})),
+        vec![
+            (
+                C2A,
+                req(1, "session/new", json!({"cwd": "/", "mcpServers": []})),
+            ),
+            (A2C, ok(1, json!({"sessionId": "s1"}))),
+        ],
+    )
+}
+
+/// `_lody/session/activity_update` for session `sid`.
+fn activity(sid: &str) -> Value {
+    note(
+        "_lody/session/activity_update",
+        json!({"version": 1, "sessionId": sid, "state": "running", "backgroundTaskCount": 0}),
+    )
+}
+
 fn with(
     mut head: Vec<(Direction, Value)>,
     tail: Vec<(Direction, Value)>,
