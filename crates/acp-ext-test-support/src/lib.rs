@@ -605,13 +605,14 @@ fn tiny_limits() -> Limits {
 /// `acp-ext state`'s outputs are written without a failure.
 fn assert_state_sound(state: &ConnectionState, limits: &StateLimits) {
     let a = state.accounting();
-    assert!(
-        a.folded + a.recorded <= a.values,
-        "accounting: {} folded + {} recorded > {} values",
-        a.folded,
-        a.recorded,
-        a.values
+    // Every value is folded, ignored or recorded: none lost.
+    assert_eq!(
+        a.folded + a.ignored + a.recorded,
+        a.values,
+        "accounting: {a:?}"
     );
+    let k = a.ignored_kinds;
+    assert_eq!(k.transcript + k.calls + k.unpaired_answers, a.ignored);
     assert!(state.invalid_count() >= a.recorded);
     assert!(state.invalid().len() <= limits.invalid);
     for record in state.invalid() {

@@ -318,6 +318,29 @@ pub(crate) fn print_state(
             records_summary(state)
         ))
     )?;
+    let a = state.accounting();
+    let k = a.ignored_kinds;
+    let kinds: Vec<String> = [
+        (k.transcript, "transcript"),
+        (k.calls, "calls not modelled"),
+        (k.unpaired_answers, "answers without their request"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    let mut line = format!(
+        "{} values: {} folded, {} ignored, {} recorded",
+        a.values, a.folded, a.ignored, a.recorded
+    );
+    if !kinds.is_empty() {
+        line.push_str(&format!(" (ignored: {})", kinds.join(", ")));
+    }
+    if a.unaccounted() > 0 {
+        // A bug of the state: say so rather than hide it.
+        line.push_str(&format!("; {} unaccounted", a.unaccounted()));
+    }
+    writeln!(out, "{}", style.dim(&line))?;
     let neg = state.negotiation();
     for (name, peer) in [("agent", &neg.agent), ("client", &neg.client)] {
         if peer.seen {

@@ -229,7 +229,8 @@ fn common_truths(name: &str, r: &Run) {
     let invalid: Vec<_> = r.state.invalid().collect();
     assert!(invalid.is_empty(), "{name}: {invalid:#?}");
     let a = r.state.accounting();
-    assert_eq!(a.values, a.folded + a.recorded, "{name}");
+    assert_eq!(a.values, a.folded + a.ignored + a.recorded, "{name}");
+    assert_eq!(a.unaccounted(), 0, "{name}");
     // Every single-field type change of every message of the record:
     // recorded at its field or folded by the state's rule, no panic.
     let mut records = Vec::new();

@@ -231,13 +231,18 @@ fn every_corpus_value_is_folded_or_recorded() {
     let (_, docs, _) = state_json(&[], &refs);
     for doc in &docs {
         let a = &doc["accounting"];
-        let (values, folded, recorded) = (
-            a["values"].as_u64().unwrap(),
-            a["folded"].as_u64().unwrap(),
-            a["recorded"].as_u64().unwrap(),
-        );
+        let n = |k: &str| a[k].as_u64().unwrap();
+        let values = n("values");
         assert!(values > 0, "{}", doc["file"]);
-        assert_eq!(values, folded + recorded, "{}: {a}", doc["file"]);
+        assert_eq!(
+            values,
+            n("folded") + n("ignored") + n("recorded"),
+            "{}: {a}",
+            doc["file"]
+        );
+        let kinds = a["ignoredKinds"].as_object().unwrap();
+        let by_kind: u64 = kinds.values().map(|v| v.as_u64().unwrap()).sum();
+        assert_eq!(by_kind, n("ignored"), "{}: {a}", doc["file"]);
         // Every record names its value and line.
         for i in doc["invalid"].as_array().unwrap() {
             assert!(

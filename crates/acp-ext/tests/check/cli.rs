@@ -153,8 +153,10 @@ fn cli_reads_the_whole_corpus() {
     args.extend(files.iter().map(|p| p.to_string_lossy().into_owned()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (code, out, err) = acp_ext(&args);
-    assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().count(), 7);
+    // The known deviations `corpus.rs` lists, 21 of them errors (codex's
+    // fixtures keep updates without their session).
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out.lines().count(), 28);
 }
 
 #[test]

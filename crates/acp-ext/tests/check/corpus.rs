@@ -59,6 +59,8 @@ fn every_corpus_file_is_read_and_only_known_deviations_are_found() {
             format!("/sessionUpdate/_meta/lody/goal/{key}"),
         )
     };
+    let unplaced =
+        |file: &str, line: u64, at: &str| (file.to_owned(), line, "shape", at.to_owned());
     let expected: BTreeSet<(String, u64, &str, String)> = [
         // codex: goal fixtures use createdAtEpochSeconds: 0 as a placeholder.
         epoch("prompt-v2-goal-command.json", 26, "createdAtEpochSeconds"),
@@ -83,6 +85,45 @@ fn every_corpus_file_is_read_and_only_known_deviations_are_found() {
             20,
             "updatedAtEpochSeconds",
         ),
+        // codex: its test fixtures keep updates without their `sessionId`
+        // (placed in no session; counted by hand from the files).
+        unplaced("prompt-v2-goal-command.json", 2, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-command.json", 26, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-command.json", 44, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-command.json", 50, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-resume-command.json", 2, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-resume-command.json", 26, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-resume-command.json", 44, "/sessionUpdate"),
+        unplaced("prompt-v2-goal-resume-command.json", 50, "/sessionUpdate"),
+        unplaced(
+            "prompt-v2-goal-resume-no-continuation.json",
+            2,
+            "/sessionUpdate",
+        ),
+        unplaced(
+            "prompt-v2-goal-resume-no-continuation.json",
+            20,
+            "/sessionUpdate",
+        ),
+        unplaced(
+            "prompt-v2-goal-resume-no-continuation.json",
+            38,
+            "/sessionUpdate",
+        ),
+        unplaced(
+            "prompt-v2-goal-resume-no-continuation.json",
+            44,
+            "/sessionUpdate",
+        ),
+        unplaced("prompt-v2-inserted.json", 44, "/sessionUpdate"),
+        unplaced("prompt-v2-inserted.json", 62, "/sessionUpdate"),
+        unplaced("prompt-v2-inserted.json", 68, "/sessionUpdate"),
+        unplaced("prompt-v2-inserted.json", 79, "/sessionUpdate"),
+        unplaced("review-turn-completed.json", 1, "/updates/0"),
+        unplaced("tool-calls-and-messages-v2-message-ids.json", 2, ""),
+        unplaced("tool-calls-and-messages-v2-message-ids.json", 10, ""),
+        unplaced("tool-calls-and-messages-v2-message-ids.json", 18, ""),
+        unplaced("tool-calls-and-messages-v2-message-ids.json", 31, ""),
         // claude: new-session responses carry _meta.lody.modelCapabilities.
         (
             "session-setup.jsonl".to_owned(),

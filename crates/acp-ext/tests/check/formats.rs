@@ -83,9 +83,12 @@ fn loose_shapes_become_messages() {
         located(&check_text(text, Format::Auto)),
         [
             (2, "shape", "/_meta/lody/goal/status"),
+            // A bare update names no session: placed nowhere.
+            (2, "shape", ""),
             (3, "unknown-meta-key", "/args/0/update/_meta/lody/extra"),
             // The kind-wrapped initialize response makes negotiation judgeable.
             (5, "not-advertised", "/payload/update/_meta/lody/goal"),
+            (6, "shape", "/updates/0"),
             (6, "unknown-meta-key", "/updates/0/_meta/lody/turnEnded"),
             (7, "shape", "/runId"),
             // The synthesized method has no place in the source value.

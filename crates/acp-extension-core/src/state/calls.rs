@@ -94,7 +94,7 @@ impl ConnectionState {
             "session/request_permission" | "elicitation/create" => match (sid, id) {
                 (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
                 // Without an id (a fixture's), nothing can answer it.
-                (Some(_), None) => out.add(|| Change::Seen {
+                (Some(_), None) => out.ignore(IgnoredKind::Call, || Change::Seen {
                     method: Some(method.to_owned()),
                 }),
                 (None, _) => self.record_invalid(
@@ -123,7 +123,7 @@ impl ConnectionState {
                         false,
                     );
                 } else {
-                    out.add(|| Change::Seen {
+                    out.ignore(IgnoredKind::Call, || Change::Seen {
                         method: Some(method.to_owned()),
                     });
                 }
@@ -172,7 +172,7 @@ impl ConnectionState {
         };
         self.answer(&call, id, outcome, out);
         if out.len() == before {
-            out.add(|| Change::Seen {
+            out.ignore(IgnoredKind::Call, || Change::Seen {
                 method: Some(call.method),
             });
         }
@@ -663,7 +663,7 @@ impl ConnectionState {
                 }
                 // Goal control, queries: read; the state changes through
                 // the agent's updates and the answers.
-                Ok(_) => out.add(|| Change::Seen {
+                Ok(_) => out.ignore(IgnoredKind::Call, || Change::Seen {
                     method: Some(method.to_owned()),
                 }),
                 Err(e) => {
@@ -675,7 +675,7 @@ impl ConnectionState {
         }
         match ExtensionNotification::parse(method, params) {
             Ok(Some((_, n))) => self.extension_notification(method, n, params, out),
-            Ok(None) => out.add(|| Change::Seen {
+            Ok(None) => out.ignore(IgnoredKind::Call, || Change::Seen {
                 method: Some(method.to_owned()),
             }),
             Err(e) => {

@@ -214,11 +214,7 @@ impl ConnectionState {
             }
             return;
         }
-        // The current session, else the only one the stream named.
-        let only = (self.sessions.len() == 1)
-            .then(|| self.sessions.keys().next().cloned())
-            .flatten();
-        let Some(sid) = self.current_session.clone().or(only) else {
+        let Some(sid) = self.unnamed_session() else {
             self.record_invalid(
                 out,
                 Some(method),

@@ -15,9 +15,11 @@
 //! [`write_json`] writes them, and many invalid records rendered on a
 //! second thread while the sessions go out).
 //!
-//! Nothing is dropped silently: every input value is folded (it made a
-//! change; transcript content and calls the state does not fold are
-//! [`Change::Transcript`] and [`Change::Seen`]) or recorded. A malformed
+//! Nothing is dropped silently: every input value is folded (it changed
+//! the state), ignored (transcript content and calls the state does not
+//! model, [`Change::Transcript`] and [`Change::Seen`], each kind counted
+//! in [`IgnoredCounts`]) or recorded ([`ConnectionState::accounting`]).
+//! A session that sent anything is in the state. A malformed
 //! extension payload, a sequence rule break ([`crate::sequence`], the same
 //! code `acp-ext check` runs), an unknown session update or a value that is
 //! no message becomes a [`Change::Invalid`] naming the method, the JSON
@@ -39,8 +41,9 @@
 //! * a message that is no JSON-RPC message (no `method`, nor `result` or
 //!   `error`; an `id` that is no string, number or null) is recorded
 //!   `not-a-message`; a `session/update` whose params are no object, whose
-//!   `sessionId` is empty or no string, or whose `update` is no object is
-//!   recorded at that field and placed in no session
+//!   `sessionId` is missing, empty or no string, or whose `update` is no
+//!   object is recorded at that field and placed in no session (never in a
+//!   guessed one)
 //!   ([`session_update_parts`]); a result that is no object is recorded
 //!   and nothing of it folded ([`result_violation`]);
 //! * a field the state does not read changes nothing, whatever it holds;
@@ -282,7 +285,8 @@ pub enum Change {
         /// `agent` or `client`.
         side: Side,
     },
-    /// A session began (`session/new` answered, `load`, `resume`, `fork`).
+    /// A session began (`session/new` answered, `load`, `resume`, `fork`),
+    /// or was first named by an update that holds nothing else.
     #[serde(rename_all = "camelCase")]
     SessionStarted {
         /// The session.
@@ -518,10 +522,18 @@ pub struct ConnectionState {
 }
 
 /// How the input values of a connection were accounted for: each value (a
-/// message, a batch element, a line that is not JSON) is either folded (it
-/// made at least one change) or recorded (at least one [`Invalid`] names
-/// it). `values == folded + recorded` unless something was dropped without
-/// a word, which is a bug of the state.
+/// message, a batch element, a line that is not JSON) is exactly one of
+///
+/// * **folded**: it changed the state (a [`Change`] other than
+///   [`Change::Transcript`] and [`Change::Seen`]);
+/// * **ignored**: read, and by design nothing the state holds, of a kind
+///   [`IgnoredCounts`] lists and counts;
+/// * **recorded**: at least one [`Invalid`] names it (folded partly or not
+///   at all).
+///
+/// `values == folded + ignored + recorded`; a value that changed nothing
+/// and is of no ignored kind is a bug of the state, counted by
+/// [`Accounting::unaccounted`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
@@ -531,8 +543,51 @@ pub struct Accounting {
     pub values: u64,
     /// Values that changed the state and were not recorded.
     pub folded: u64,
+    /// Values read that the state does not hold, by design.
+    pub ignored: u64,
     /// Values with at least one record (folded partly or not at all).
     pub recorded: u64,
+    /// The ignored values by kind.
+    pub ignored_kinds: IgnoredCounts,
+}
+
+impl Accounting {
+    /// Values neither folded, ignored nor recorded: lost without a word,
+    /// which the state never does (0 unless it has a bug).
+    pub fn unaccounted(&self) -> u64 {
+        self.values
+            .saturating_sub(self.folded + self.ignored + self.recorded)
+    }
+}
+
+/// The kinds of value the state reads and does not hold, each counted: the
+/// one list of what is ignored by design.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(JsonSchema))]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct IgnoredCounts {
+    /// A session's transcript ([`Change::Transcript`]): message, thought
+    /// and user chunks or whole messages, tool calls and their content
+    /// without task or activity metadata, terminal output, commands, modes,
+    /// config options. The state keeps no transcript; a UI renders it from
+    /// the message.
+    pub transcript: u64,
+    /// A call the state does not model ([`Change::Seen`]): file system and
+    /// terminal calls, modes, models, authentication, a vendor's own
+    /// method, the contract's queries and goal control (their effects
+    /// arrive as updates), and an answer that changes nothing.
+    pub calls: u64,
+    /// A response whose request the input does not hold.
+    pub unpaired_answers: u64,
+}
+
+/// Which [`IgnoredCounts`] kind an ignored change is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IgnoredKind {
+    Transcript,
+    Call,
+    UnpairedAnswer,
 }
 
 /// Which namespaces each peer reads ([`NamespaceReader`]), once its
@@ -563,6 +618,10 @@ struct Changes {
     made: usize,
     /// [`Change::Invalid`]s among them.
     invalid: usize,
+    /// Changes that hold nothing ([`IgnoredKind`]) among them.
+    ignored: usize,
+    /// The kind of the last of them.
+    ignored_kind: Option<IgnoredKind>,
 }
 
 impl Default for Changes {
@@ -572,6 +631,8 @@ impl Default for Changes {
             listed: true,
             made: 0,
             invalid: 0,
+            ignored: 0,
+            ignored_kind: None,
         }
     }
 }
@@ -583,6 +644,14 @@ impl Changes {
         if self.listed {
             self.list.push(change());
         }
+    }
+
+    /// A change that holds nothing ([`Change::Transcript`],
+    /// [`Change::Seen`]), of `kind`.
+    fn ignore(&mut self, kind: IgnoredKind, change: impl FnOnce() -> Change) {
+        self.ignored += 1;
+        self.ignored_kind = Some(kind);
+        self.add(change);
     }
 
     /// A record of what was not folded, copied only when listed.
@@ -603,7 +672,7 @@ impl Changes {
 impl Observer for ConnectionState {
     fn message(&mut self, _: &Connection, message: &Message<'_>) {
         let mut out = std::mem::take(&mut self.observed);
-        let from = (out.made, out.invalid);
+        let from = (out.made, out.invalid, out.ignored);
         self.observe(message, &mut out);
         self.account(&out, from);
         self.observed = out;
@@ -611,7 +680,7 @@ impl Observer for ConnectionState {
 
     fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
         let mut out = std::mem::take(&mut self.observed);
-        let from = (out.made, out.invalid);
+        let from = (out.made, out.invalid, out.ignored);
         self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
         self.account(&out, from);
         self.observed = out;
@@ -714,13 +783,23 @@ impl ConnectionState {
     }
 
     /// Counts the value whose changes began when `out` had made `from`
-    /// (changes, invalid records).
-    fn account(&mut self, out: &Changes, from: (usize, usize)) {
-        self.accounting.values += 1;
+    /// (changes, invalid records, ignored changes).
+    fn account(&mut self, out: &Changes, from: (usize, usize, usize)) {
+        let a = &mut self.accounting;
+        a.values += 1;
+        let ignored = out.ignored - from.2;
         if out.invalid > from.1 {
-            self.accounting.recorded += 1;
-        } else if out.made > from.0 {
-            self.accounting.folded += 1;
+            a.recorded += 1;
+        } else if out.made - from.0 > ignored {
+            a.folded += 1;
+        } else if ignored > 0 {
+            a.ignored += 1;
+            let kinds = &mut a.ignored_kinds;
+            match out.ignored_kind {
+                Some(IgnoredKind::Transcript) => kinds.transcript += 1,
+                Some(IgnoredKind::Call) | None => kinds.calls += 1,
+                Some(IgnoredKind::UnpairedAnswer) => kinds.unpaired_answers += 1,
+            }
         }
     }
 
@@ -987,7 +1066,7 @@ impl ConnectionState {
                             method: request.method.clone(),
                             session: match request.pairing {
                                 Pairing::Paired => request.session_id.clone(),
-                                _ => self.current_session.clone(),
+                                _ => self.unnamed_session(),
                             },
                             steer_id: request.steer_id.clone(),
                             new_session: request.first_mention,
@@ -996,7 +1075,9 @@ impl ConnectionState {
                         self.on_answer(call, id, outcome, out);
                     }
                     // Its request is not in the input: nothing to fold.
-                    None => out.add(|| Change::Seen { method: None }),
+                    None => out.ignore(IgnoredKind::UnpairedAnswer, || Change::Seen {
+                        method: None,
+                    }),
                 }
             }
         }
@@ -1098,6 +1179,18 @@ impl ConnectionState {
         self.sequence_findings(method, sid, rest, out);
     }
 
+    /// Where what names no session by design goes (legacy payloads, a
+    /// fixture's answer kept without its request): the last session
+    /// started or prompted, else the only one the stream named.
+    fn unnamed_session(&self) -> Option<String> {
+        let only = || {
+            (self.sessions.len() == 1)
+                .then(|| self.sessions.keys().next().cloned())
+                .flatten()
+        };
+        self.current_session.clone().or_else(only)
+    }
+
     fn session_mut(&mut self, session_id: &str) -> &mut SessionState {
         if !self.sessions.contains_key(session_id) {
             while self.sessions.len() >= self.limits.sessions.max(1) {
@@ -1179,5 +1272,24 @@ fn cap_text(text: &mut String, cap: usize) {
             cut += 1;
         }
         text.drain(..cut);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The accounting catches a fold arm that reads a value and reports
+    /// nothing of it (a planted silent loss): the value is unaccounted.
+    #[test]
+    fn a_value_that_changes_nothing_and_is_on_no_list_is_unaccounted() {
+        let mut state = ConnectionState::new();
+        let mut out = Changes::default();
+        out.ignore(IgnoredKind::Call, || Change::Seen { method: None });
+        state.account(&out, (0, 0, 0));
+        // The planted loss: a value whose fold made no change at all.
+        state.account(&out, (out.made, out.invalid, out.ignored));
+        let a = state.accounting();
+        assert_eq!((a.values, a.ignored, a.unaccounted()), (2, 1, 1));
     }
 }

@@ -559,7 +559,7 @@ impl ConnectionState {
             // `state_update`, which mirrors the run's state) is its
             // transcript.
             t if is_standard_update(t) || t == "state_update" => {
-                out.add(|| Change::Transcript {
+                out.ignore(IgnoredKind::Transcript, || Change::Transcript {
                     session_id: child.to_owned(),
                     update: t.to_owned(),
                 });

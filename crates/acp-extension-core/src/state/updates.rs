@@ -96,11 +96,11 @@ pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
         .map(|(_, v)| v)
 }
 
-/// The session a `session/update` names (`None` when it names none, as
-/// recorded fixtures keep updates) and its update, or the rule its params
-/// break (at a pointer into the message): they must be an object whose
-/// `sessionId`, when present, is a non-empty string, with an `update`
-/// object. An update that breaks it is placed in no session; the state
+/// The session a `session/update` names and its update, or the rule its
+/// params break (at a pointer into the message): they must be an object
+/// whose `sessionId` is a non-empty string, with an `update` object. An
+/// update that breaks it is placed in no session (not in the current one,
+/// nor the only one: a client cannot tell where it belongs); the state
 /// records it and `acp-ext check` reports it, both by this rule.
 ///
 /// ```
@@ -108,14 +108,15 @@ pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 /// use serde_json::json;
 ///
 /// let params = json!({"sessionId": "s", "update": {"sessionUpdate": "plan", "entries": []}});
-/// assert_eq!(session_update_parts(&params).unwrap().0, Some("s"));
-/// assert_eq!(session_update_parts(&json!({"update": {}})).unwrap().0, None);
+/// assert_eq!(session_update_parts(&params).unwrap().0, "s");
+/// let v = session_update_parts(&json!({"update": {}})).unwrap_err();
+/// assert_eq!((v.pointer.as_str(), v.rule.id()), ("/params/sessionId", "required"));
 /// let v = session_update_parts(&json!({"sessionId": "", "update": {}})).unwrap_err();
 /// assert_eq!((v.pointer.as_str(), v.rule.id()), ("/params/sessionId", "non-empty"));
 /// let v = session_update_parts(&json!("x")).unwrap_err();
 /// assert_eq!((v.pointer.as_str(), v.rule.id()), ("/params", "type"));
 /// ```
-pub fn session_update_parts(params: &Value) -> Result<(Option<&str>, &Value), Violation> {
+pub fn session_update_parts(params: &Value) -> Result<(&str, &Value), Violation> {
     let Some(o) = params.as_object() else {
         return Err(Violation::new(
             "/params",
@@ -126,11 +127,18 @@ pub fn session_update_parts(params: &Value) -> Result<(Option<&str>, &Value), Vi
         ));
     };
     let sid = match o.get("sessionId") {
-        None => None,
+        None => {
+            return Err(Violation::new(
+                "/params/sessionId",
+                Rule::Required {
+                    expected: "a non-empty string",
+                },
+            ));
+        }
         Some(Value::String(s)) if s.is_empty() => {
             return Err(Violation::new("/params/sessionId", Rule::NonEmpty));
         }
-        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::String(s)) => s.as_str(),
         Some(other) => {
             return Err(Violation::new(
                 "/params/sessionId",
@@ -265,17 +273,7 @@ pub fn standard_update_violations(update: &Value) -> Vec<Violation> {
 impl ConnectionState {
     pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Changes) {
         let (sid, update) = match session_update_parts(params) {
-            Ok((Some(sid), update)) => (sid.to_owned(), update),
-            Ok((None, update)) => {
-                // Fixtures keep updates without their session: such an
-                // update belongs to the current session (or the only
-                // one), else to the unnamed session `""`.
-                let only = (self.sessions.len() == 1)
-                    .then(|| self.sessions.keys().next().cloned())
-                    .flatten();
-                let sid = self.current_session.clone().or(only).unwrap_or_default();
-                (sid, update)
-            }
+            Ok((sid, update)) => (sid.to_owned(), update),
             Err(v) => {
                 self.record_invalid(
                     out,
@@ -330,7 +328,14 @@ impl ConnectionState {
         self.turn_meta(&sid, tag, update, out);
         self.session_update_tag(method, &sid, tag, update, out);
         if out.len() == before && is_standard_update(tag) {
-            out.add(|| Change::Transcript {
+            if !self.sessions.contains_key(&sid) {
+                // A session that sent anything is a session.
+                self.session_mut(&sid);
+                out.add(|| Change::SessionStarted {
+                    session_id: sid.clone(),
+                });
+            }
+            out.ignore(IgnoredKind::Transcript, || Change::Transcript {
                 session_id: sid,
                 update: tag.to_owned(),
             });

@@ -3,17 +3,23 @@
 use super::*;
 
 #[test]
-fn every_value_is_folded_or_recorded_and_records_name_it() {
+fn every_value_is_folded_ignored_or_recorded_and_records_name_it() {
     let mut state = ConnectionState::new();
     state.set_line(Some(7));
-    // A transcript chunk changes no figure, but is accounted for.
-    let changes = state.message(
-        A2C,
-        &update(
-            "s",
-            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
-        ),
+    let chunk = update(
+        "s",
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
     );
+    // The first chunk of a session makes it a session (folded)…
+    let changes = state.message(A2C, &chunk);
+    assert!(
+        matches!(&changes[..], [Change::SessionStarted { session_id }, Change::Transcript { update, .. }]
+            if session_id == "s" && update == "agent_message_chunk"),
+        "{changes:?}"
+    );
+    assert!(state.session("s").is_some());
+    // …the next changes no figure: ignored, as transcript.
+    let changes = state.message(A2C, &chunk);
     assert!(
         matches!(&changes[..], [Change::Transcript { update, .. }] if update == "agent_message_chunk")
     );
@@ -35,7 +41,7 @@ fn every_value_is_folded_or_recorded_and_records_name_it() {
     };
     assert_eq!(record.rule, "not-a-message");
     assert!(record.message.contains("RateLimit"), "{record:?}");
-    assert_eq!((record.index, record.line), (4, Some(9)));
+    assert_eq!((record.index, record.line), (5, Some(9)));
     // An unknown legacy method is reported like an unknown `_lody/…` one.
     let changes = state.message(
         A2C,
@@ -46,7 +52,9 @@ fn every_value_is_folded_or_recorded_and_records_name_it() {
         "{changes:?}"
     );
     let a = state.accounting();
-    assert_eq!((a.values, a.folded, a.recorded), (5, 3, 2));
+    assert_eq!((a.values, a.folded, a.ignored, a.recorded), (6, 1, 3, 2));
+    assert_eq!((a.ignored_kinds.transcript, a.ignored_kinds.calls), (1, 2));
+    assert_eq!(a.unaccounted(), 0);
 }
 
 #[test]

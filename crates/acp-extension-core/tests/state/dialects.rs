@@ -416,5 +416,6 @@ fn extension_requests_that_change_nothing_are_seen() {
         );
     }
     let a = state.accounting();
-    assert_eq!((a.values, a.folded, a.recorded), (4, 4, 0));
+    assert_eq!((a.values, a.folded, a.ignored, a.recorded), (4, 0, 4, 0));
+    assert_eq!(a.ignored_kinds.calls, 4);
 }

@@ -191,6 +191,8 @@ fn read_array<R: BufRead>(
     errors: &mut usize,
 ) -> io::Result<bool> {
     let mut expect_value = true;
+    let start = rd.line;
+    let mut empty = true;
     loop {
         let Some(b) = rd.peek_non_ws()? else {
             sink(not_json(rd.line, "", "the array is not closed"));
@@ -200,6 +202,9 @@ fn read_array<R: BufRead>(
         match b {
             b']' => {
                 rd.consume_byte();
+                if empty {
+                    sink(empty_array(start, ""));
+                }
                 return Ok(true);
             }
             b',' if !expect_value => {
@@ -208,6 +213,7 @@ fn read_array<R: BufRead>(
             }
             _ if expect_value => {
                 expect_value = false;
+                empty = false;
                 match parse_one(rd)? {
                     Parsed::Value(v) => classify(v, "", line, sink),
                     Parsed::Syntax(e) => {
@@ -323,16 +329,34 @@ fn update(payload: Value, line: u64, src: String, sink: &mut dyn FnMut(Item)) {
         m.insert("params".into(), params);
         sink(Item::Record(
             Record::new(line, Direction::Unknown, Value::Object(m))
-                .rebased(vec![("/params/update", src)]),
+                // The session it lacks is reported at the update.
+                .rebased(vec![
+                    ("/params/update", src.clone()),
+                    ("/params/sessionId", src),
+                ]),
         ));
     } else {
-        payload_message(payload, line, src, None, sink);
+        payload_message(payload, line, src, sink);
+    }
+}
+
+/// An empty array: as a JSON-RPC batch it is invalid, as a list of
+/// fixtures it holds none; either way nothing to fold.
+fn empty_array(line: u64, src: &str) -> Item {
+    Item::Problem {
+        line,
+        finding: Finding::of(
+            &rules::NOT_A_MESSAGE,
+            src,
+            "an empty array holds no message (as a JSON-RPC batch it is invalid)",
+        ),
     }
 }
 
 /// Classifies one loose value; `src` is its pointer inside the value at `line`.
 pub(super) fn classify(v: Value, src: &str, line: u64, sink: &mut dyn FnMut(Item)) {
     match v {
+        Value::Array(items) if items.is_empty() => sink(empty_array(line, src)),
         Value::Array(items) => {
             for (i, x) in items.into_iter().enumerate() {
                 classify(x, &format!("{src}/{i}"), line, sink);
@@ -368,6 +392,14 @@ fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut d
         } else {
             tap_line(Value::Object(o), line, sink);
         }
+        return;
+    }
+    // Fixtures of an adapter's tests interleave its backend's traffic
+    // (codex's app server): not ACP, skipped as a trace's MCP hops are.
+    if ["codexRequest", "codexResponse", "codexNotification"]
+        .iter()
+        .any(|k| o.get(*k).is_some_and(Value::is_string))
+    {
         return;
     }
     if is_trace_line(&o) {
@@ -416,7 +448,7 @@ fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut d
                     Some("session/update") => update(params, line, at("args/0"), sink),
                     Some(m) => sink(call(m, params, line, at("args/0"))),
                     None if method.contains('/') => sink(call(&method, params, line, at("args/0"))),
-                    None => payload_message(params, line, at("args/0"), None, sink),
+                    None => payload_message(params, line, at("args/0"), sink),
                 }
             }
         };
@@ -428,7 +460,11 @@ fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut d
             }
         }
         if let Some(r) = o.remove("response") {
-            payload_message(r, line, at("response"), None, sink);
+            // The answer to a request the container does not hold.
+            match payload_shape(&r) {
+                Some(_) => payload_message(r, line, at("response"), sink),
+                None => sink(response(None, r, line, at("response"))),
+            }
         }
         return;
     }
@@ -442,7 +478,7 @@ fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut d
         let payload = o.remove(&k).unwrap_or(Value::Null);
         return kind_message(&k, payload, line, at(&k), sink);
     }
-    payload_message(Value::Object(o), line, src.to_owned(), None, sink);
+    payload_message(Value::Object(o), line, src.to_owned(), sink);
 }
 
 fn kind_message(kind: &str, payload: Value, line: u64, src: String, sink: &mut dyn FnMut(Item)) {
@@ -466,21 +502,25 @@ fn kind_message(kind: &str, payload: Value, line: u64, src: String, sink: &mut d
             }
         }
         None if kind.contains('/') => sink(call(kind, payload, line, src)),
-        None => payload_message(payload, line, src, None, sink),
+        None => payload_message(payload, line, src, sink),
     }
 }
 
-/// A bare payload, classified by its shape.
-fn payload_message(
-    v: Value,
-    line: u64,
-    src: String,
-    hint: Option<&str>,
-    sink: &mut dyn FnMut(Item),
-) {
-    let Value::Object(o) = &v else {
-        return classify(v, &src, line, sink);
-    };
+/// What a bare payload is, by its shape.
+enum Shape {
+    /// A subagent event, a usage update, …: the notification or request
+    /// of this method.
+    Call(&'static str),
+    /// A session update, with or without its envelope.
+    Update,
+    /// The answer of this method.
+    Answer(&'static str),
+    /// A part of a message that cannot stand alone, named.
+    Part(&'static str),
+}
+
+fn payload_shape(v: &Value) -> Option<Shape> {
+    let o = v.as_object()?;
     let has = |k: &str| o.contains_key(k);
     // A bare subagent event has `sessionId` and (for output) `update`:
     // it is read before the session-update shape it resembles.
@@ -489,9 +529,9 @@ fn payload_message(
     } else if has("sessionUpdate") && o["sessionUpdate"].is_string()
         || (has("sessionId") && o.get("update").is_some_and(Value::is_object))
     {
-        return update(v, line, src, sink);
+        return Some(Shape::Update);
     } else if has("agentCapabilities") || (has("protocolVersion") && has("capabilities")) {
-        return sink(response(Some("initialize"), v, line, src));
+        return Some(Shape::Answer("initialize"));
     } else if has("clientCapabilities") {
         "initialize"
     } else if has("sessionId") && o.get("usage").is_some_and(Value::is_object) {
@@ -510,19 +550,34 @@ fn payload_message(
         "elicitation/create"
     } else if has("action") && has("sessionId") {
         "_lody/session/goal"
-    } else if let (None, Some(shape)) = (hint, acp_extension_core::state::resembles(&v)) {
-        return sink(Item::Problem {
-            line,
-            finding: Finding::of(
-                &rules::NOT_A_MESSAGE,
-                &src,
-                format!(
-                    "not placed: {shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
-                ),
-            ),
-        });
+    } else if let Some(shape) = acp_extension_core::state::resembles(v) {
+        return Some(Shape::Part(shape));
+    } else if o.get("stopReason").is_some_and(Value::is_string) {
+        return Some(Shape::Answer("session/prompt"));
     } else {
-        return sink(response(hint, v, line, src));
+        return None;
     };
-    sink(call(method, v, line, src));
+    Some(Shape::Call(method))
+}
+
+/// A bare payload, classified by its shape.
+fn payload_message(v: Value, line: u64, src: String, sink: &mut dyn FnMut(Item)) {
+    if !v.is_object() {
+        return classify(v, &src, line, sink);
+    }
+    let not_placed = |why: String| Item::Problem {
+        line,
+        finding: Finding::of(&rules::NOT_A_MESSAGE, &src, format!("not placed: {why}")),
+    };
+    match payload_shape(&v) {
+        Some(Shape::Call(method)) => sink(call(method, v, line, src)),
+        Some(Shape::Update) => update(v, line, src, sink),
+        Some(Shape::Answer(method)) => sink(response(Some(method), v, line, src)),
+        Some(Shape::Part(shape)) => sink(not_placed(format!(
+            "{shape} on its own is not a JSON-RPC message (it needs the message that carries it)"
+        ))),
+        None => sink(not_placed(
+            "an object of no JSON-RPC message or payload shape this reader knows".to_owned(),
+        )),
+    }
 }

@@ -15,8 +15,11 @@
 //!   `{"kind":…,"payload":…}` lines, SDK calls `{"method":"sessionUpdate",
 //!   "args":[…]}`, `{"updates":[…],"response":…}` containers and bare
 //!   payloads classified by shape (a `sessionUpdate` object, an initialize
-//!   response, a subagent event, a usage update, …). Each value becomes the
-//!   JSON-RPC message it stands for.
+//!   response, a subagent event, a usage update, a prompt result, …). Each
+//!   value becomes the JSON-RPC message it stands for; a value of no known
+//!   shape, or an empty array, is `not-a-message`. Entries of an adapter's
+//!   backend traffic in its test fixtures (codex's `codexRequest`,
+//!   `codexResponse`, `codexNotification`) are not ACP and are skipped.
 //! - [`Format::Auto`] picks one of these per file from its first line.
 //!
 //! Lines and values larger than [`MAX_VALUE_BYTES`] are skipped with an
@@ -732,7 +735,10 @@ mod tests {
         assert!(
             matches!(&items[0], Item::Problem { line: 1, finding } if finding.rule == "not-json")
         );
-        assert!(matches!(&items[1], Item::Record(r) if r.line == 3));
+        // `{"b": 1}` is read again, and is of no shape the reader knows.
+        assert!(
+            matches!(&items[1], Item::Problem { line: 3, finding } if finding.rule == "not-a-message")
+        );
         assert_eq!(items.len(), 2);
     }
 
