@@ -64,7 +64,7 @@
 use std::cell::OnceCell;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::capabilities::{Feature, Side};
@@ -828,6 +828,12 @@ impl Connection {
                         // built here.
                         let v = match m.event_line() {
                             Some(line) => self.seq.subagent_event(line.facts()),
+                            // An event that breaks the contract is none of
+                            // its run's (an invalid snapshot does not start
+                            // it); it is recorded where it is folded.
+                            None if SubagentEvent::deserialize(m.params()).is_err() => {
+                                Default::default()
+                            }
                             None => self.seq.subagent_event(m.params()),
                         };
                         run_accepted = v.accepted;

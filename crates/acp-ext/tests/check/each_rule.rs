@@ -766,11 +766,17 @@ fn subagent_rules_match_every_reference_emitter_vector() {
             events += 1;
         }
         // The emitter forwards patches unvalidated (`shape` may fire); the
-        // run rules never do.
+        // run rules never do, but for the events of a run whose starting
+        // snapshot broke the contract: a client drops that snapshot, so
+        // the run never started.
         let findings: Vec<Finding> = run(&msgs)
             .into_iter()
             .filter(|f| f.rule != "shape")
             .collect();
+        if case["name"] == "start_snapshot_not_validated" {
+            assert_eq!(rule_ids(&findings), ["subagent-first-not-snapshot"]);
+            continue;
+        }
         assert!(findings.is_empty(), "{}: {findings:#?}", case["name"]);
     }
     assert!(events > 20);

@@ -18,6 +18,7 @@ use super::str_at;
 use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
 use crate::connection::{EventLine, SiftedOutput};
+use crate::meta::{self, fields};
 use crate::namespace;
 use crate::subagent_events::{
     SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
@@ -499,12 +500,15 @@ impl ConnectionState {
             | "tool_call_update"
             | "plan" => {
                 let limits = self.limits;
-                if let Some(run) = self.run_mut(root, child) {
-                    fold_output(run, update, &limits);
-                    out.add(|| Change::SubagentRun {
-                        session_id: root.to_owned(),
-                        run_id: child.to_owned(),
-                    });
+                match self.run_mut(root, child) {
+                    Some(run) => {
+                        fold_output(run, update, &limits);
+                        out.add(|| Change::SubagentRun {
+                            session_id: root.to_owned(),
+                            run_id: child.to_owned(),
+                        });
+                    }
+                    None => self.run_dropped(child, tag, out),
                 }
                 true
             }
@@ -528,18 +532,44 @@ impl ConnectionState {
                 ) else {
                     return false;
                 };
-                if let Some(std) = self.run_mut(root, child).and_then(|r| r.standard.as_mut()) {
-                    let cost = update
-                        .get("cost")
-                        .filter(|c| c.is_object())
-                        .cloned()
-                        .or_else(|| std.context.as_ref().and_then(|c| c.cost.clone()));
-                    std.context = Some(ContextUsage { used, size, cost });
-                    out.add(|| Change::SubagentRun {
-                        session_id: root.to_owned(),
-                        run_id: child.to_owned(),
-                    });
+                match self.run_mut(root, child) {
+                    Some(run) => {
+                        let std = run.standard.get_or_insert_with(StandardRun::default);
+                        let cost = update
+                            .get("cost")
+                            .filter(|c| c.is_object())
+                            .cloned()
+                            .or_else(|| std.context.as_ref().and_then(|c| c.cost.clone()));
+                        std.context = Some(ContextUsage { used, size, cost });
+                        out.add(|| Change::SubagentRun {
+                            session_id: root.to_owned(),
+                            run_id: child.to_owned(),
+                        });
+                    }
+                    None => self.run_dropped(child, tag, out),
                 }
+                true
+            }
+            // Its title is the run's; a notice is the root session's,
+            // naming the child; a goal has no place in a run: its output is
+            // incomplete.
+            "session_info_update" => {
+                self.child_session_info(method, root, child, update, out);
+                true
+            }
+            // Child work a run cannot hold (Core's output is messages, tool
+            // calls and plans): lost, and said so.
+            "compaction_update"
+            | "compaction_summary_chunk"
+            | "plan_update"
+            | "plan_removed"
+            | "async_task_spawned"
+            | "async_task_progress"
+            | "async_task_state_update"
+            | "_async_task_spawned"
+            | "_async_task_progress"
+            | "_async_task_state_update" => {
+                self.child_output_lost(root, child, tag, out);
                 true
             }
             // A child's notice is the root session's, naming the child.
@@ -567,6 +597,103 @@ impl ConnectionState {
             }
             _ => false,
         }
+    }
+
+    /// A child session's `session_info_update`: its title is its run's; a
+    /// `_meta.<ns>.notice` is the root session's, naming the child; a goal
+    /// marks the run's output incomplete.
+    fn child_session_info(
+        &mut self,
+        method: &str,
+        root: &str,
+        child: &str,
+        update: &Value,
+        out: &mut Changes,
+    ) {
+        let before = out.len();
+        match update.get("title") {
+            None => {}
+            Some(t @ (Value::String(_) | Value::Null)) => {
+                let title = t.as_str().map(|t| t.trim().to_owned());
+                if let Some(run) = self.run_mut(root, child) {
+                    run.standard.get_or_insert_with(StandardRun::default).title = title;
+                    out.add(|| Change::SubagentRun {
+                        session_id: root.to_owned(),
+                        run_id: child.to_owned(),
+                    });
+                }
+            }
+            Some(other) => self.record_invalid(
+                out,
+                Some(method),
+                Some(root),
+                "/params/update/title",
+                "type",
+                format!(
+                    "a title must be a string or null, found {}; ignored",
+                    crate::wire::json_type(other)
+                ),
+                false,
+            ),
+        }
+        let mut rest = false;
+        if let Some(m) = meta_of(update) {
+            match meta::read::<fields::Notice>(m) {
+                Ok(Some(n)) => self.notice(
+                    root,
+                    n.level,
+                    n.message.clone(),
+                    Some(child.to_owned()),
+                    Dialect::Extension,
+                    out,
+                ),
+                Ok(None) => {}
+                Err(e) => self.meta_error(out, method, root, "/params/update", &e),
+            }
+            // A goal (of the contract or a vendor's) has no place in a run.
+            rest = crate::namespace::read_key(m, "goal").is_some()
+                || m.contains_key("goal")
+                || self
+                    .vendor_meta(update, "codex")
+                    .is_some_and(|c| c.contains_key("goal"));
+        }
+        if rest {
+            self.child_output_lost(root, child, "session_info_update", out);
+        } else if out.len() == before {
+            out.ignore(IgnoredKind::Transcript, || Change::Transcript {
+                session_id: child.to_owned(),
+                update: "session_info_update".to_owned(),
+            });
+        }
+    }
+
+    /// A child session's update that its run cannot hold: the run's output
+    /// is marked incomplete (a change the first time; after that the update
+    /// is transcript the flag already accounts for).
+    fn child_output_lost(&mut self, root: &str, child: &str, tag: &str, out: &mut Changes) {
+        match self.run_mut(root, child) {
+            Some(run) if !run.output_incomplete => {
+                run.output_incomplete = true;
+                out.add(|| Change::SubagentRun {
+                    session_id: root.to_owned(),
+                    run_id: child.to_owned(),
+                });
+            }
+            Some(_) => out.ignore(IgnoredKind::Transcript, || Change::Transcript {
+                session_id: child.to_owned(),
+                update: tag.to_owned(),
+            }),
+            None => self.run_dropped(child, tag, out),
+        }
+    }
+
+    /// An update of a child session whose run the state no longer holds
+    /// (dropped by [`Limits`]): nothing to change.
+    fn run_dropped(&mut self, child: &str, tag: &str, out: &mut Changes) {
+        out.ignore(IgnoredKind::Transcript, || Change::Transcript {
+            session_id: child.to_owned(),
+            update: tag.to_owned(),
+        });
     }
 
     /// A `session_message` (or chunk) on session `sid`: the prompt a

@@ -555,3 +555,96 @@ fn claudes_standard_run_with_session_messages_and_requires_action() {
     assert_eq!(run.state_name(), "unknown");
     assert!(!run.is_live());
 }
+
+/// A snapshot that breaks the contract does not start its run: the run's
+/// later events are recorded as events of a run never started, not lost.
+#[test]
+fn a_run_whose_only_snapshot_was_invalid_has_its_events_recorded() {
+    let mut bad = snapshot("s", "r", "running");
+    bad["params"]["snapshot"]["state"] = json!("bogus");
+    let progress = notify(
+        "_lody/subagents/event",
+        json!({"version": 1, "sessionId": "s", "runId": "r", "type": "progress",
+            "progress": {"summary": "reading"}}),
+    );
+    let (state, _) = fold(&[
+        (A2C, bad),
+        (A2C, progress),
+        (A2C, output("s", "r", text("hi"))),
+    ]);
+    assert_eq!(
+        invalid_rules(&state),
+        [
+            "one-of",
+            "subagent-first-not-snapshot",
+            "subagent-first-not-snapshot"
+        ]
+    );
+    assert!(
+        state
+            .session("s")
+            .is_none_or(|s| s.subagent_runs.is_empty())
+    );
+    let a = state.accounting();
+    assert_eq!((a.values, a.recorded, a.unaccounted()), (3, 3, 0));
+}
+
+/// What a standard child session sends beside its output: its title is its
+/// run's, its notices the root session's (naming the child), and what a run
+/// cannot hold (a goal, a compaction) marks its output incomplete. Nothing
+/// of it is lost without a word.
+#[test]
+fn a_child_sessions_title_notice_goal_and_compaction_are_folded_or_marked() {
+    let announce = update(
+        "root",
+        json!({"sessionUpdate": "subagent_update", "sessionId": "child",
+            "title": "Worker", "state": {"state": "running"}}),
+    );
+    let renamed = update(
+        "child",
+        json!({"sessionUpdate": "session_info_update", "title": "Fix the parser",
+            "_meta": {"lody": {"notice": {"level": "warning", "message": "slow disk"}}}}),
+    );
+    let (state, _) = fold(&[(A2C, announce.clone()), (A2C, renamed)]);
+    let root = state.session("root").unwrap();
+    let run = &root.subagent_runs["child"];
+    assert_eq!(
+        run.standard.as_ref().unwrap().title.as_deref(),
+        Some("Fix the parser")
+    );
+    assert!(!run.output_incomplete);
+    assert_eq!(root.notices.len(), 1);
+    assert_eq!(
+        (
+            root.notices[0].message.as_str(),
+            root.notices[0].source.as_deref()
+        ),
+        ("slow disk", Some("child"))
+    );
+    // The child is no session of its own.
+    assert!(state.session("child").is_none());
+
+    let goal = update(
+        "child",
+        json!({"sessionUpdate": "session_info_update",
+            "_meta": {"lody": {"goal": {"objective": "x", "status": "active"}}}}),
+    );
+    let compaction = update(
+        "child",
+        json!({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "started"}),
+    );
+    for lost in [goal, compaction] {
+        let (state, changes) = fold(&[(A2C, announce.clone()), (A2C, lost.clone())]);
+        let run = &state.session("root").unwrap().subagent_runs["child"];
+        assert!(run.output_incomplete, "{lost}");
+        assert!(
+            changes.contains(&Change::SubagentRun {
+                session_id: "root".into(),
+                run_id: "child".into()
+            }),
+            "{lost}: {changes:?}"
+        );
+        let a = state.accounting();
+        assert_eq!((a.values, a.folded, a.unaccounted()), (2, 2, 0), "{lost}");
+    }
+}
