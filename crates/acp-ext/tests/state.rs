@@ -476,6 +476,76 @@ fn check_and_the_state_agree_on_every_corpus_file() {
     }
 }
 
+/// Malformed standard shapes, each written by hand: `check` reports an
+/// error or warning at exactly the lines the state records, at the same
+/// pointers, and every value is accounted for.
+#[test]
+fn check_and_the_state_agree_on_malformed_standard_shapes() {
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}"#,
+        // An update that names no session, or an empty one.
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"","update":{"sessionUpdate":"plan","entries":[]}}}"#,
+        // Standard updates missing what the state reads.
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","title":"x"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"notice","title":"x"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"usage_update","used":-1,"size":10}}}"#,
+        // Calls and a result the state cannot fold.
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"session/load","params":"s1"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"result":{"sessionId":7}}"#,
+        // A chunk-only session is a session.
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#,
+    ];
+    let path = std::env::temp_dir().join(format!("acp-ext-shapes-{}.jsonl", std::process::id()));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let mut found: Vec<(u64, String)> = check_errors(&path)
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    let (_, docs, _) = state_json(&[], &[path.as_path()]);
+    let mut recorded: Vec<(u64, String)> = docs[0]["invalid"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["line"].as_u64().unwrap(),
+                i["pointer"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    recorded.sort();
+    let expected: Vec<(u64, String)> = [
+        (3, "/params/sessionId"),
+        (4, "/params/sessionId"),
+        (5, "/params/update/toolCallId"),
+        (6, "/params/update/severity"),
+        (7, "/params/update/used"),
+        (8, "/params/sessionId"),
+        (9, "/params"),
+        (11, "/result/sessionId"),
+    ]
+    .iter()
+    .map(|(l, p)| (*l, (*p).to_owned()))
+    .collect();
+    assert_eq!(found, expected);
+    assert_eq!(recorded, expected);
+    let a = &docs[0]["accounting"];
+    assert_eq!(a["values"], lines.len(), "{a}");
+    assert_eq!(a["recorded"], 8, "{a}");
+    let sessions: Vec<&String> = docs[0]["sessions"].as_object().unwrap().keys().collect();
+    assert_eq!(sessions, ["s1", "s2"]);
+}
+
 #[test]
 fn namespace_misuse_is_recorded_where_check_reports_it() {
     // A lody-only client; an agent that advertises usage and activity in

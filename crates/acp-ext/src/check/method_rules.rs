@@ -12,6 +12,14 @@ impl Checker {
         msg: &Message<'_>,
         out: &mut Vec<Finding>,
     ) {
+        // The state's own rule: a standard call it cannot fold.
+        for v in acp_extension_core::state::call_violations(method, msg.params()) {
+            out.push(Finding::of(
+                &rules::SHAPE,
+                v.pointer.as_str(),
+                format!("`{method}`: `{}` {}", v.pointer, v.rule),
+            ));
+        }
         match method {
             "initialize" => {
                 self.agent = None;
@@ -215,7 +223,10 @@ impl Checker {
             out.push(Finding::of(
                 &rules::SHAPE,
                 v.pointer.as_str(),
-                format!("the `{m}` result {}", v.rule),
+                format!(
+                    "the `{m}` result{}",
+                    acp_extension_core::state::result_words(&v)
+                ),
             ));
             return;
         }

@@ -35,6 +35,21 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let sid = str_at(params, "sessionId").map(str::to_owned);
+        let problems = call_violations(method, params);
+        if !problems.is_empty() {
+            for v in &problems {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    v.pointer.as_str(),
+                    v.rule.id(),
+                    format!("`{method}`: `{}` {}; not folded", v.pointer, v.rule),
+                    false,
+                );
+            }
+            return;
+        }
         let converted = self.epoch_records(method, sid.as_deref(), params, "/params", out);
         let params = converted.as_ref().unwrap_or(params);
         match method {
@@ -149,8 +164,9 @@ impl ConnectionState {
                 v.pointer.as_str(),
                 v.rule.id(),
                 format!(
-                    "the `{}` result {}; nothing of it is folded",
-                    call.method, v.rule
+                    "the `{}` result{}; nothing of it is folded",
+                    call.method,
+                    super::updates::result_words(&v)
                 ),
                 false,
             );

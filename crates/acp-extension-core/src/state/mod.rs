@@ -148,7 +148,8 @@ pub use crate::connection::{Direction, resembles};
 pub use json::{write_json, write_json_parallel};
 pub use legacy::is_legacy_method;
 pub use updates::{
-    is_known_session_update, result_violation, session_update_parts, standard_update_violations,
+    call_violations, is_known_session_update, result_violation, result_words, session_update_parts,
+    standard_update_violations,
 };
 pub use view::*;
 

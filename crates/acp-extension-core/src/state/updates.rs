@@ -167,12 +167,59 @@ pub fn session_update_parts(params: &Value) -> Result<(&str, &Value), Violation>
     }
 }
 
+/// How a [`result_violation`] reads after "the `<method>` result": the
+/// rule, and the field when it is one of the result's.
+pub fn result_words(v: &Violation) -> String {
+    if v.pointer == "/result" {
+        format!(" {}", v.rule)
+    } else {
+        format!(": `{}` {}", v.pointer, v.rule)
+    }
+}
+
+/// Every rule a standard ACP call the state folds breaks, at its pointer in
+/// the message: `session/load`, `session/resume`, `session/close`,
+/// `session/delete` and `session/prompt` need params with a non-empty
+/// string `sessionId`. The state records each and folds nothing of the
+/// call; `acp-ext check` reports each (`shape`); both by this rule.
+///
+/// ```
+/// use acp_extension_core::state::call_violations;
+/// use serde_json::json;
+///
+/// assert!(call_violations("session/prompt", &json!({"sessionId": "s", "prompt": []})).is_empty());
+/// let v = call_violations("session/prompt", &json!({"prompt": []}));
+/// assert_eq!((v[0].pointer.as_str(), v[0].rule.id()), ("/params/sessionId", "required"));
+/// assert_eq!(call_violations("session/load", &json!(null))[0].pointer, "/params");
+/// assert!(call_violations("session/set_mode", &json!(null)).is_empty());
+/// ```
+pub fn call_violations(method: &str, params: &Value) -> Vec<Violation> {
+    use crate::wire::{NonEmptyString, check_req};
+    let mut out = Vec::new();
+    if !matches!(
+        method,
+        "session/load" | "session/resume" | "session/close" | "session/delete" | "session/prompt"
+    ) {
+        return out;
+    }
+    match params.as_object() {
+        Some(o) => check_req::<NonEmptyString>(o, "sessionId", "/params", &mut out),
+        None => out.push(Violation::new(
+            "/params",
+            Rule::type_of("an object", params),
+        )),
+    }
+    out
+}
+
 /// The rule an ACP result breaks, if any: every method of ACP and of the
 /// contract answers with an object, and the methods whose result the state
 /// reads (`initialize`, `session/new`, `session/fork`, `session/load`,
-/// `session/resume`, `session/prompt`) never with `null`; a vendor's own
-/// `_…` method may answer anything. The state records such a result and
-/// folds nothing of it; `acp-ext check` reports it; both by this rule.
+/// `session/resume`, `session/prompt`) never with `null`; `session/new` and
+/// `session/fork` name the session with a non-empty string `sessionId`; a
+/// vendor's own `_…` method may answer anything. The state records such a
+/// result and folds nothing of it; `acp-ext check` reports it; both by
+/// this rule.
 ///
 /// ```
 /// use acp_extension_core::state::result_violation;
@@ -184,6 +231,7 @@ pub fn session_update_parts(params: &Value) -> Result<(&str, &Value), Violation>
 /// assert_eq!(result_violation("session/set_mode", &json!("ok")).unwrap().pointer, "/result");
 /// assert_eq!(result_violation("_lody/rate_limits/get", &json!(1)).unwrap().rule.id(), "type");
 /// assert!(result_violation("_vendor/ping", &json!("pong")).is_none());
+/// assert_eq!(result_violation("session/new", &json!({})).unwrap().pointer, "/result/sessionId");
 /// ```
 pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
     const READ: &[&str] = &[
@@ -196,6 +244,11 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
     ];
     if method.starts_with('_') && crate::methods::method_kind(method).is_none() {
         return None;
+    }
+    if let (Value::Object(o), "session/new" | "session/fork") = (result, method) {
+        let mut out = Vec::new();
+        crate::wire::check_req::<crate::wire::NonEmptyString>(o, "sessionId", "/result", &mut out);
+        return out.into_iter().next();
     }
     let wrong = match result {
         Value::Object(_) => false,

@@ -259,6 +259,8 @@ fn is_bare_subagent_event(o: &Map<String, Value>) -> bool {
 /// let row = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadInputTokens": 0});
 /// assert_eq!(resembles(&row), Some("a bare `ModelUsage` row"));
 /// assert_eq!(resembles(&json!({"stopReason": "end_turn"})), None);
+/// assert_eq!(resembles(&json!({"usage": {"version": 1}})), Some("a bare capability map"));
+/// assert!(resembles(&json!({"usage": {"inputTokens": 1, "outputTokens": 2}})).unwrap().contains("`usage` object"));
 /// ```
 pub fn resembles(value: &Value) -> Option<&'static str> {
     resembles_object(value.as_object()?)
@@ -280,9 +282,17 @@ fn resembles_object(o: &Map<String, Value>) -> Option<&'static str> {
         Some("legacy rate-limit params without their envelope")
     } else if has("sessionUpdate") {
         Some("a session update without its `session/update` envelope")
+    } else if o
+        .get("usage")
+        .is_some_and(|u| u.get("inputTokens").is_some() || u.get("totalTokens").is_some())
+    {
+        Some("a `usage` object (of a prompt result, or legacy usage params) without its message")
     } else if !o.is_empty()
-        && o.keys()
-            .all(|k| crate::capabilities::Feature::from_key(k).is_some() || k == "version")
+        && o.iter().all(|(k, v)| {
+            k == "version"
+                || (crate::capabilities::Feature::from_key(k).is_some()
+                    && v.get("version").is_some())
+        })
     {
         Some("a bare capability map")
     } else if capability_fragment(o) {
