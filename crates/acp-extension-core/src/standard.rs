@@ -352,6 +352,68 @@ pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
     }
 }
 
+/// What [`claude_rate_limits`] changes of what claude sent, each at its
+/// pointer inside the `_claude/rateLimit` object: a `utilization` outside
+/// 0..1 is clamped (rule `utilization-clamped`), a `resetsAt` over 10^12
+/// is read as milliseconds (`epoch-milliseconds`). The consumer state
+/// records each (folded) and `acp-ext check` warns of each, by this rule.
+///
+/// ```
+/// use acp_extension_core::standard::claude_rate_limit_adjustments;
+/// use serde_json::json;
+///
+/// let info = json!({"rateLimitType": "five_hour", "utilization": 1.2, "resetsAt": 1790092800000u64});
+/// let ids: Vec<(String, &str)> = claude_rate_limit_adjustments(&info).iter()
+///     .map(|v| (v.pointer.clone(), v.rule.id())).collect();
+/// assert_eq!(ids, [("/utilization".to_owned(), "utilization-clamped"),
+///     ("/resetsAt".to_owned(), "epoch-milliseconds")]);
+/// ```
+pub fn claude_rate_limit_adjustments(info: &Value) -> Vec<crate::Violation> {
+    use crate::Rule;
+    fn window(w: &Value, at: &str, out: &mut Vec<crate::Violation>) {
+        if let Some(u) = w.get("utilization").and_then(Value::as_f64)
+            && u.is_finite()
+            && !(0.0..=1.0).contains(&u)
+        {
+            out.push(crate::Violation::new(
+                format!("{at}/utilization"),
+                Rule::Relation {
+                    id: "utilization-clamped",
+                    message: format!(
+                        "a utilization of {u} is outside 0..1; shown as {}%",
+                        (u * 100.0).clamp(0.0, 100.0)
+                    ),
+                },
+            ));
+        }
+        if let Some(r) = w.get("resetsAt").and_then(Value::as_f64)
+            && r >= 1e12
+        {
+            out.push(crate::Violation::new(
+                format!("{at}/resetsAt"),
+                Rule::Relation {
+                    id: "epoch-milliseconds",
+                    message: format!(
+                        "`resetsAt` {r} is in milliseconds; read as seconds divided by 1000"
+                    ),
+                },
+            ));
+        }
+    }
+    let mut out = Vec::new();
+    if info.get("rateLimitType").is_some() {
+        window(info, "", &mut out);
+    }
+    if let Some(unified) = info.get("unifiedWindows").and_then(Value::as_object) {
+        for (kind, w) in unified {
+            let mut at = "/unifiedWindows".to_owned();
+            crate::violation::push_child(&mut at, kind);
+            window(w, &at, &mut out);
+        }
+    }
+    out
+}
+
 /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`, on a
 /// `usage_update`'s `_meta`) as Core `rate_limits/update` params, as
 /// `official-adapters.md` maps it: one limit per rate-limit type,

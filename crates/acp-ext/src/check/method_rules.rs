@@ -90,6 +90,22 @@ impl Checker {
                 ),
             ));
         }
+        // What the state adjusts of claude's rate limit, by its own rule.
+        if str_at(update, "sessionUpdate") == Some("usage_update")
+            && let Some(info) = update.get("_meta").and_then(|m| m.get("_claude/rateLimit"))
+        {
+            for v in acp_extension_core::standard::claude_rate_limit_adjustments(info) {
+                let rule = match v.rule.id() {
+                    "utilization-clamped" => &rules::UTILIZATION_CLAMPED,
+                    _ => &rules::EPOCH_MILLISECONDS,
+                };
+                out.push(Finding::of(
+                    rule,
+                    format!("/params/update/_meta/_claude~1rateLimit{}", v.pointer),
+                    v.rule.to_string(),
+                ));
+            }
+        }
         if let Some(tag) = str_at(update, "sessionUpdate")
             && !acp_extension_core::state::is_known_session_update(tag)
         {

@@ -57,7 +57,7 @@ pub const NOT_A_MESSAGE: RuleInfo = RuleInfo::new(
 pub const SHAPE: RuleInfo = RuleInfo::new(
     "shape",
     Error,
-    "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule); or a standard message the consumer state folds cannot be placed (a `session/update` without an object `params`, a non-empty `sessionId` or an `update`) or breaks its shape (`state::standard_update_violations`: a tool call without `toolCallId`, a `notice` without `severity` or `title`, a `compaction_update` without `compactionId`, a `usage_update` with a negative `used`, `size` or cost, a `subagent_update` without `sessionId`).",
+    "An extension method's params or result, a capability object, or a `_meta.<ns>` field breaks the contract's type (as `acp-ext validate` reports it; the message names the field rule); or a standard message the consumer state folds cannot be placed (a `session/update` without an object `params`, a non-empty `sessionId` or an `update`) or breaks its shape (`state::standard_update_violations`: a tool call without `toolCallId`, a `notice` without `severity` or `title`, a `compaction_update` without `compactionId`, a `usage_update` with a negative `used`, `size` or cost, a `subagent_update` without `sessionId`; `state::call_violations`: a `session/load`, `resume`, `close`, `delete` or `prompt` without a non-empty `sessionId`; `state::result_violation`: a result that is no object, a `session/new` or `fork` result without `sessionId`).",
 );
 /// A `_ua/…` / `_lody/…` (or `_acp_ext:*`) method that the contract does not define.
 pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(
@@ -161,6 +161,12 @@ pub const EPOCH_MILLISECONDS: RuleInfo = RuleInfo::new(
     Warning,
     "An `…EpochSeconds` value over 10^11 (year 5138): almost certainly milliseconds. Legal for the contract's types (any finite number >= 0), so a warning.",
 );
+/// claude's rate limit: a utilization outside 0..1.
+pub const UTILIZATION_CLAMPED: RuleInfo = RuleInfo::new(
+    "utilization-clamped",
+    Warning,
+    "A `_claude/rateLimit` `utilization` (a fraction) outside 0..1; the consumer state shows it clamped to 0..100 %. Times in that object over 10^12 are milliseconds (`epoch-milliseconds`); both by `standard::claude_rate_limit_adjustments`.",
+);
 /// Time: fractional epoch seconds.
 pub const EPOCH_FRACTIONAL: RuleInfo = RuleInfo::new(
     "epoch-fractional",
@@ -260,6 +266,7 @@ pub const ALL: &[RuleInfo] = &[
     USAGE_DELTA_MISMATCH,
     USAGE_SCOPE_REENTERED,
     EPOCH_MILLISECONDS,
+    UTILIZATION_CLAMPED,
     EPOCH_FRACTIONAL,
     EPOCH_ZERO,
     TITLE_WITHOUT_SOURCE,

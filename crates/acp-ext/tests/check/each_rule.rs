@@ -24,6 +24,7 @@ const TESTED: &[&str] = &[
     "usage-delta-mismatch",
     "usage-scope-reentered",
     "epoch-milliseconds",
+    "utilization-clamped",
     "epoch-fractional",
     "epoch-zero",
     "title-without-source",
@@ -828,6 +829,64 @@ fn epoch_milliseconds() {
         goal_info(
             json!({"objective": "o", "status": "active", "createdAtEpochSeconds": 1710000000}),
         ),
+    )]);
+}
+
+/// claude's rate limit: what the state clamps and converts, `check` warns
+/// of, at the same pointers (the state records each, folded).
+#[test]
+fn utilization_clamped() {
+    let usage = |info: Value| {
+        note(
+            "session/update",
+            json!({"sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": 1, "size": 10,
+                "_meta": {"_claude/rateLimit": info}}}),
+        )
+    };
+    let info = json!({"status": "allowed_warning", "rateLimitType": "five_hour",
+        "utilization": 1.3, "resetsAt": 1790092800000u64,
+        "unifiedWindows": {"seven_day": {"utilization": -0.1, "resetsAt": 1790500000}}});
+    let findings = run(&[(A2C, usage(info.clone()))]);
+    let found: Vec<(&str, Severity, &str)> = findings
+        .iter()
+        .map(|f| (f.rule, f.severity, f.path.as_str()))
+        .collect();
+    let expected = [
+        (
+            "utilization-clamped",
+            Severity::Warning,
+            "/params/update/_meta/_claude~1rateLimit/utilization",
+        ),
+        (
+            "epoch-milliseconds",
+            Severity::Warning,
+            "/params/update/_meta/_claude~1rateLimit/resetsAt",
+        ),
+        (
+            "utilization-clamped",
+            Severity::Warning,
+            "/params/update/_meta/_claude~1rateLimit/unifiedWindows/seven_day/utilization",
+        ),
+    ];
+    assert_eq!(found, expected);
+    let mut state = acp_extension_core::state::ConnectionState::new();
+    state.message(Direction::AgentToClient, &usage(info));
+    let records: Vec<(&str, &str, bool)> = state
+        .invalid()
+        .map(|i| (i.rule.as_str(), i.pointer.as_str(), i.folded))
+        .collect();
+    let expected: Vec<(&str, &str, bool)> =
+        expected.iter().map(|(r, _, p)| (*r, *p, true)).collect();
+    assert_eq!(records, expected);
+    let five = &state.rate_limits()["claude:five_hour"].rate_limit.windows[0];
+    assert_eq!(five.used_percent.get(), 100.0);
+    assert_eq!(
+        five.resets_at_epoch_seconds.map(|t| t.get()),
+        Some(1790092800.0)
+    );
+    assert_clean(&[(
+        A2C,
+        usage(json!({"rateLimitType": "five_hour", "utilization": 0.5, "resetsAt": 1790092800})),
     )]);
 }
 

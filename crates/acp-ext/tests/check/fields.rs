@@ -268,6 +268,18 @@ fn no_value_is_an_error_for_check_that_validate_accepts_or_the_reverse() {
             )]),
         ),
         (
+            "utilization-clamped",
+            Advice(vec![(
+                A2C,
+                note(
+                    "session/update",
+                    json!({"sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": 1,
+                        "size": 10, "_meta": {"_claude/rateLimit": {"rateLimitType": "five_hour",
+                            "utilization": 1.5}}}}),
+                ),
+            )]),
+        ),
+        (
             "epoch-fractional",
             Advice(vec![(
                 A2C,

@@ -159,7 +159,20 @@ impl ConnectionState {
             return;
         };
         match serde_json::from_value::<RateLimitsSnapshot>(mapped) {
-            Ok(snapshot) => self.upsert_rate_limits(snapshot, Dialect::Standard, out),
+            Ok(snapshot) => {
+                for v in crate::standard::claude_rate_limit_adjustments(info) {
+                    self.record_invalid(
+                        out,
+                        Some(method),
+                        None,
+                        format!("/params/update/_meta/_claude~1rateLimit{}", v.pointer),
+                        v.rule.id(),
+                        v.rule.to_string(),
+                        true,
+                    );
+                }
+                self.upsert_rate_limits(snapshot, Dialect::Standard, out)
+            }
             Err(e) => self.record_invalid(
                 out,
                 Some(method),
