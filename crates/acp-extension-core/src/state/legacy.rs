@@ -18,9 +18,10 @@
 //!   `usedPercent` clamped to 0..100 (claude's fraction 0..1 ×100);
 //!   without `windows`, `fiveHour` and `sevenDay` become 18000 s and
 //!   604800 s windows, except that codex's lone `fiveHour` is its weekly
-//!   window. `extraUsage`,
-//!   `apiUnavailable` and `schemaVersion` are not mapped.
+//!   window; an `extraUsage` that is a valid `RateLimitWallet` is the
+//!   row's `wallet`. `apiUnavailable` and `schemaVersion` are not mapped.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::*;
@@ -124,6 +125,12 @@ fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
         if let Some(v) = p.get(key).filter(|v| v.is_string() || v.is_null()) {
             limit.insert(key.into(), v.clone());
         }
+    }
+    // A valid `extraUsage` is the limit's wallet.
+    if let Some(extra) = p.get("extraUsage")
+        && crate::rate_limits::RateLimitWallet::deserialize(extra).is_ok()
+    {
+        limit.insert("wallet".into(), extra.clone());
     }
     json!({"rateLimits": [limit]})
 }

@@ -120,8 +120,9 @@ impl ConnectionState {
         if let Some(d) = described {
             fields.insert("description".into(), json!(d));
         }
+        // `taskType`, `canStop` and `outputFilePath` have no place in a
+        // task row (official-adapters.md: lost).
         for (from, to) in [
-            ("taskType", "actor"),
             ("summary", "summary"),
             ("lastToolName", "lastToolName"),
             ("toolCallId", "parentToolCallId"),
@@ -145,7 +146,17 @@ impl ConnectionState {
                 _ => None,
             },
         };
-        let tool_call = str_at(update, "toolCallId").unwrap_or(&task_id).to_owned();
+        // Its own tool call when it names one (and once named, kept), else
+        // the row's `task:<id>`.
+        let tool_call = match str_at(update, "toolCallId") {
+            Some(id) => id.to_owned(),
+            None => self
+                .session(sid)
+                .and_then(|s| s.tasks.get(&task_id))
+                .map(|t| t.tool_call_id.clone())
+                .unwrap_or_else(|| format!("task:{task_id}")),
+        };
+        let name = str_at(update, "name").map(str::to_owned);
         self.upsert_task(
             method,
             sid,
@@ -156,6 +167,15 @@ impl ConnectionState {
             fields,
             out,
         );
+        // Its `name` is the row's title (the description is its own).
+        if let Some(name) = name
+            && let Some(row) = self
+                .sessions
+                .get_mut(sid)
+                .and_then(|s| s.tasks.get_mut(&task_id))
+        {
+            row.title = Some(name);
+        }
     }
 
     /// Merges `fields` into the row `task_id` (creating it), with `kind`

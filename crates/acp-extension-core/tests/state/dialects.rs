@@ -250,6 +250,58 @@ fn vendor_task_lifecycles_and_air_async_tasks_are_task_rows() {
     assert_eq!(shell["status"], "failed");
     assert_eq!(shell["description"], "npm run dev");
     assert_eq!(shell["skipTranscript"], true);
+    // `taskType` has no place in a row: not its actor.
+    assert!(shell.get("actor").is_none(), "{shell}");
+    assert_eq!(tasks["call_9"].tool_call_id, "call_9");
+}
+
+/// AIR's async tasks as official-adapters.md maps them, written by hand: a
+/// task with a `name` and a `description` keeps both (title and
+/// description); it stays on its own tool call through updates that do not
+/// repeat it; one without a tool call is on `task:<id>`.
+#[test]
+fn air_async_tasks_keep_their_name_description_and_tool_call() {
+    let (state, _) = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "async_task_spawned", "asyncTaskId": "a1", "name": "Explore",
+                    "taskType": "local_agent", "description": "Map the parser", "showInTranscript": true,
+                    "canStop": true, "toolCallId": "toolu_7"}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "async_task_progress", "asyncTaskId": "a1", "summary": "reading",
+                    "usage": {"totalTokens": 10, "toolUses": 1, "durationMs": 5}}),
+            ),
+        ),
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "async_task_spawned", "asyncTaskId": "a2", "name": "watch",
+                    "taskType": "shell", "showInTranscript": false, "canStop": true}),
+            ),
+        ),
+    ]);
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+    let tasks = &state.session("s").unwrap().tasks;
+    let a1 = &tasks["a1"];
+    assert_eq!(a1.tool_call_id, "toolu_7");
+    assert_eq!(a1.title.as_deref(), Some("Explore"));
+    let row = serde_json::to_value(&a1.task).unwrap();
+    assert_eq!(row["description"], "Map the parser");
+    assert_eq!(row["summary"], "reading");
+    assert_eq!(row["parentToolCallId"], "toolu_7");
+    assert_eq!(row["status"], "in_progress");
+    assert!(row.get("actor").is_none(), "{row}");
+    let a2 = &tasks["a2"];
+    assert_eq!(a2.tool_call_id, "task:a2");
+    assert_eq!(a2.title.as_deref(), Some("watch"));
 }
 
 #[test]

@@ -538,3 +538,23 @@ fn rate_limits_merge_per_limit_and_replace_within_it() {
     assert!(!state.rate_limits()["c"].stale);
     assert!(state.rate_limits()["a"].stale);
 }
+
+/// consumer-facts: "a valid `extraUsage` becomes `wallet`"; an invalid one
+/// is not invented into one.
+#[test]
+fn legacy_extra_usage_is_the_wallet() {
+    let legacy = |extra: Value| {
+        notify(
+            "_acp_ext:session_rate_limits",
+            json!({"planName": "max", "limitId": "claude", "fiveHour": 40, "extraUsage": extra}),
+        )
+    };
+    let wallet = json!({"balanceCents": 500, "totalCents": 1000, "monthlyChargeLimitEnabled": true,
+        "monthlyChargeLimitCents": 2000, "monthlyUsedCents": 250, "currency": "USD"});
+    let (state, _) = fold(&[(A2C, legacy(wallet.clone()))]);
+    let row = serde_json::to_value(&state.rate_limits()["claude"].rate_limit).unwrap();
+    assert_eq!(row["wallet"], wallet);
+    let (state, _) = fold(&[(A2C, legacy(json!({"isEnabled": true})))]);
+    let row = serde_json::to_value(&state.rate_limits()["claude"].rate_limit).unwrap();
+    assert!(row.get("wallet").is_none_or(Value::is_null), "{row}");
+}
