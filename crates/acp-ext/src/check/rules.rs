@@ -69,7 +69,7 @@ pub const UNKNOWN_METHOD: RuleInfo = RuleInfo::new(
 pub const UNKNOWN_SESSION_UPDATE: RuleInfo = RuleInfo::new(
     "unknown-session-update",
     Warning,
-    "A `session/update` whose `sessionUpdate` is neither an ACP v1 or v2 update nor one of the dialects the consumer state reads (AIR's subagents and async tasks); a client drops it.",
+    "A `session/update` whose `sessionUpdate` is neither an ACP v1 or v2 update nor one of the dialects the consumer state reads (AIR's subagents and async tasks) nor a custom update (`_` first, which receivers preserve and otherwise ignore); a client drops it.",
 );
 /// The legacy `_acp_ext:*` API from an adapter.
 pub const LEGACY_METHOD: RuleInfo = RuleInfo::new(

@@ -211,14 +211,31 @@ fn unknown_session_update() {
         of(&findings, &rules::UNKNOWN_SESSION_UPDATE)[0].path,
         "/params/update/sessionUpdate"
     );
-    // ACP v2's updates and AIR's are read.
+    // ACP v2's updates, AIR's, and custom ones (`_` first, which a
+    // receiver preserves and otherwise ignores) are read.
     for tag in [
         "agent_message",
         "state_update",
+        "tool_call_content_chunk",
+        "terminal_output_chunk",
+        "replay_complete",
         "subagent_spawned",
         "async_task_spawned",
+        "_zed_cursor_moved",
     ] {
         assert_clean(&[(A2C, session_update("s", json!({"sessionUpdate": tag})))]);
+        // The state ignores those it does not model as transcript, with
+        // no record (AIR's, empty here, are malformed for it).
+        if tag.ends_with("spawned") {
+            continue;
+        }
+        let mut state = acp_extension_core::state::ConnectionState::new();
+        state.message(
+            Direction::AgentToClient,
+            &session_update("s", json!({"sessionUpdate": tag})),
+        );
+        assert_eq!(state.invalid().count(), 0, "{tag}");
+        assert_eq!(state.accounting().unaccounted(), 0, "{tag}");
     }
 }
 

@@ -46,8 +46,18 @@ const V2_UPDATES: &[&str] = &[
     "agent_message",
     "agent_thought",
     "state_update",
+    "tool_call_content_chunk",
     "terminal_update",
+    "terminal_output_chunk",
+    "replay_complete",
 ];
+
+/// A custom session update (`_` first; v2's `Other`, which receivers
+/// preserve and otherwise ignore), and not one of AIR's the state reads:
+/// transcript to the state.
+fn is_custom_update(tag: &str) -> bool {
+    tag.starts_with('_') && !AIR_UPDATES.contains(&tag)
+}
 
 /// The session updates outside ACP that the state reads: AIR's subagent
 /// draft and its async tasks (v2 with a leading `_`).
@@ -64,10 +74,11 @@ const AIR_UPDATES: &[&str] = &[
 ];
 
 /// Whether the state reads a `session/update` with this `sessionUpdate`
-/// tag: ACP v1's and v2's updates and AIR's. `acp-ext check` warns on any
-/// other (`unknown-session-update`), as the state records it.
+/// tag: ACP v1's and v2's updates, AIR's, and custom ones (`_` first,
+/// read as transcript). `acp-ext check` warns on any other
+/// (`unknown-session-update`), as the state records it.
 pub fn is_known_session_update(tag: &str) -> bool {
-    is_standard_update(tag) || AIR_UPDATES.contains(&tag)
+    is_standard_update(tag) || AIR_UPDATES.contains(&tag) || is_custom_update(tag)
 }
 
 /// A standard `notice`'s level and text (its `title`, with its
@@ -380,7 +391,7 @@ impl ConnectionState {
         let before = out.len();
         self.turn_meta(&sid, tag, update, out);
         self.session_update_tag(method, &sid, tag, update, out);
-        if out.len() == before && is_standard_update(tag) {
+        if out.len() == before && (is_standard_update(tag) || is_custom_update(tag)) {
             if !self.sessions.contains_key(&sid) {
                 // A session that sent anything is a session.
                 self.session_mut(&sid);
@@ -534,7 +545,7 @@ impl ConnectionState {
                     out.add(|| Change::Plan { session_id: sid });
                 }
             }
-            t if is_standard_update(t) => {}
+            t if is_standard_update(t) || is_custom_update(t) => {}
             other => {
                 self.record_invalid(
                     out,
