@@ -15,7 +15,9 @@
 //!   `legacy`; provider `providerId`, else the agent's `agentInfo.name`,
 //!   else `unknown`; minutes ×60; a reset
 //!   time ≥ 10^12 is milliseconds (divided, floored), ≤ 0 is `null`;
-//!   `usedPercent` clamped to 0..100 (claude's fraction 0..1 ×100);
+//!   `usedPercent` clamped to 0..100 (claude's fraction 0..1 ×100); a
+//!   clamp (`percent-clamped`) and a time in milliseconds
+//!   (`epoch-milliseconds`) are recorded at their field, folded;
 //!   without `windows`, `fiveHour` and `sevenDay` become 18000 s and
 //!   604800 s windows, except that codex's lone `fiveHour` is its weekly
 //!   window; an `extraUsage` that is a valid `RateLimitWallet` is the
@@ -78,6 +80,71 @@ fn percent(v: Option<&Value>, fraction: bool) -> Value {
     let n = v.and_then(Value::as_f64).unwrap_or(0.0);
     let n = if fraction && n <= 1.0 { n * 100.0 } else { n };
     json!(n.clamp(0.0, 100.0))
+}
+
+/// What [`rate_limits_params`] clamps or converts of a legacy payload, at
+/// its pointer (`/params/…`): a percentage outside 0..100 and a reset time
+/// in milliseconds. Each is recorded, folded.
+fn rate_limit_adjustments(p: &Map<String, Value>, fraction: bool) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let mut check = |used: Option<&Value>,
+                     reset: Option<&Value>,
+                     used_at: String,
+                     reset_at: String| {
+        if let Some(n) = used.and_then(Value::as_f64) {
+            let scaled = if fraction && n <= 1.0 { n * 100.0 } else { n };
+            if !(0.0..=100.0).contains(&scaled) {
+                out.push(Violation::new(
+                    used_at,
+                    crate::Rule::Relation {
+                        id: "percent-clamped",
+                        message: format!(
+                            "a used percentage of {scaled} is outside 0..100; shown clamped"
+                        ),
+                    },
+                ));
+            }
+        }
+        if let Some(r) = reset.and_then(Value::as_f64)
+            && r >= 1e12
+        {
+            out.push(Violation::new(
+                reset_at,
+                crate::Rule::Relation {
+                    id: "epoch-milliseconds",
+                    message: format!(
+                        "a reset time of {r} is in milliseconds; read as seconds divided by 1000"
+                    ),
+                },
+            ));
+        }
+    };
+    match p.get("windows").and_then(Value::as_array) {
+        Some(ws) => {
+            for (i, w) in ws.iter().enumerate() {
+                check(
+                    w.get("usedPercent"),
+                    w.get("resetsAt"),
+                    format!("/params/windows/{i}/usedPercent"),
+                    format!("/params/windows/{i}/resetsAt"),
+                );
+            }
+        }
+        None => {
+            for (k, reset) in [
+                ("fiveHour", "fiveHourResetAt"),
+                ("sevenDay", "sevenDayResetAt"),
+            ] {
+                check(
+                    p.get(k),
+                    p.get(reset),
+                    format!("/params/{k}"),
+                    format!("/params/{reset}"),
+                );
+            }
+        }
+    }
+    out
 }
 
 /// The `RateLimitsSnapshot` params a legacy rate-limit payload stands for.
@@ -196,6 +263,19 @@ impl ConnectionState {
         }
         if method == RATE_LIMITS {
             let mapped = rate_limits_params(p, self.agent_name());
+            let claude = self.agent_name().is_some_and(|a| a.contains("claude"))
+                || p.get("limitId").and_then(Value::as_str) == Some("claude");
+            for v in rate_limit_adjustments(p, claude) {
+                self.record_invalid(
+                    out,
+                    Some(method),
+                    None,
+                    v.pointer.as_str(),
+                    v.rule.id(),
+                    v.rule.to_string(),
+                    true,
+                );
+            }
             match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {
                 Ok(Some((_, ExtensionNotification::RateLimitsUpdate(snapshot)))) => {
                     self.upsert_rate_limits(snapshot, Dialect::Legacy, out)

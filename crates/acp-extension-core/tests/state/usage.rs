@@ -441,8 +441,26 @@ fn legacy_usage_and_rate_limits_map_onto_the_same_state() {
     ));
     let (l, _) = fold(&legacy);
     let (e, _) = fold(&extension);
-    // Read, and each recorded as the legacy API an adapter must not send.
-    assert_eq!(invalid_rules(&l), ["legacy-method", "legacy-method"]);
+    // Read, and each recorded as the legacy API an adapter must not send;
+    // the clamped percentage (140) and the reset time in milliseconds are
+    // recorded where they are, folded.
+    assert_eq!(
+        invalid_rules(&l),
+        [
+            "legacy-method",
+            "legacy-method",
+            "percent-clamped",
+            "epoch-milliseconds"
+        ]
+    );
+    let pointers: Vec<&str> = l.invalid().skip(2).map(|i| i.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        [
+            "/params/windows/0/usedPercent",
+            "/params/windows/0/resetsAt"
+        ]
+    );
     assert!(l.invalid().all(|i| i.folded));
     let (lu, eu) = (
         &l.session("s").unwrap().usage,
