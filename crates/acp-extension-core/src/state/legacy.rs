@@ -87,28 +87,26 @@ fn percent(v: Option<&Value>, fraction: bool) -> Value {
 /// in milliseconds. Each is recorded, folded.
 fn rate_limit_adjustments(p: &Map<String, Value>, fraction: bool) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut check = |used: Option<&Value>,
-                     reset: Option<&Value>,
-                     used_at: String,
-                     reset_at: String| {
-        if let Some(n) = used.and_then(Value::as_f64) {
-            let scaled = if fraction && n <= 1.0 { n * 100.0 } else { n };
-            if !(0.0..=100.0).contains(&scaled) {
-                out.push(Violation::new(
-                    used_at,
-                    crate::Rule::Relation {
-                        id: "percent-clamped",
-                        message: format!(
-                            "a used percentage of {scaled} is outside 0..100; shown clamped"
-                        ),
-                    },
-                ));
+    let mut check =
+        |used: Option<&Value>, reset: Option<&Value>, used_at: String, reset_at: String| {
+            if let Some(n) = used.and_then(Value::as_f64) {
+                let scaled = if fraction && n <= 1.0 { n * 100.0 } else { n };
+                if !(0.0..=100.0).contains(&scaled) {
+                    out.push(Violation::new(
+                        used_at,
+                        crate::Rule::Relation {
+                            id: "percent-clamped",
+                            message: format!(
+                                "a used percentage of {scaled} is outside 0..100; shown clamped"
+                            ),
+                        },
+                    ));
+                }
             }
-        }
-        if let Some(r) = reset.and_then(Value::as_f64)
-            && r >= 1e12
-        {
-            out.push(Violation::new(
+            if let Some(r) = reset.and_then(Value::as_f64)
+                && r >= 1e12
+            {
+                out.push(Violation::new(
                 reset_at,
                 crate::Rule::Relation {
                     id: "epoch-milliseconds",
@@ -117,8 +115,8 @@ fn rate_limit_adjustments(p: &Map<String, Value>, fraction: bool) -> Vec<Violati
                     ),
                 },
             ));
-        }
-    };
+            }
+        };
     match p.get("windows").and_then(Value::as_array) {
         Some(ws) => {
             for (i, w) in ws.iter().enumerate() {
