@@ -145,8 +145,9 @@ fn rate_limit_adjustments(p: &Map<String, Value>, fraction: bool) -> Vec<Violati
     out
 }
 
-/// The `RateLimitsSnapshot` params a legacy rate-limit payload stands for.
-fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
+/// The `RateLimitsSnapshot` params a legacy rate-limit payload stands for,
+/// and what the mapping clamped or converted ([`rate_limit_adjustments`]).
+fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> (Value, Vec<Violation>) {
     let text = |k: &str| p.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
     let limit_id = text("limitId").or(text("limitName")).unwrap_or("legacy");
     let provider = text("providerId").or(agent).unwrap_or("unknown");
@@ -197,7 +198,10 @@ fn rate_limits_params(p: &Map<String, Value>, agent: Option<&str>) -> Value {
     {
         limit.insert("wallet".into(), extra.clone());
     }
-    json!({"rateLimits": [limit]})
+    (
+        json!({"rateLimits": [limit]}),
+        rate_limit_adjustments(p, claude),
+    )
 }
 
 /// The rule for an `_acp_ext:*` message: the contract forbids adapters to
@@ -260,20 +264,8 @@ impl ConnectionState {
             return;
         }
         if method == RATE_LIMITS {
-            let mapped = rate_limits_params(p, self.agent_name());
-            let claude = self.agent_name().is_some_and(|a| a.contains("claude"))
-                || p.get("limitId").and_then(Value::as_str) == Some("claude");
-            for v in rate_limit_adjustments(p, claude) {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    None,
-                    v.pointer.as_str(),
-                    v.rule.id(),
-                    v.rule.to_string(),
-                    true,
-                );
-            }
+            let (mapped, adjusted) = rate_limits_params(p, self.agent_name());
+            self.violations(out, method, None, "", &adjusted, true);
             match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {
                 Ok(Some((_, ExtensionNotification::RateLimitsUpdate(snapshot)))) => {
                     self.upsert_rate_limits(snapshot, Dialect::Legacy, out)

@@ -160,17 +160,9 @@ impl ConnectionState {
         };
         match serde_json::from_value::<RateLimitsSnapshot>(mapped) {
             Ok(snapshot) => {
-                for v in crate::standard::claude_rate_limit_adjustments(info) {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        None,
-                        format!("/params/update/_meta/_claude~1rateLimit{}", v.pointer),
-                        v.rule.id(),
-                        v.rule.to_string(),
-                        true,
-                    );
-                }
+                let adjusted = crate::standard::claude_rate_limit_adjustments(info);
+                let at = "/params/update/_meta/_claude~1rateLimit";
+                self.violations(out, method, None, at, &adjusted, true);
                 self.upsert_rate_limits(snapshot, Dialect::Standard, out)
             }
             Err(e) => self.record_invalid(
