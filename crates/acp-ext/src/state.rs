@@ -353,6 +353,9 @@ pub(crate) fn print_state(
             if !peer.invalid.is_empty() {
                 line.push_str(&format!("; invalid: {}", peer.invalid.join(", ")));
             }
+            if let Some(v) = peer.protocol_version.filter(|v| *v != 1) {
+                line.push_str(&format!(" (ACP v{v})"));
+            }
             writeln!(out, "{} {line}", style.dim(&format!("{name:<7}")))?;
         }
     }
@@ -382,12 +385,18 @@ pub(crate) fn print_state(
                 g.objective
             )?;
         }
-        if let Some(st) = s.activity.state {
-            let bg = s
-                .activity
-                .background_task_count
-                .map_or(String::new(), |n| format!(", {n} background"));
-            writeln!(out, "  activity {}{bg}", serde_name(&st))?;
+        if let Some(level) = s.activity.shown() {
+            let mut line = level.to_owned();
+            if let Some(name) = &s.activity.unconfirmed {
+                line.push_str(&format!(" ({name})"));
+            }
+            if let Some(n) = s.activity.background_task_count {
+                line.push_str(&format!(", {n} background"));
+            }
+            if let Some(by_type) = &s.activity.background {
+                line.push_str(&format!(", background: {}", background_words(by_type)));
+            }
+            writeln!(out, "  activity {line}")?;
         }
         let t = &s.turns;
         if t.prompts > 0 || t.engine_turns > 0 {
@@ -396,6 +405,9 @@ pub(crate) fn print_state(
                 t.prompts,
                 if t.prompts == 1 { "" } else { "s" }
             );
+            if t.accepted > 0 {
+                line.push_str(&format!(", {} accepted", t.accepted));
+            }
             if t.running {
                 line.push_str(", running");
             }
@@ -605,4 +617,17 @@ fn records_summary(state: &ConnectionState) -> String {
         if total == 1 { "" } else { "s" },
         parts.join(", ")
     )
+}
+
+/// v2 background work by type, in words: `2 terminal, 1 subagent`, or
+/// `none`.
+pub(crate) fn background_words(by_type: &indexmap::IndexMap<String, u64>) -> String {
+    if by_type.is_empty() {
+        return "none".to_owned();
+    }
+    by_type
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -661,6 +661,11 @@ fn malformed_standard_updates_are_recorded_where_check_reports_them() {
             "/params/update/toolCallId",
             "required",
         ),
+        (
+            json!({"sessionUpdate": "state_update", "background": []}),
+            "/params/update/state",
+            "required",
+        ),
     ];
     let dir = std::env::temp_dir().join(format!("acp-ext-standard-shapes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -484,3 +484,27 @@ fn a_plain_acp_session_shows_its_context_cost_and_turn_usage() {
     let empty = row.matches('░').count();
     assert!(full > 4 * empty, "{row}");
 }
+
+#[test]
+fn a_v2_session_shows_its_turn_running_past_the_receipt_and_ended_by_the_idle() {
+    let head = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"capabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"capabilities":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"messageId":"m1"}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"_compiling","background":[]}}}"#,
+    ];
+    let app = App::from_reader("v2", head.join("\n").as_bytes(), Format::Auto).unwrap();
+    let frame = frame_text(&app, 160, 40);
+    for want in ["busy (_compiling)", "1 accepted · running"] {
+        assert!(frame.contains(want), "frame lacks {want:?}:\n{frame}");
+    }
+    let idle = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"cancelled","background":[{"type":"terminal","terminalId":"t"}]}}}"#;
+    let all = format!("{}\n{idle}", head.join("\n"));
+    let app = App::from_reader("v2", all.as_bytes(), Format::Auto).unwrap();
+    let frame = frame_text(&app, 160, 40);
+    for want in ["background: 1 terminal", "last stop cancelled"] {
+        assert!(frame.contains(want), "frame lacks {want:?}:\n{frame}");
+    }
+    assert!(!frame.contains("· running"), "{frame}");
+}

@@ -478,6 +478,8 @@ pub struct Connection {
     named_sessions: BoundedSet,
     client: Option<Advertisement>,
     agent: Option<Advertisement>,
+    /// The `protocolVersion` the agent answered.
+    version: Option<u64>,
     client_seen: bool,
     seq: SequenceTracker,
     values: u64,
@@ -511,6 +513,12 @@ impl Connection {
     /// What the agent advertised, once its `initialize` result was seen.
     pub fn agent_advertisement(&self) -> Option<&Advertisement> {
         self.agent.as_ref()
+    }
+
+    /// The `protocolVersion` the agent answered in `initialize`: the
+    /// version the connection speaks, once seen.
+    pub fn protocol_version(&self) -> Option<u64> {
+        self.version
     }
 
     /// What `side` advertised, once seen.
@@ -713,6 +721,7 @@ impl Connection {
                     let caps = initialize_capabilities(m.params(), Side::Client).unwrap_or(&NULL);
                     self.client = Some(Advertisement::read(caps, Side::Client));
                     self.agent = None;
+                    self.version = None;
                     self.seq.reset();
                 }
             }
@@ -748,6 +757,7 @@ impl Connection {
                     if m.request.as_ref().is_some_and(|q| q.method == "initialize") {
                         let caps = initialize_capabilities(r, Side::Agent).unwrap_or(&NULL);
                         self.agent = Some(Advertisement::read(caps, Side::Agent));
+                        self.version = r.get("protocolVersion").and_then(Value::as_u64);
                     }
                 }
             }
@@ -814,6 +824,14 @@ impl Connection {
                     }
                     ("session/update", _) => {
                         let update = m.params().get("update").unwrap_or(&NULL);
+                        // ACP v2: an idle `state_update` ends foreground work.
+                        if let Some(sid) = sid
+                            && update.get("sessionUpdate").and_then(Value::as_str)
+                                == Some("state_update")
+                            && update.get("state").and_then(Value::as_str) == Some("idle")
+                        {
+                            out.extend(self.seq.prompt_answered(sid));
+                        }
                         if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
                             sid,
                             update.get("sessionUpdate").and_then(Value::as_str),
@@ -907,7 +925,10 @@ impl Connection {
                     }
                 }
                 if let Some(sid) = sid {
-                    if method == "session/prompt" {
+                    let v2 = self.version.is_some_and(|v| v >= 2);
+                    if method == "session/prompt"
+                        && !m.result().is_some_and(|r| is_prompt_receipt(r, v2))
+                    {
                         out.extend(self.seq.prompt_answered(sid));
                     } else if path == Some("session/steer")
                         && let Some(id) = request.steer_id.as_deref()
@@ -1048,6 +1069,14 @@ fn steer_id_of(method: &str, params: &Value, id: &Value) -> Option<String> {
 
 /// The official adapters' steering request.
 pub const STANDARD_STEERING: &str = "_session/steering";
+
+/// Whether a `session/prompt` result is ACP v2's receipt (`{messageId}`;
+/// `{}` in older drafts, on a `v2` connection) rather than v1's end of
+/// the turn (`{stopReason}`): in v2 the turn ends with an `idle`
+/// `state_update`.
+pub(crate) fn is_prompt_receipt(result: &Value, v2: bool) -> bool {
+    result.get("stopReason").is_none() && (v2 || result.get("messageId").is_some())
+}
 
 /// A prompt's steer id: `_meta.<ns>.steer.id`, else the vendors'
 /// `_meta.claudeCode.steer.id` or `_meta.codex.steer.id`.

@@ -250,19 +250,29 @@ fn render_summary(frame: &mut Frame, app: &App, s: &SessionState, area: Rect) {
             Span::styled("none", dim),
         ]),
     };
-    let activity = s
-        .activity
-        .state
-        .map_or("not reported".to_owned(), |a| serde_name(&a));
-    let background = s
+    let activity = match (s.activity.shown(), &s.activity.unconfirmed) {
+        (Some(level), Some(name)) => format!("{level} ({name})"),
+        (Some(level), None) => level.to_owned(),
+        (None, _) => "not reported".to_owned(),
+    };
+    let mut background = s
         .activity
         .background_task_count
         .map_or(String::new(), |n| format!(" · {n} background"));
+    if let Some(by_type) = &s.activity.background {
+        background.push_str(&format!(
+            " · background: {}",
+            crate::state::background_words(by_type)
+        ));
+    }
     let mut turns = format!(
         "{} prompt{}",
         s.turns.prompts,
         if s.turns.prompts == 1 { "" } else { "s" }
     );
+    if s.turns.accepted > 0 {
+        turns.push_str(&format!(" · {} accepted", s.turns.accepted));
+    }
     if s.turns.running {
         turns.push_str(" · running");
     }

@@ -215,7 +215,6 @@ fn unknown_session_update() {
     // receiver preserves and otherwise ignores) are read.
     for tag in [
         "agent_message",
-        "state_update",
         "tool_call_content_chunk",
         "terminal_output_chunk",
         "replay_complete",

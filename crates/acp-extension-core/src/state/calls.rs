@@ -56,6 +56,9 @@ impl ConnectionState {
             "initialize" => self.read_advertisement(params, Side::Client, out),
             "session/load" | "session/resume" => {
                 if let Some(sid) = sid {
+                    if id.is_some() && !self.resuming.contains(&sid) {
+                        self.resuming.push(sid.clone());
+                    }
                     self.runs_lost(&sid, out);
                     self.current_session = Some(sid.clone());
                     self.session_mut(&sid).closed = false;
@@ -194,6 +197,81 @@ impl ConnectionState {
         }
     }
 
+    /// A `session/prompt` answered: in ACP v1 the turn's end with its stop
+    /// reason and usage; in v2 a receipt (`{messageId}`), the turn going on
+    /// until an `idle` `state_update` ends it. A v2 error ends the turn
+    /// only when no foreground work was reported (rejecting a prompt does
+    /// not end work in progress).
+    fn prompt_answer(
+        &mut self,
+        method: &str,
+        sid: &str,
+        steer_id: Option<&str>,
+        outcome: Result<&Value, &Value>,
+        out: &mut Changes,
+    ) {
+        let v2 = self.negotiation.is_v2();
+        match outcome {
+            Ok(r) if crate::connection::is_prompt_receipt(r, v2) => {
+                let s = self.session_mut(sid);
+                s.turns.accepted += 1;
+                s.turns.message_id = str_at(r, "messageId").map(str::to_owned);
+                out.add(|| Change::Turn {
+                    session_id: sid.to_owned(),
+                });
+            }
+            Ok(r) => {
+                let stop = str_at(r, "stopReason").map(str::to_owned);
+                self.end_turn(sid, stop, steer_id, out);
+                self.turn_usage(method, sid, "/result", r, out);
+            }
+            Err(_) if v2 && self.session_mut(sid).activity.busy() => {
+                out.ignore(IgnoredKind::Call, || Change::Seen {
+                    method: Some(method.to_owned()),
+                });
+            }
+            Err(_) => self.end_turn(sid, Some("error".to_owned()), steer_id, out),
+        }
+    }
+
+    /// A turn ended (with `stop_reason`): a steer injected in it (or sent
+    /// as its prompt, `prompt_steer`) and never applied has an unknown
+    /// outcome, and is never resent.
+    pub(super) fn end_turn(
+        &mut self,
+        sid: &str,
+        stop_reason: Option<String>,
+        prompt_steer: Option<&str>,
+        out: &mut Changes,
+    ) {
+        let s = self.session_mut(sid);
+        s.turns.running = false;
+        s.turns.last_stop_reason = stop_reason;
+        let mut ended = Vec::new();
+        for (id, st) in s.steers.iter_mut() {
+            let this = prompt_steer == Some(id.as_str());
+            // No notification confirms `_session/steering`: its `injected`
+            // is as far as the traffic tells.
+            if st.transport == "session/steering" {
+                continue;
+            }
+            if st.outcome == SteerOutcome::Injected || (this && st.outcome == SteerOutcome::Pending)
+            {
+                st.outcome = SteerOutcome::Unknown;
+                ended.push(id.clone());
+            }
+        }
+        out.add(|| Change::Turn {
+            session_id: sid.to_owned(),
+        });
+        for steer_id in ended {
+            out.add(|| Change::Steer {
+                session_id: sid.to_owned(),
+                steer_id,
+            });
+        }
+    }
+
     pub(super) fn answer(
         &mut self,
         call: &Call,
@@ -218,6 +296,9 @@ impl ConnectionState {
             });
             return;
         }
+        if matches!(method, "session/load" | "session/resume") {
+            self.resuming.retain(|r| Some(r.as_str()) != sid);
+        }
         match (method, outcome) {
             ("initialize", Ok(result)) => self.read_advertisement(result, Side::Agent, out),
             ("session/new" | "session/fork", Ok(result)) => {
@@ -231,42 +312,7 @@ impl ConnectionState {
             }
             ("session/prompt", _) => {
                 if let Some(sid) = sid {
-                    let s = self.session_mut(sid);
-                    s.turns.running = false;
-                    s.turns.last_stop_reason = match outcome {
-                        Ok(r) => str_at(r, "stopReason").map(str::to_owned),
-                        Err(_) => Some("error".to_owned()),
-                    };
-                    // The turn is over: a steer injected in it (or sent as
-                    // this prompt) and never applied has an unknown outcome,
-                    // and is never resent.
-                    let mut ended = Vec::new();
-                    for (id, st) in s.steers.iter_mut() {
-                        let this = call.steer_id.as_deref() == Some(id.as_str());
-                        // No notification confirms `_session/steering`:
-                        // its `injected` is as far as the traffic tells.
-                        if st.transport == "session/steering" {
-                            continue;
-                        }
-                        if st.outcome == SteerOutcome::Injected
-                            || (this && st.outcome == SteerOutcome::Pending)
-                        {
-                            st.outcome = SteerOutcome::Unknown;
-                            ended.push(id.clone());
-                        }
-                    }
-                    out.add(|| Change::Turn {
-                        session_id: sid.to_owned(),
-                    });
-                    if let Ok(result) = outcome {
-                        self.turn_usage(method, sid, "/result", result, out);
-                    }
-                    for steer_id in ended {
-                        out.add(|| Change::Steer {
-                            session_id: sid.to_owned(),
-                            steer_id,
-                        });
-                    }
+                    self.prompt_answer(method, sid, call.steer_id.as_deref(), outcome, out);
                 }
             }
             (STANDARD_STEERING, _) => {
@@ -366,6 +412,7 @@ impl ConnectionState {
         };
         *peer = PeerFeatures {
             seen: true,
+            protocol_version: message.get("protocolVersion").and_then(Value::as_u64),
             info: message
                 .get(info_key)
                 .or_else(|| message.get("info"))

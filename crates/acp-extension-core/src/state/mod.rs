@@ -78,6 +78,23 @@
 //! Engine-opened turns (`turnId: "auto:<n>"` with `turnOrigin`, closed by
 //! `turnEnded`) are kept in [`TurnState::engine_turn`].
 //!
+//! # ACP v2
+//!
+//! A connection whose agent answered `protocolVersion: 2`
+//! ([`NegotiationState::is_v2`]) is folded by v2's rules; v1 connections
+//! are not affected. The `session/prompt` answer is a receipt
+//! ([`TurnState::accepted`]); the turn ends at the `idle` `state_update`
+//! that follows a prompt or a reported busy state, with its stop reason,
+//! usage and `_meta.quota`, and open steers are settled there. A repeated
+//! idle, and the snapshot a `session/load` or `session/resume` sends
+//! before its answer, end nothing and count nothing. `unknown` and custom
+//! states leave the level unconfirmed ([`ActivityState::unconfirmed`],
+//! shown busy); background work is counted by type
+//! ([`ActivityState::background`]). A child session's whole-message
+//! `agent_message`, `tool_call_content_chunk` and plans reach its run;
+//! `tool_call_content_chunk`, `terminal_output_chunk`, `replay_complete`
+//! and custom `_…` updates of a session are transcript.
+//!
 //! # Rules
 //!
 //! * **Rate limits** merge per `limitId` and replace within it: each row
@@ -499,6 +516,10 @@ pub struct ConnectionState {
     /// session id → root session id.
     #[serde(skip)]
     standard_children: IdMap<String>,
+    /// Sessions whose `session/load` or `session/resume` awaits its answer:
+    /// a v2 `state_update` then is the resume snapshot, no turn's end.
+    #[serde(skip)]
+    resuming: Vec<String>,
     /// Both peers' advertisements.
     negotiation: NegotiationState,
     /// Which namespaces each peer reads, once its initialize was seen.
@@ -714,6 +735,7 @@ impl ConnectionState {
             observed: Changes::default(),
             current_session: None,
             standard_children: IdMap::default(),
+            resuming: Vec::new(),
             negotiation: NegotiationState::default(),
             readers: Readers::default(),
             sessions: IdMap::default(),

@@ -12,10 +12,10 @@
 //! sends after an `idle` starts on a new line; `stopReason` and `error` are the
 //! latest idle's, cleared when it runs again.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::str_at;
-use super::updates::{is_standard_update, meta_of, notice_of, patch_str};
+use super::updates::{is_custom_update, is_standard_update, meta_of, notice_of, patch_str};
 use super::*;
 use crate::connection::{EventLine, SiftedOutput};
 use crate::meta::{self, fields};
@@ -512,6 +512,41 @@ impl ConnectionState {
                 }
                 true
             }
+            // ACP v2: whole messages and thoughts, tool-call content
+            // chunks, plans by id.
+            "agent_message"
+            | "agent_thought"
+            | "tool_call_content_chunk"
+            | "plan_update"
+            | "plan_removed" => {
+                let limits = self.limits;
+                match self.run_mut(root, child) {
+                    Some(run) => {
+                        match tag {
+                            "tool_call_content_chunk" => append_tool_content(run, update, &limits),
+                            "plan_update" => match update.get("plan").filter(|p| p.is_object()) {
+                                Some(plan) => {
+                                    run.output_events += 1;
+                                    run.message_ended = true;
+                                    run.plan = Some(plan.clone());
+                                }
+                                None => run.output_incomplete = true,
+                            },
+                            "plan_removed" => {
+                                run.output_events += 1;
+                                run.plan = None;
+                            }
+                            _ => upsert_message(run, update, &limits),
+                        }
+                        out.add(|| Change::SubagentRun {
+                            session_id: root.to_owned(),
+                            run_id: child.to_owned(),
+                        });
+                    }
+                    None => self.run_dropped(child, tag, out),
+                }
+                true
+            }
             "subagent_update" => {
                 self.standard_subagent(method, child, update, out);
                 true
@@ -561,8 +596,6 @@ impl ConnectionState {
             // calls and plans): lost, and said so.
             "compaction_update"
             | "compaction_summary_chunk"
-            | "plan_update"
-            | "plan_removed"
             | "async_task_spawned"
             | "async_task_progress"
             | "async_task_state_update"
@@ -588,7 +621,7 @@ impl ConnectionState {
             // The rest of a child's standard traffic (and its v2
             // `state_update`, which mirrors the run's state) is its
             // transcript.
-            t if is_standard_update(t) || t == "state_update" => {
+            t if is_standard_update(t) || is_custom_update(t) => {
                 out.ignore(IgnoredKind::Transcript, || Change::Transcript {
                     session_id: child.to_owned(),
                     update: t.to_owned(),
@@ -838,13 +871,77 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
     {
         run.text.push('\n');
     }
+    if run.message_ended || other_message {
+        run.message_len = 0;
+    }
     run.message_ended = false;
     if other_message || (message_id.is_some() && run.message_id.is_none()) {
         run.message_id = message_id.map(str::to_owned);
     }
     reserve_text(&mut run.text, text.len(), limits.text_per_run);
     run.text.push_str(text);
+    run.message_len += text.len();
     cap_text(&mut run.text, limits.text_per_run);
+}
+
+/// ACP v2's whole-message `agent_message` (`agent_thought` is, like its
+/// chunks, no text of the run's): its text content is the message with
+/// that `messageId`, replacing the text streamed or sent for it before
+/// (when it is the run's last message), else a new message. Omitted
+/// `content` patches only metadata; a block that is not text marks the
+/// output incomplete.
+fn upsert_message(run: &mut RunState, update: &Value, limits: &Limits) {
+    run.output_events += 1;
+    if str_at(update, "sessionUpdate") != Some("agent_message") {
+        return;
+    }
+    let blocks = match update.get("content") {
+        None => return,
+        Some(Value::Array(blocks)) => blocks.as_slice(),
+        Some(_) => &[],
+    };
+    let mut text = String::new();
+    for block in blocks {
+        match (str_at(block, "type"), str_at(block, "text")) {
+            (Some("text"), Some(t)) => text.push_str(t),
+            _ => run.output_incomplete = true,
+        }
+    }
+    let id = str_at(update, "messageId");
+    if id.is_some() && run.message_id.as_deref() == id && !run.message_ended {
+        let keep = run.text.len().saturating_sub(run.message_len);
+        run.text.truncate(keep);
+        run.text.push_str(&text);
+        run.message_len = text.len();
+        cap_text(&mut run.text, limits.text_per_run);
+    } else {
+        run.message_ended = true;
+        append_text(run, &text, id, limits);
+        run.message_id = id.map(str::to_owned);
+    }
+}
+
+/// ACP v2's `tool_call_content_chunk`: one content item appended to the
+/// run's tool call with that id.
+fn append_tool_content(run: &mut RunState, update: &Value, limits: &Limits) {
+    run.output_events += 1;
+    let (Some(id), Some(item)) = (str_at(update, "toolCallId"), update.get("content")) else {
+        run.output_incomplete = true;
+        return;
+    };
+    let mut call = run
+        .tool_calls
+        .get(id)
+        .map(CompactObject::value)
+        .unwrap_or_else(|| Map::from_iter([("toolCallId".to_owned(), json!(id))]));
+    match call.get_mut("content") {
+        Some(Value::Array(items)) => items.push(item.clone()),
+        _ => {
+            call.insert("content".to_owned(), json!([item]));
+        }
+    }
+    run.message_ended = true;
+    merge_tool_call(run, id, &call, limits);
 }
 
 /// Makes room for `more` bytes in a run's text. Texts grow by appends

@@ -55,7 +55,7 @@ const V2_UPDATES: &[&str] = &[
 /// A custom session update (`_` first; v2's `Other`, which receivers
 /// preserve and otherwise ignore), and not one of AIR's the state reads:
 /// transcript to the state.
-fn is_custom_update(tag: &str) -> bool {
+pub(super) fn is_custom_update(tag: &str) -> bool {
     tag.starts_with('_') && !AIR_UPDATES.contains(&tag)
 }
 
@@ -283,8 +283,8 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
 /// `severity` and `title`; a `compaction_update` a string
 /// `compactionId`; a `usage_update` non-negative integers `used` and
 /// `size`, and a cost (when not `null`) with a non-negative `amount` and a
-/// string `currency`; a `subagent_update` a non-empty string `sessionId`.
-/// The state records each (folding a `notice` with its defaults, and a
+/// string `currency`; a `subagent_update` a non-empty string `sessionId`;
+/// a v2 `state_update` a string `state`. The state records each (folding a `notice` with its defaults, and a
 /// `usage_update`'s occupancy without a bad cost; nothing of the others)
 /// and `acp-ext check` reports each (`shape`), both by this rule.
 ///
@@ -329,6 +329,7 @@ pub fn standard_update_violations(update: &Value) -> Vec<Violation> {
             }
         }
         Some("subagent_update") => check_req::<NonEmptyString>(o, "sessionId", at, &mut out),
+        Some("state_update") => check_req::<String>(o, "state", at, &mut out),
         _ => {}
     }
     out
@@ -489,32 +490,7 @@ impl ConnectionState {
             | "_async_task_spawned"
             | "_async_task_progress"
             | "_async_task_state_update" => self.async_task(method, &sid, tag, update, out),
-            // ACP v2's `state_update`: the activity level, and the
-            // background work when reported (omitted is not zero).
-            "state_update" => {
-                let level = str_at(update, "state")
-                    .and_then(|t| serde_json::from_value::<SessionActivityState>(json!(t)).ok());
-                let background = update
-                    .get("background")
-                    .and_then(Value::as_array)
-                    .map(|b| b.len() as u64);
-                let s = self.session_mut(&sid);
-                if level.is_some() {
-                    s.activity.state = level;
-                }
-                if background.is_some() {
-                    s.activity.background_task_count = background;
-                }
-                if level.is_some() || background.is_some() {
-                    out.add(|| Change::Activity {
-                        session_id: sid.clone(),
-                    });
-                }
-                // The v2 turn's end carries the prompt result's usage.
-                if level == Some(SessionActivityState::Idle) {
-                    self.turn_usage(method, &sid, "/params/update", update, out);
-                }
-            }
+            "state_update" => self.state_update(method, &sid, update, out),
             "plan" | "plan_update" => {
                 let plan = if tag == "plan" {
                     update.clone()
@@ -833,6 +809,55 @@ impl ConnectionState {
                 let violations = crate::violation::check::<GoalSnapshot>(&Value::Object(goal));
                 self.violations(out, method, Some(sid), at, &violations, false);
             }
+        }
+    }
+
+    /// ACP v2's `state_update`: the session's activity level (an `unknown`,
+    /// custom or future state leaves it unconfirmed), its background work
+    /// by type, and the end of foreground work: an `idle` after a prompt or
+    /// a reported busy state ends the turn, with its stop reason and usage.
+    /// A repeated idle, and the snapshot a `session/load` or
+    /// `session/resume` sends before its answer, end nothing and count no
+    /// usage.
+    fn state_update(&mut self, method: &str, sid: &str, update: &Value, out: &mut Changes) {
+        // [`standard_update_violations`] recorded one without a state.
+        let Some(name) = str_at(update, "state") else {
+            return;
+        };
+        let level = match name {
+            "idle" | "running" | "requires_action" => SessionActivityState::from_wire(name),
+            _ => None,
+        };
+        // Known states list their background work; a custom state's stays
+        // among its own fields. A malformed list is not reported.
+        let background = (level.is_some() || name == "unknown")
+            .then(|| update.get("background").and_then(Value::as_array))
+            .flatten()
+            .map(|items| {
+                let mut by_type = IndexMap::new();
+                for item in items {
+                    let kind = str_at(item, "type").unwrap_or("unknown");
+                    *by_type.entry(kind.to_owned()).or_insert(0) += 1;
+                }
+                by_type
+            });
+        let snapshot = self.resuming.iter().any(|r| r == sid);
+        let s = self.session_mut(sid);
+        let ends = level == Some(SessionActivityState::Idle)
+            && !snapshot
+            && (s.turns.running || s.activity.busy());
+        s.activity.state = level;
+        s.activity.unconfirmed = level.is_none().then(|| name.to_owned());
+        if background.is_some() {
+            s.activity.background = background;
+        }
+        out.add(|| Change::Activity {
+            session_id: sid.to_owned(),
+        });
+        if ends {
+            let stop = str_at(update, "stopReason").map(str::to_owned);
+            self.end_turn(sid, stop, None, out);
+            self.turn_usage(method, sid, "/params/update", update, out);
         }
     }
 

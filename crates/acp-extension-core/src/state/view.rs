@@ -116,18 +116,70 @@ impl TitleOrigin {
     }
 }
 
-/// A session's activity (`session/activity_update`).
+/// A session's activity: Core's `session/activity_update`, codex's
+/// `threadStatus`, or ACP v2's `state_update`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct ActivityState {
-    /// The last reported level; absent until one arrived.
+    /// The last reported level; absent until one arrived, and while
+    /// [`unconfirmed`](Self::unconfirmed) is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<SessionActivityState>,
-    /// Live background tasks; absent until reported.
+    /// A v2 `state_update` whose state the level cannot name (`unknown`, a
+    /// custom `_…` or future state), as sent: the previous level is no
+    /// longer confirmed, so a client shows a generic busy state until a
+    /// known state arrives.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unconfirmed: Option<String>,
+    /// Live background tasks (Core's `backgroundTaskCount`); absent until
+    /// reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub background_task_count: Option<u64>,
+    /// v2's background work by `type` (`terminal`, `tool_call`, `subagent`,
+    /// custom or future types as sent) with how many of each the last
+    /// snapshot listed; `{}` when it listed none, absent while not
+    /// reported (omitted is not zero).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub background: Option<IndexMap<String, u64>>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl ActivityState {
+    /// The level to show: the reported level's wire name, `busy` while a
+    /// v2 state is [unconfirmed](Self::unconfirmed), `None` until one was
+    /// reported.
+    ///
+    /// ```
+    /// use acp_extension_core::state::{ConnectionState, Direction};
+    /// use serde_json::json;
+    ///
+    /// let mut state = ConnectionState::new();
+    /// state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0",
+    ///     "method": "session/update", "params": {"sessionId": "s",
+    ///     "update": {"sessionUpdate": "state_update", "state": "_compiling"}}}));
+    /// assert_eq!(state.session("s").unwrap().activity.shown(), Some("busy"));
+    /// ```
+    pub fn shown(&self) -> Option<&'static str> {
+        if self.unconfirmed.is_some() {
+            return Some("busy");
+        }
+        self.state.map(SessionActivityState::as_str)
+    }
+
+    /// Whether foreground work was reported and not yet ended: `running`,
+    /// `requires_action`, or an unconfirmed state.
+    pub(crate) fn busy(&self) -> bool {
+        self.unconfirmed.is_some()
+            || matches!(
+                self.state,
+                Some(SessionActivityState::Running | SessionActivityState::RequiresAction)
+            )
+    }
 }
 
 /// Prompt turns of a session.
@@ -140,9 +192,18 @@ pub struct TurnState {
     pub prompts: u64,
     /// Whether a prompt awaits its response.
     pub running: bool,
-    /// The stop reason of the last answered prompt.
+    /// The stop reason of the last ended turn: a prompt's answer, or (in
+    /// ACP v2) the `idle` `state_update` that ended foreground work.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_stop_reason: Option<String>,
+    /// ACP v2: prompts the agent acknowledged inserting (the
+    /// `session/prompt` receipt); each turn goes on until an `idle`
+    /// `state_update` ends it. Not written while zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub accepted: u64,
+    /// ACP v2: the `messageId` of the last prompt receipt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
     /// The last `_meta.<ns>.turnId` seen on an update.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
@@ -331,6 +392,10 @@ pub struct RunState {
     /// The `messageId` of the last text chunk, when the agent sends one.
     #[serde(skip)]
     pub(crate) message_id: Option<String>,
+    /// How many bytes at the end of `text` are the last message's: a v2
+    /// whole-message update with its `messageId` replaces them.
+    #[serde(skip)]
+    pub(crate) message_len: usize,
 }
 
 /// A standard run (a child session announced by `subagent_update`), its
@@ -408,6 +473,7 @@ impl RunState {
             dialect,
             message_ended: false,
             message_id: None,
+            message_len: 0,
         }
     }
 
@@ -835,6 +901,10 @@ pub struct RateLimitEntry {
 pub struct PeerFeatures {
     /// Whether that peer's initialize was seen.
     pub seen: bool,
+    /// The `protocolVersion` it sent (the agent's answer is the version the
+    /// connection speaks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<u64>,
     /// Who it said it is: `agentInfo` / `clientInfo` (v2 `info`), as sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub info: Option<Value>,
@@ -865,6 +935,12 @@ pub struct NegotiationState {
 }
 
 impl NegotiationState {
+    /// Whether the connection speaks ACP v2: the agent answered
+    /// `protocolVersion: 2` (or later).
+    pub fn is_v2(&self) -> bool {
+        self.agent.protocol_version.is_some_and(|v| v >= 2)
+    }
+
     pub(crate) fn side_mut(&mut self, side: Side) -> &mut PeerFeatures {
         match side {
             Side::Agent => &mut self.agent,

@@ -88,6 +88,7 @@ mod runs;
 mod sessions_meta;
 mod steering;
 mod usage;
+mod v2;
 
 fn goal(sid: &str, goal: Option<Value>) -> Value {
     let mut u = json!({"sessionUpdate": "session_info_update", "_meta": {"lody": {}}});

@@ -242,8 +242,13 @@ fn v2_state_update_sets_the_activity() {
     ]);
     let a = &state.session("s").unwrap().activity;
     assert_eq!(serde_json::to_value(a.state).unwrap(), "idle");
-    // An omitted `background` is not reported, not zero.
-    assert_eq!(a.background_task_count, Some(2));
+    // Background work by type; an omitted `background` is not reported,
+    // not zero, so the last list stands.
+    assert_eq!(
+        serde_json::to_value(&a.background).unwrap(),
+        json!({"terminal": 1, "tool_call": 1})
+    );
+    assert_eq!(a.background_task_count, None);
     assert_eq!(state.invalid_count(), 0);
 }
 

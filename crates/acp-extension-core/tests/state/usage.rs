@@ -210,16 +210,26 @@ fn turn_usage_and_quota_are_kept_per_turn_and_summed_apart() {
     // Never mixed with the Core ledger.
     assert_eq!(u.total, None);
     assert!(u.scopes.is_empty());
-    // v2: the final idle `state_update` carries the turn's usage.
-    let (state, _) = fold(&[(
-        A2C,
-        update(
-            "s",
-            json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn",
-                "usage": {"totalTokens": 1300, "inputTokens": 200, "outputTokens": 100},
-                "_meta": {"quota": {"token_count": null, "model_usage": []}}}),
+    // v2: the idle `state_update` that ends foreground work carries the
+    // turn's usage.
+    let (state, _) = fold(&[
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "state_update", "state": "running"}),
+            ),
         ),
-    )]);
+        (
+            A2C,
+            update(
+                "s",
+                json!({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn",
+                    "usage": {"totalTokens": 1300, "inputTokens": 200, "outputTokens": 100},
+                    "_meta": {"quota": {"token_count": null, "model_usage": []}}}),
+            ),
+        ),
+    ]);
     let u = &state.session("s").unwrap().usage;
     assert_eq!(u.turn_totals.usage["totalTokens"], 1300);
     assert_eq!(u.turns[0].stop_reason.as_deref(), Some("end_turn"));
