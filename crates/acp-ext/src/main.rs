@@ -149,6 +149,11 @@ enum Command {
         /// advertised is reported as skipped).
         #[arg(long, value_name = "DIALECT", default_value = "core")]
         client: acp_ext::probe::ClientDialect,
+        /// Which ACP version to ask for: `1`, `2` (an agent that answers v1 is reported) or
+        /// `auto` (v2 first, then what the agent supports). A v2 turn ends at its `idle`
+        /// `state_update`; a refusal of the version asked (`-32022`) is named.
+        #[arg(long, value_name = "VERSION", default_value = "1")]
+        protocol: acp_ext::probe::ProtocolChoice,
         /// Do not steer running turns (by default a turn still running after 100 ms gets one
         /// steer, when the agent takes steers by request).
         #[arg(long)]
@@ -387,12 +392,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
             quiet,
             client,
+            protocol,
             no_steer,
             fail_on,
             command,
         } => {
             let mut options = acp_ext::probe::ProbeOptions::default()
                 .client(client)
+                .protocol(protocol)
                 .steer(!no_steer)
                 .namespace(namespace)
                 .session(session)

@@ -647,3 +647,91 @@ fn the_demo_names_its_agent_relative_to_the_current_directory() {
         format!("{parent}/{name} serve --session-ids counter")
     );
 }
+
+#[tokio::test]
+async fn protocol_2_speaks_v2_and_ends_each_turn_at_its_idle() {
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .protocol(probe::ProtocolChoice::V2)
+        .prompt("one")
+        .prompt("two");
+    let report = probe::run(scripted("v2"), options).await.unwrap();
+    assert_eq!(report.protocol_version, Some(serde_json::json!(2)));
+    assert!(!report.has_errors(), "{:#?}", report.findings);
+    // v2's `capabilities` and `info` are read as v1's were.
+    assert_eq!(report.agent_info.as_ref().unwrap()["name"], "scripted");
+    assert!(report.extensions.iter().any(|e| e.feature == "usage"));
+    assert_eq!(report.prompts.len(), 2);
+    for p in &report.prompts {
+        // The stop reason is the idle's (the receipt has none), and the
+        // turn's traffic runs to that idle.
+        assert_eq!(p.stop_reason.as_deref(), Some("end_turn"), "{p:?}");
+        assert_eq!(p.answer.as_deref(), Some("done in v2"), "{p:?}");
+        assert_eq!(p.updates.get("state_update"), Some(&2), "{p:?}");
+    }
+    assert!(human(&report).contains("Protocol version: 2\n"));
+
+    // Asked for 1, the same agent speaks v1.
+    let v1 = probe::run(
+        scripted("v2"),
+        ProbeOptions::default().quiet(true).prompt("x"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(v1.protocol_version, Some(serde_json::json!(1)));
+    assert_eq!(v1.prompts[0].stop_reason.as_deref(), Some("end_turn"));
+}
+
+#[tokio::test]
+async fn a_v2_only_agent_refusing_v1_is_named_and_auto_follows_it() {
+    let report = probe::run(
+        scripted("v2-only"),
+        ProbeOptions::default().quiet(true).prompt("x"),
+    )
+    .await
+    .unwrap();
+    let refused = finding(&report, "protocol-refused");
+    assert_eq!(refused.len(), 1, "{:#?}", report.findings);
+    assert!(
+        refused[0]
+            .message
+            .contains("refused ACP v1 (-32022); it supports v2"),
+        "{}",
+        refused[0].message
+    );
+    assert!(
+        finding(&report, "probe").is_empty(),
+        "{:#?}",
+        report.findings
+    );
+
+    let auto = probe::run(
+        scripted("v2-only"),
+        ProbeOptions::default()
+            .quiet(true)
+            .protocol(probe::ProtocolChoice::Auto)
+            .prompt("x"),
+    )
+    .await
+    .unwrap();
+    assert!(!auto.has_errors(), "{:#?}", auto.findings);
+    assert_eq!(auto.protocol_version, Some(serde_json::json!(2)));
+    assert_eq!(auto.prompts[0].stop_reason.as_deref(), Some("end_turn"));
+
+    // `--protocol 2` against an agent that answers v1: reported.
+    let text = probe::run(
+        scripted("text"),
+        ProbeOptions::default()
+            .quiet(true)
+            .protocol(probe::ProtocolChoice::V2),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        finding(&text, "protocol-version").len(),
+        1,
+        "{:#?}",
+        text.findings
+    );
+    assert!(human(&text).contains("Protocol version: 1 (asked 2)"));
+}

@@ -64,7 +64,31 @@ pub struct ProbeOptions {
     /// between the probe and the agent, so that the agent's process group
     /// ends even when the probe is killed; `acp-ext probe` passes itself.
     pub agent_guard: Option<std::path::PathBuf>,
+    /// Which ACP version the probe asks for in `initialize`.
+    pub protocol: ProtocolChoice,
 }
+
+/// Which ACP version the probe asks for. It then speaks what the agent
+/// answers: v2's `capabilities` and `info`, a prompt's answer as a receipt
+/// and its turn ended by the `idle` `state_update`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProtocolChoice {
+    /// ACP v1 (the default).
+    #[default]
+    V1,
+    /// ACP v2: an agent that answers v1 is reported (`probe-protocol`).
+    V2,
+    /// v2 first, following the agent's answer: a v1 answer, or a refusal
+    /// (`-32022`) naming the versions it supports, gives v1.
+    Auto,
+}
+
+crate::choice::choices!(ProtocolChoice, "protocol version" {
+    V1 = "1" | "v1",
+    V2 = "2" | "v2",
+    Auto = "auto",
+});
 
 /// Which client the probe plays: what it advertises in `initialize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,6 +122,7 @@ impl Default for ProbeOptions {
             client: ClientDialect::Core,
             steer: true,
             agent_guard: None,
+            protocol: ProtocolChoice::V1,
         }
     }
 }
@@ -150,6 +175,13 @@ impl ProbeOptions {
     #[must_use]
     pub fn steer(mut self, steer: bool) -> Self {
         self.steer = steer;
+        self
+    }
+
+    /// Sets which ACP version the probe asks for.
+    #[must_use]
+    pub fn protocol(mut self, protocol: ProtocolChoice) -> Self {
+        self.protocol = protocol;
         self
     }
 
@@ -339,12 +371,17 @@ where
     let stderr_tail: Arc<Mutex<Vec<String>>> = Arc::default();
     let tail = stderr_tail.clone();
     let quiet = options.quiet;
+    let idles = Arc::new(Idles::default());
+    let seen = idles.clone();
     let agent = AcpAgent::from_args(&spawned)
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", argv.join(" ")))?
         .with_debug(move |line, direction| {
             let dir = match direction {
                 LineDirection::Stdin => Direction::ClientToAgent,
-                LineDirection::Stdout => Direction::AgentToClient,
+                LineDirection::Stdout => {
+                    seen.observe(line);
+                    Direction::AgentToClient
+                }
                 LineDirection::Stderr => {
                     if quiet {
                         let mut t = tail.lock().unwrap_or_else(|p| p.into_inner());
@@ -363,7 +400,7 @@ where
     let checker = std::thread::spawn(move || check_lines(rx, observer));
 
     let outcome = Arc::new(Mutex::new(report::Outcome::default()));
-    let result = drive(agent, &options, outcome.clone()).await;
+    let result = drive(agent, &options, outcome.clone(), idles).await;
     // The connection is closed and the agent reaped: the channel ends.
     let (findings, turns) = checker.join().unwrap_or_default();
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
@@ -452,7 +489,7 @@ struct Turns {
 }
 
 impl acp_extension_core::connection::Observer for Turns {
-    fn message(&mut self, _: &Connection, m: &Message<'_>) {
+    fn message(&mut self, connection: &Connection, m: &Message<'_>) {
         match (m.direction, m.kind) {
             (Direction::ClientToAgent, MessageKind::Request) => {
                 if m.call_method == Some("session/prompt")
@@ -470,8 +507,15 @@ impl acp_extension_core::connection::Observer for Turns {
                 let of_another_session = session
                     .as_deref()
                     .is_some_and(|s| m.session_id() != Some(s));
+                // ACP v2: the answer is a receipt; the turn ends at the
+                // session's idle `state_update`.
+                let v2 = connection.protocol_version().is_some_and(|v| v >= 2);
                 match (kind, m.call_method) {
-                    (MessageKind::Response, _) if m.id == Some(&*id) => self.close(),
+                    (MessageKind::Response, _)
+                        if m.id == Some(&*id) && !(v2 && m.result().is_some()) =>
+                    {
+                        self.close()
+                    }
                     (MessageKind::Notification, Some("session/update")) if of_another_session => {
                         t.child_updates += 1;
                     }
@@ -495,6 +539,13 @@ impl acp_extension_core::connection::Observer for Turns {
                             if phase == Some("final_answer") {
                                 t.final_text.push_str(text);
                             }
+                        }
+                        if v2
+                            && kind == "state_update"
+                            && update.and_then(|u| u.get("state")).and_then(Value::as_str)
+                                == Some("idle")
+                        {
+                            self.close();
                         }
                     }
                     (MessageKind::Notification, Some(other)) if other.starts_with('_') => {
@@ -520,7 +571,7 @@ impl Turns {
 
 /// Sends one request with the timeout, recording a timeout as an error.
 async fn request(
-    cx: &agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>,
+    cx: &AgentCx,
     method: &str,
     params: Value,
     timeout: Duration,
@@ -666,7 +717,10 @@ pub(crate) fn shorten(text: &str, max: usize) -> String {
 }
 
 /// The connection to the agent, as the probe's steps see it.
-type AgentCx = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
+/// The probe's connection: raw JSON-RPC with no version guard (the SDK's
+/// `Client.v1()` would rewrite a v2 `initialize` to v1); the probe speaks
+/// the version the agent answers, from its JSON.
+type AgentCx = agent_client_protocol::ConnectionTo<agent_client_protocol::Agent>;
 
 /// Where the probe's steps write what happened (shared with the report).
 #[derive(Clone)]
@@ -695,19 +749,79 @@ struct Initialized {
     ns: Namespace,
     /// The probe plays a plain client: it writes nothing of the extensions.
     plain: bool,
+    /// The agent answered ACP v2: a prompt's answer is a receipt, its turn
+    /// ended by the `idle` `state_update`.
+    v2: bool,
+}
+
+/// The `idle` `state_update`s seen per session, as the lines pass (ACP v2
+/// ends a turn with one): how many, and the last one's `stopReason`.
+#[derive(Debug, Default)]
+struct Idles(Mutex<std::collections::HashMap<String, (u64, Option<String>)>>);
+
+impl Idles {
+    /// Counts `line` when it is an idle `state_update` of the agent's.
+    fn observe(&self, line: &str) {
+        if !line.contains("state_update") {
+            return;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            return;
+        };
+        let sid = v.pointer("/params/sessionId").and_then(Value::as_str);
+        let update = v.pointer("/params/update");
+        let is = |key: &str, want: &str| {
+            update.and_then(|u| u.get(key)).and_then(Value::as_str) == Some(want)
+        };
+        if let Some(sid) = sid
+            && is("sessionUpdate", "state_update")
+            && is("state", "idle")
+        {
+            let stop = update
+                .and_then(|u| u.get("stopReason"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            let entry = seen.entry(sid.to_owned()).or_default();
+            entry.0 += 1;
+            entry.1 = stop;
+        }
+    }
+
+    /// How many idles of `sid` were seen, and the last stop reason.
+    fn of(&self, sid: &str) -> (u64, Option<String>) {
+        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get(sid).cloned().unwrap_or_default()
+    }
+
+    /// Waits until `sid` has more than `before` idles: the last one's stop
+    /// reason, or `None` at the deadline.
+    async fn after(&self, sid: &str, before: u64, timeout: Duration) -> Option<Option<String>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (count, stop) = self.of(sid);
+            if count > before {
+                return Some(stop);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
 }
 
 async fn drive(
     agent: AcpAgent,
     options: &ProbeOptions,
     outcome: Arc<Mutex<report::Outcome>>,
+    idles: Arc<Idles>,
 ) -> anyhow::Result<()> {
     let options = options.clone();
     let rec = Recorder(outcome);
     let dir = tempdir()?;
     let root = dir.path.clone();
-    Client
-        .v1()
+    agent_client_protocol::Builder::new(Client)
         .name("acp-ext probe")
         .on_receive_request(
             async move |req: UntypedMessage, responder, _cx| match auto_answer(
@@ -734,7 +848,7 @@ async fn drive(
             else {
                 return Ok(());
             };
-            let last_turn = prompts(&cx, &init, &session_id, &options, &rec).await;
+            let last_turn = prompts(&cx, &init, &session_id, &options, &rec, &idles).await;
             queries(
                 &cx,
                 &init,
@@ -751,30 +865,72 @@ async fn drive(
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
-/// `initialize` with the client capabilities of `options`; `None` (recorded)
-/// when it fails.
+/// `initialize` with the client capabilities of `options`, asking for the
+/// version `options.protocol` names; `None` (recorded) when it fails. A
+/// refusal of the version asked (`-32022`, with the versions the agent
+/// supports) is named as such; under [`ProtocolChoice::Auto`] the probe
+/// then asks again for a version the agent supports.
 async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Option<Initialized> {
     let client_caps = client_capabilities(options.namespace, options.client);
-    let init = request(
-        cx,
-        "initialize",
-        json!({
-            "protocolVersion": 1,
-            "clientCapabilities": client_caps,
-            "clientInfo": {"name": "acp-ext-probe", "title": "acp-ext probe", "version": env!("CARGO_PKG_VERSION")},
-        }),
-        options.timeout,
-    )
-    .await;
-    let result = match init {
-        Ok(v) => v,
-        Err(e) => {
-            rec.stop(format!("initialize failed: {e}"));
-            return None;
+    let mut asked = match options.protocol {
+        ProtocolChoice::V1 => 1,
+        ProtocolChoice::V2 | ProtocolChoice::Auto => 2,
+    };
+    let result = loop {
+        let params = if asked >= 2 {
+            json!({
+                "protocolVersion": asked,
+                "capabilities": client_caps,
+                "info": {"name": "acp-ext-probe", "title": "acp-ext probe", "version": env!("CARGO_PKG_VERSION")},
+            })
+        } else {
+            json!({
+                "protocolVersion": asked,
+                "clientCapabilities": client_caps,
+                "clientInfo": {"name": "acp-ext-probe", "title": "acp-ext probe", "version": env!("CARGO_PKG_VERSION")},
+            })
+        };
+        match request(cx, "initialize", params, options.timeout).await {
+            Ok(v) => break v,
+            Err(e) => {
+                if let Some(supported) = version_refused(&e) {
+                    let fallback = supported.iter().copied().filter(|v| *v != asked).max();
+                    if let (ProtocolChoice::Auto, Some(v)) = (options.protocol, fallback) {
+                        asked = v;
+                        continue;
+                    }
+                    let list = supported
+                        .iter()
+                        .map(|v| format!("v{v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let msg = format!(
+                        "the agent refused ACP v{asked} (-32022); it supports {list} (--protocol selects the version asked)"
+                    );
+                    rec.record(|o| {
+                        o.protocol = Some((Severity::Error, "protocol-refused", msg.clone()));
+                        o.stopped = Some(msg);
+                    });
+                } else {
+                    rec.stop(format!("initialize failed: {e}"));
+                }
+                return None;
+            }
         }
     };
-    let agent_caps = result
-        .get("agentCapabilities")
+    let v2 = result
+        .get("protocolVersion")
+        .and_then(Value::as_u64)
+        .is_some_and(|v| v >= 2);
+    rec.record(|o| o.protocol_asked = Some(asked));
+    if options.protocol == ProtocolChoice::V2 && !v2 {
+        let msg = format!(
+            "asked for ACP v2, the agent answered protocolVersion {}: it does not speak v2",
+            result.get("protocolVersion").unwrap_or(&Value::Null)
+        );
+        rec.record(|o| o.protocol = Some((Severity::Warning, "protocol-version", msg)));
+    }
+    let agent_caps = acp_extension_core::negotiation::initialize_capabilities(&result, Side::Agent)
         .cloned()
         .unwrap_or(Value::Null);
     let negotiated = negotiate(&agent_caps, &client_caps);
@@ -789,6 +945,26 @@ async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Opt
         negotiated,
         ns,
         plain: options.client == ClientDialect::Plain,
+        v2,
+    })
+}
+
+/// The versions an agent supports, when `e` is its refusal of the version
+/// asked (ACP v2's `-32022`, `data: {requested, supported}`).
+fn version_refused(e: &RequestError) -> Option<Vec<u64>> {
+    let RequestError::Rpc {
+        code: Some(-32022),
+        data,
+        ..
+    } = e
+    else {
+        return None;
+    };
+    let supported = data.as_ref().and_then(|d| d.get("supported"));
+    Some(match supported {
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_u64).collect(),
+        Some(v) => v.as_u64().into_iter().collect(),
+        None => Vec::new(),
     })
 }
 
@@ -888,6 +1064,7 @@ async fn prompts(
     session_id: &str,
     options: &ProbeOptions,
     rec: &Recorder,
+    idles: &Idles,
 ) -> Option<String> {
     let steer_by_request = init
         .negotiated
@@ -917,7 +1094,8 @@ async fn prompts(
         } else {
             None
         };
-        let (r, took, steered) = prompt(cx, session_id, text, steer, options.timeout).await;
+        let end = init.v2.then_some(idles);
+        let (r, took, steered) = prompt(cx, session_id, text, steer, end, options.timeout).await;
         if let Some(turn) = r
             .as_ref()
             .ok()
@@ -954,7 +1132,9 @@ async fn prompts(
 }
 
 /// One `session/prompt`: its answer, the turn's time (taken when the answer
-/// arrives), and the steer sent into it. With `steer` (the steer request's
+/// arrives), and the steer sent into it. On a v2 connection (`v2_end`,
+/// the idles seen) the answer is a receipt: the turn ends at the session's
+/// next `idle` `state_update`, whose stop reason is added to the receipt. With `steer` (the steer request's
 /// method and params), one steer goes 100 ms into a turn that is still running;
 /// a turn that ends sooner is not steered, and its time is its own. The
 /// checker judges the steer's timing (`steer-answered-after-turn`,
@@ -964,17 +1144,37 @@ async fn prompt(
     session_id: &str,
     text: &str,
     steer: Option<(String, Value)>,
+    v2_end: Option<&Idles>,
     timeout: Duration,
 ) -> (Result<Value, RequestError>, Duration, Option<QueryResult>) {
     let started = Instant::now();
+    let idles_before = v2_end.map_or(0, |i| i.of(session_id).0);
     let prompt = async {
-        let r = request(
+        let mut r = request(
             cx,
             "session/prompt",
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
             timeout,
         )
         .await;
+        if let (Some(idles), Ok(receipt)) = (v2_end, &mut r)
+            && receipt.get("stopReason").is_none()
+        {
+            let left = timeout.saturating_sub(started.elapsed());
+            match idles.after(session_id, idles_before, left).await {
+                Some(stop) => {
+                    if let (Some(o), Some(stop)) = (receipt.as_object_mut(), stop) {
+                        o.insert("stopReason".into(), Value::String(stop));
+                    }
+                }
+                None => {
+                    r = Err(RequestError::Timeout {
+                        method: "session/prompt (its turn's idle state_update)".to_owned(),
+                        after: timeout,
+                    })
+                }
+            }
+        }
         (r, started.elapsed())
     };
     tokio::pin!(prompt);

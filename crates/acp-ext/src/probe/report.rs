@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use acp_extension_core::capabilities::Feature;
-use acp_extension_core::negotiation::Advertisement;
+use acp_extension_core::negotiation::{Advertisement, Side, initialize_capabilities};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -26,6 +26,12 @@ pub(crate) struct Outcome {
     pub auth_required: Option<String>,
     /// Why the probe stopped before sending every requested prompt.
     pub stopped: Option<String>,
+    /// The protocol version last asked for in `initialize`.
+    pub protocol_asked: Option<u64>,
+    /// What the probe found of the version negotiation: a refusal
+    /// (`protocol-refused`) or another version than asked
+    /// (`protocol-version`).
+    pub protocol: Option<(Severity, &'static str, String)>,
 }
 
 /// One row of the extension table.
@@ -127,8 +133,11 @@ pub struct Report {
     pub command: Vec<String>,
     /// `agentInfo` from the initialize response.
     pub agent_info: Option<Value>,
-    /// The negotiated protocol version.
+    /// The negotiated protocol version (the agent's answer).
     pub protocol_version: Option<Value>,
+    /// The version the probe asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_asked: Option<u64>,
     /// The standard capabilities (without `_meta`).
     pub standard_capabilities: Option<Value>,
     /// Auth methods the agent offers.
@@ -159,7 +168,9 @@ impl Report {
         options: &ProbeOptions,
     ) -> Self {
         let init = outcome.initialize.as_ref();
-        let mut standard = init.and_then(|i| i.get("agentCapabilities")).cloned();
+        let mut standard = init
+            .and_then(|i| initialize_capabilities(i, Side::Agent))
+            .cloned();
         let mut vendor_meta = None;
         if let Some(Value::Object(m)) = standard.as_mut()
             && let Some(Value::Object(mut meta)) = m.shift_remove("_meta")
@@ -187,8 +198,11 @@ impl Report {
         }
         let mut report = Report {
             command: Vec::new(),
-            agent_info: init.and_then(|i| i.get("agentInfo")).cloned(),
+            agent_info: init
+                .and_then(|i| i.get("agentInfo").or_else(|| i.get("info")))
+                .cloned(),
             protocol_version: init.and_then(|i| i.get("protocolVersion")).cloned(),
+            protocol_asked: outcome.protocol_asked,
             standard_capabilities: standard,
             auth_methods: init.and_then(|i| i.get("authMethods")).cloned(),
             vendor_meta,
@@ -207,7 +221,8 @@ impl Report {
                     .and_then(|m| m.shift_remove("version"))
                     .unwrap_or(Value::Null);
                 let meta = init
-                    .and_then(|i| i.pointer("/agentCapabilities/_meta"))
+                    .and_then(|i| initialize_capabilities(i, Side::Agent))
+                    .and_then(|c| c.get("_meta"))
                     .and_then(Value::as_object);
                 let namespaces = Namespace::ALL
                     .iter()
@@ -250,6 +265,9 @@ impl Report {
                     );
                 }
             }
+        }
+        if let Some((severity, rule, msg)) = outcome.protocol {
+            report.push_finding(severity, rule, "", msg);
         }
         if let Some(msg) = outcome.auth_required {
             report.push_finding(Severity::Warning, "auth-required", "", msg);
@@ -325,9 +343,15 @@ impl Report {
     /// Prints the report for people.
     pub fn print_human(&self, out: &mut impl Write, style: Style) -> io::Result<()> {
         writeln!(out, "{}", style.bold(&agent_line(self.agent_info.as_ref())))?;
+        let asked = match self.protocol_asked {
+            Some(v) if Some(&Value::from(v)) != self.protocol_version.as_ref() => {
+                format!(" (asked {v})")
+            }
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "Protocol version: {}",
+            "Protocol version: {}{asked}",
             self.protocol_version
                 .as_ref()
                 .map_or("?".into(), Value::to_string)

@@ -13,6 +13,14 @@ whose behaviour the tests reproduce, chosen by the first argument.
               turn on the dispatch loop)
   steer-unconfirmed  the same, but answers the steer `injected` before the
               prompt's response and never sends `steer_applied`
+  v2          answers the version asked, 1 or 2 (codex-acp 2.6): in v2 the
+              initialize result has `capabilities` and `info`, and a prompt
+              is answered with a receipt (`{messageId}`) between `running`
+              and the `idle` `state_update` that ends the turn (`end_turn`,
+              with usage) after one text chunk
+  v2-only     the same, but refuses a v1 client with -32022 and
+              `{requested, supported: [2]}` (claude-agent-acp under
+              `CLAUDE_AGENT_ACP_PROTOCOL=v2`)
 
 In every mode `initialize` lists a terminal auth method only to a client that
 advertised `clientCapabilities.auth.terminal`, and advertises vendor metadata
@@ -23,6 +31,7 @@ import sys
 import time
 
 mode = sys.argv[1]
+version = 1
 
 
 def send(message):
@@ -38,7 +47,15 @@ for line in sys.stdin:
     if method == "initialize":
         if mode == "slow-init":
             time.sleep(2)
-        caps = params.get("clientCapabilities", {})
+        asked = params.get("protocolVersion")
+        if mode.startswith("v2"):
+            version = 2 if asked == 2 else 1
+            if mode == "v2-only" and version == 1:
+                send({"jsonrpc": "2.0", "id": rid, "error": {
+                    "code": -32022, "message": "Unsupported protocol version",
+                    "data": {"requested": asked, "supported": [2]}}})
+                continue
+        caps = params.get("clientCapabilities", params.get("capabilities", {}))
         features = {"usage": {"version": 1}}
         if mode.startswith("steer-"):
             features["steering"] = {"version": 1, "transport": "request",
@@ -46,15 +63,22 @@ for line in sys.stdin:
         auth = [{"id": "api-key", "name": "API key"}]
         if caps.get("auth", {}).get("terminal"):
             auth.append({"id": "vendor-login", "name": "Log in", "type": "terminal"})
+        agent_caps = {"_meta": {
+            "claudeCode": {"promptQueueing": True},
+            "ua": features,
+            "lody": features,
+        }}
+        info = {"name": "scripted", "title": "Scripted", "version": "0"}
+        if version == 2:
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": 2, "info": info, "authMethods": auth,
+                "capabilities": agent_caps}})
+            continue
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": 1,
-            "agentInfo": {"name": "scripted", "title": "Scripted", "version": "0"},
+            "agentInfo": info,
             "authMethods": auth,
-            "agentCapabilities": {"_meta": {
-                "claudeCode": {"promptQueueing": True},
-                "ua": features,
-                "lody": features,
-            }},
+            "agentCapabilities": agent_caps,
         }})
     elif method == "session/new":
         if mode == "auth":
@@ -79,6 +103,22 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
             if mode == "steer-inline":
                 send(answer)
+            continue
+        if version == 2:
+            state = {"sessionUpdate": "state_update", "state": "running", "background": []}
+            send({"jsonrpc": "2.0", "method": "session/update",
+                  "params": {"sessionId": "s1", "update": state}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"messageId": "m-%s" % rid}})
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {
+                "sessionId": "s1", "update": {
+                    "sessionUpdate": "agent_message_chunk", "messageId": "a-%s" % rid,
+                    "content": {"type": "text", "text": "done in v2"}}}})
+            time.sleep(0.2)
+            idle = {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn",
+                    "usage": {"totalTokens": 3, "inputTokens": 2, "outputTokens": 1},
+                    "background": []}
+            send({"jsonrpc": "2.0", "method": "session/update",
+                  "params": {"sessionId": "s1", "update": idle}})
             continue
         send({"jsonrpc": "2.0", "method": "session/update", "params": {
             "sessionId": "s1", "update": {
