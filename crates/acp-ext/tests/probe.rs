@@ -735,3 +735,27 @@ async fn a_v2_only_agent_refusing_v1_is_named_and_auto_follows_it() {
     );
     assert!(human(&text).contains("Protocol version: 1 (asked 2)"));
 }
+
+#[tokio::test]
+async fn serve_reads_a_v2_clients_opt_ins_and_answers_in_v1() {
+    // The probe asks for v2 with v2's `capabilities`; serve speaks v1 and
+    // says so, but reads the client's extension opt-ins from that shape.
+    let options = ProbeOptions::default()
+        .quiet(true)
+        .protocol(probe::ProtocolChoice::V2)
+        .prompt("/subagents 1");
+    let report = probe::run(serve(&["--namespace", "lody"]), options)
+        .await
+        .unwrap();
+    assert_eq!(report.protocol_version, Some(serde_json::json!(1)));
+    assert_eq!(finding(&report, "protocol-version").len(), 1);
+    assert!(!report.has_errors(), "{:#?}", report.findings);
+    let p = &report.prompts[0];
+    assert_eq!(p.stop_reason.as_deref(), Some("end_turn"));
+    // Subagent events go only to a client that opted in.
+    assert_eq!(
+        p.extension_notifications.get("_lody/subagents/event"),
+        Some(&8),
+        "{p:#?}"
+    );
+}

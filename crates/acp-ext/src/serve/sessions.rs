@@ -7,7 +7,7 @@ use std::sync::Arc;
 use acp_extension_core::capabilities::{AdvertiseExtensions, Feature};
 use acp_extension_core::meta::{self, MetaError, fields};
 use acp_extension_core::namespace::{self, Namespace};
-use acp_extension_core::negotiation::negotiate;
+use acp_extension_core::negotiation::{Side, negotiate};
 use acp_extension_core::plan_mode::plan_mode_config_option;
 use acp_extension_core::session::{MessagePhase, WorktreeProject};
 use agent_client_protocol::schema::ProtocolVersion;
@@ -36,9 +36,11 @@ fn to_value<T: serde::Serialize>(v: T) -> Result<Value, Error> {
 /// `initialize`: negotiate the version, advertise every capability, read
 /// the client's extension capabilities.
 pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Result<Value, Error> {
-    let request: InitializeRequest = params::parse(params)?;
-    let raw_caps = params
-        .get("clientCapabilities")
+    let _: InitializeRequest = params::parse(params)?;
+    // The client's capabilities in either shape: v1's `clientCapabilities`,
+    // or v2's `capabilities` from a client that asked for v2 and is
+    // answered in v1.
+    let raw_caps = acp_extension_core::negotiation::initialize_capabilities(params, Side::Client)
         .cloned()
         .unwrap_or(Value::Null);
     let ns = match shared.namespaces {
@@ -59,11 +61,9 @@ pub(crate) fn initialize(shared: &Arc<Shared>, params: &Value, cx: &Cx) -> Resul
         )
         .extensions(&ext, shared.namespaces.set());
     let negotiated = negotiate(&to_value(&capabilities)?, &raw_caps);
-    let elicitation_form = request
-        .client_capabilities
-        .elicitation
-        .as_ref()
-        .is_some_and(|e| e.form.is_some());
+    let elicitation_form = raw_caps
+        .pointer("/elicitation/form")
+        .is_some_and(|f| !f.is_null());
     let boolean_config = raw_caps
         .pointer("/session/configOptions/boolean")
         .is_some_and(Value::is_object);
