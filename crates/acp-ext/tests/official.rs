@@ -73,6 +73,8 @@ struct Run {
 enum Via {
     /// `probe --client standard -- tap -- AGENT`.
     Direct,
+    /// The same, asking for ACP v2 (`probe --protocol 2`).
+    V2,
     /// `probe --client core -- tap -- bridge -- tap -- AGENT`: a Core
     /// client through the bridge, both sides recorded.
     Bridge,
@@ -112,8 +114,13 @@ fn run_via(
         "--json".into(),
         "--client".into(),
         match via {
-            Via::Direct => "standard".into(),
+            Via::Direct | Via::V2 => "standard".into(),
             Via::Bridge => "core".into(),
+        },
+        "--protocol".into(),
+        match via {
+            Via::V2 => "2".into(),
+            _ => "1".into(),
         },
         "--quiet".into(),
         // A steer changes what the adapter does next: these runs follow
@@ -158,7 +165,13 @@ fn run_via(
     };
     // Loopback up inside the new namespace, then the mock runs the probe.
     let script = "ip link set lo up && exec \"$@\"";
-    let out = Command::new("unshare")
+    let mut command = Command::new("unshare");
+    if via == Via::V2 {
+        // claude-agent-acp speaks v2 only when told to (codex-acp answers
+        // the version asked, and ignores this).
+        command.env("CLAUDE_AGENT_ACP_PROTOCOL", "v2");
+    }
+    let out = command
         .args(["-n", "sh", "-c", script, "sh"])
         .arg(mock_model())
         .arg("--home")
@@ -370,6 +383,63 @@ fn codex_acp_offline() {
 
 #[test]
 #[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
+fn codex_acp_offline_as_a_v2_peer() {
+    let dir = match agents() {
+        Ok(d) => d,
+        Err(why) => panic!("cannot run: {why}"),
+    };
+    let agent = [node_modules(
+        &dir,
+        "@agentclientprotocol/codex-acp/dist/index.js",
+    )];
+    let prompts = [
+        "hello",
+        "run a command",
+        "spawn a helper",
+        "resume the helper",
+        "/compact",
+        "hello",
+    ];
+    let r = run_via(Via::V2, "codex-v2", &agent, &prompts, None);
+    // codex-acp answers a v2 client in v2, from the same binary.
+    assert_eq!(r.report["protocolVersion"], 2, "{:#}", r.report);
+    common_truths("codex-v2", &r);
+    assert!(r.state.negotiation().is_v2());
+    // Each turn ended at its idle `state_update` with its stop reason (the
+    // receipt has none), as the probe saw it.
+    for p in r.report["prompts"].as_array().unwrap() {
+        assert_eq!(p["stopReason"], "end_turn", "{p}");
+        assert_eq!(p["updates"]["state_update"].as_u64().unwrap() % 2, 0, "{p}");
+    }
+    let s = r.session();
+    // Every prompt accepted by a receipt; the last turn over, with its
+    // stop reason; usage counted once per turn (each idle carries it).
+    assert_eq!(s.turns.prompts, 6);
+    assert_eq!(s.turns.accepted, 6);
+    assert!(!s.turns.running);
+    assert_eq!(s.turns.last_stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(s.usage.turn_totals.turns, 6);
+    assert_eq!(s.usage.turns.len(), 6);
+    assert!(
+        s.usage
+            .turns
+            .iter()
+            .all(|t| t.stop_reason.as_deref() == Some("end_turn"))
+    );
+    assert_eq!(s.activity.shown(), Some("idle"));
+    // The child: one run, both generations' output.
+    assert_eq!(s.subagent_runs.len(), 1, "{:#?}", s.subagent_runs);
+    let run = s.subagent_runs.values().next().unwrap();
+    assert!(
+        run.text.starts_with("One, two, three.\nFour, five, six."),
+        "{:?}",
+        run.text
+    );
+    assert_eq!(run.standard.as_ref().unwrap().generations, 2);
+}
+
+#[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
 fn claude_agent_acp_offline() {
     let (agent, node22) = match claude() {
         Ok(found) => found,
@@ -421,6 +491,55 @@ fn claude_agent_acp_offline() {
     assert_eq!(row.rate_limit.scope.provider_id, "anthropic");
     assert!((row.rate_limit.windows[0].used_percent.get() - 91.0).abs() < 1e-9);
     assert_eq!(s.usage.turn_totals.turns, 5);
+}
+
+#[test]
+#[ignore = "needs the official adapters (ACP_EXT_OFFICIAL_AGENTS; .ci/run runs it with --ignored)"]
+fn claude_agent_acp_offline_as_a_v2_peer() {
+    let (agent, node22) = match claude() {
+        Ok(found) => found,
+        Err(why) => panic!("cannot run: {why}"),
+    };
+    let prompts = [
+        "hello",
+        "run a command",
+        "spawn a helper",
+        "/compact",
+        "hello",
+    ];
+    let r = run_via(Via::V2, "claude-v2", &agent, &prompts, Some(&node22));
+    assert_eq!(r.report["protocolVersion"], 2, "{:#}", r.report);
+    common_truths("claude-v2", &r);
+    for p in r.report["prompts"].as_array().unwrap() {
+        assert_eq!(p["stopReason"], "end_turn", "{p}");
+    }
+    let s = r.session();
+    assert_eq!((s.turns.prompts, s.turns.accepted), (5, 5));
+    assert!(!s.turns.running);
+    assert_eq!(s.turns.last_stop_reason.as_deref(), Some("end_turn"));
+    // Each prompt's turn, and the one claude runs itself when the helper's
+    // task notification arrives: six idles, each counted once.
+    assert_eq!(s.usage.turn_totals.turns, 6, "{:#?}", s.usage.turns);
+    assert_eq!(s.activity.shown(), Some("idle"));
+    assert_eq!(
+        serde_json::to_value(&s.activity.background).unwrap(),
+        serde_json::json!({})
+    );
+    // The subagent's run with its output and stop reason, as in v1.
+    assert_eq!(s.subagent_runs.len(), 1, "{:#?}", s.subagent_runs);
+    let run = s.subagent_runs.values().next().unwrap();
+    assert!(run.text.contains("One, two, three."), "{:?}", run.text);
+    let std = run.standard.as_ref().unwrap();
+    assert_eq!(std.state.as_deref(), Some("idle"));
+    assert_eq!(std.stop_reason.as_deref(), Some("end_turn"));
+    // Compaction with its summary.
+    assert!(
+        s.activities
+            .values()
+            .any(|a| a.summary.as_deref() == Some("We said hello and ran one command.")),
+        "{:?}",
+        s.activities
+    );
 }
 
 #[test]

@@ -666,6 +666,12 @@ fn malformed_standard_updates_are_recorded_where_check_reports_them() {
             "/params/update/state",
             "required",
         ),
+        (
+            json!({"sessionUpdate": "state_update", "state": "running",
+                "background": [{"type": "terminal", "terminalId": "t"}, "t2"]}),
+            "/params/update/background/1",
+            "type",
+        ),
     ];
     let dir = std::env::temp_dir().join(format!("acp-ext-standard-shapes-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -705,6 +711,13 @@ fn malformed_standard_updates_are_recorded_where_check_reports_them() {
             // Shown with its defaults: an info notice.
             "notice" => {
                 assert_eq!(s1["notices"][0]["level"], "info", "{s1:#}");
+                assert_eq!(docs[0]["invalid"][0]["folded"], true);
+            }
+            // The level is folded; a malformed background list is read
+            // as not reported.
+            "state_update" if pointer.contains("background") => {
+                assert_eq!(s1["activity"]["state"], "running", "{s1:#}");
+                assert!(s1["activity"].get("background").is_none(), "{s1:#}");
                 assert_eq!(docs[0]["invalid"][0]["folded"], true);
             }
             // The occupancy is folded, a bad cost is not.

@@ -484,7 +484,9 @@ fn check_lines(
 #[derive(Default)]
 struct Turns {
     /// The open turn's request id, session and traffic.
-    open: Option<(Value, Option<String>, report::TurnTraffic)>,
+    /// (The request id, its session, its traffic, and whether its v2
+    /// receipt came: its turn ends at the first idle after it.)
+    open: Option<(Value, Option<String>, report::TurnTraffic, bool)>,
     done: Vec<report::TurnTraffic>,
 }
 
@@ -497,11 +499,11 @@ impl acp_extension_core::connection::Observer for Turns {
                 {
                     self.close();
                     let session = m.session_id().map(str::to_owned);
-                    self.open = Some((id.clone(), session, report::TurnTraffic::default()));
+                    self.open = Some((id.clone(), session, report::TurnTraffic::default(), false));
                 }
             }
             (Direction::AgentToClient, kind) => {
-                let Some((id, session, t)) = &mut self.open else {
+                let Some((id, session, t, receipted)) = &mut self.open else {
                     return;
                 };
                 let of_another_session = session
@@ -511,10 +513,12 @@ impl acp_extension_core::connection::Observer for Turns {
                 // session's idle `state_update`.
                 let v2 = connection.protocol_version().is_some_and(|v| v >= 2);
                 match (kind, m.call_method) {
-                    (MessageKind::Response, _)
-                        if m.id == Some(&*id) && !(v2 && m.result().is_some()) =>
-                    {
-                        self.close()
+                    (MessageKind::Response, _) if m.id == Some(&*id) => {
+                        if v2 && m.result().is_some() {
+                            *receipted = true;
+                        } else {
+                            self.close()
+                        }
                     }
                     (MessageKind::Notification, Some("session/update")) if of_another_session => {
                         t.child_updates += 1;
@@ -541,6 +545,7 @@ impl acp_extension_core::connection::Observer for Turns {
                             }
                         }
                         if v2
+                            && *receipted
                             && kind == "state_update"
                             && update.and_then(|u| u.get("state")).and_then(Value::as_str)
                                 == Some("idle")
@@ -563,7 +568,7 @@ impl acp_extension_core::connection::Observer for Turns {
 
 impl Turns {
     fn close(&mut self) {
-        if let Some((_, _, t)) = self.open.take() {
+        if let Some((_, _, t, _)) = self.open.take() {
             self.done.push(t);
         }
     }
@@ -754,20 +759,41 @@ struct Initialized {
     v2: bool,
 }
 
-/// The `idle` `state_update`s seen per session, as the lines pass (ACP v2
-/// ends a turn with one): how many, and the last one's `stopReason`.
+/// The `idle` `state_update`s of the agent's, in the order the lines
+/// passed (ACP v2 ends a turn with one), and where each prompt receipt
+/// (`{messageId}`) fell among them: a prompt's turn ends at its session's
+/// first idle after its receipt (an idle before it ends other work, such
+/// as a turn the agent started itself).
 #[derive(Debug, Default)]
-struct Idles(Mutex<std::collections::HashMap<String, (u64, Option<String>)>>);
+struct Idles(Mutex<IdlesSeen>);
+
+#[derive(Debug, Default)]
+struct IdlesSeen {
+    /// Each idle's session and `stopReason`, in order.
+    idles: Vec<(String, Option<String>)>,
+    /// How many idles had passed when the receipt with this `messageId`
+    /// did.
+    receipts: std::collections::HashMap<String, usize>,
+}
 
 impl Idles {
-    /// Counts `line` when it is an idle `state_update` of the agent's.
+    /// Notes `line` when it is an idle `state_update` or a receipt.
     fn observe(&self, line: &str) {
-        if !line.contains("state_update") {
+        if !line.contains("state_update") && !line.contains("messageId") {
             return;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             return;
         };
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = v.get("result")
+            && r.get("stopReason").is_none()
+            && let Some(id) = r.get("messageId").and_then(Value::as_str)
+        {
+            let at = seen.idles.len();
+            seen.receipts.insert(id.to_owned(), at);
+            return;
+        }
         let sid = v.pointer("/params/sessionId").and_then(Value::as_str);
         let update = v.pointer("/params/update");
         let is = |key: &str, want: &str| {
@@ -781,27 +807,31 @@ impl Idles {
                 .and_then(|u| u.get("stopReason"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            let entry = seen.entry(sid.to_owned()).or_default();
-            entry.0 += 1;
-            entry.1 = stop;
+            seen.idles.push((sid.to_owned(), stop));
         }
     }
 
-    /// How many idles of `sid` were seen, and the last stop reason.
-    fn of(&self, sid: &str) -> (u64, Option<String>) {
-        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        seen.get(sid).cloned().unwrap_or_default()
+    /// How many idles have passed.
+    fn count(&self) -> usize {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).idles.len()
     }
 
-    /// Waits until `sid` has more than `before` idles: the last one's stop
+    /// Where the receipt with `message_id` fell, when it was seen.
+    fn receipt(&self, message_id: &str) -> Option<usize> {
+        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.receipts.get(message_id).copied()
+    }
+
+    /// Waits for the first idle of `sid` from the `from`-th on: its stop
     /// reason, or `None` at the deadline.
-    async fn after(&self, sid: &str, before: u64, timeout: Duration) -> Option<Option<String>> {
+    async fn after(&self, sid: &str, from: usize, timeout: Duration) -> Option<Option<String>> {
         let deadline = Instant::now() + timeout;
         loop {
-            let (count, stop) = self.of(sid);
-            if count > before {
-                return Some(stop);
+            {
+                let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some((_, stop)) = seen.idles.iter().skip(from).find(|(s, _)| s == sid) {
+                    return Some(stop.clone());
+                }
             }
             if Instant::now() >= deadline {
                 return None;
@@ -1134,7 +1164,8 @@ async fn prompts(
 /// One `session/prompt`: its answer, the turn's time (taken when the answer
 /// arrives), and the steer sent into it. On a v2 connection (`v2_end`,
 /// the idles seen) the answer is a receipt: the turn ends at the session's
-/// next `idle` `state_update`, whose stop reason is added to the receipt. With `steer` (the steer request's
+/// first `idle` `state_update` after it, whose stop reason is added to the
+/// receipt. With `steer` (the steer request's
 /// method and params), one steer goes 100 ms into a turn that is still running;
 /// a turn that ends sooner is not steered, and its time is its own. The
 /// checker judges the steer's timing (`steer-answered-after-turn`,
@@ -1148,7 +1179,7 @@ async fn prompt(
     timeout: Duration,
 ) -> (Result<Value, RequestError>, Duration, Option<QueryResult>) {
     let started = Instant::now();
-    let idles_before = v2_end.map_or(0, |i| i.of(session_id).0);
+    let sent_at = v2_end.map_or(0, Idles::count);
     let prompt = async {
         let mut r = request(
             cx,
@@ -1160,8 +1191,15 @@ async fn prompt(
         if let (Some(idles), Ok(receipt)) = (v2_end, &mut r)
             && receipt.get("stopReason").is_none()
         {
+            // From the receipt on (an older draft's `{}` receipt: from
+            // the prompt on).
+            let from = receipt
+                .get("messageId")
+                .and_then(Value::as_str)
+                .and_then(|id| idles.receipt(id))
+                .unwrap_or(sent_at);
             let left = timeout.saturating_sub(started.elapsed());
-            match idles.after(session_id, idles_before, left).await {
+            match idles.after(session_id, from, left).await {
                 Some(stop) => {
                     if let (Some(o), Some(stop)) = (receipt.as_object_mut(), stop) {
                         o.insert("stopReason".into(), Value::String(stop));

@@ -78,6 +78,7 @@ impl ConnectionState {
                     let s = self.session_mut(&sid);
                     s.turns.prompts += 1;
                     s.turns.running = true;
+                    s.turns.awaiting_answer = true;
                     out.add(|| Change::Turn {
                         session_id: sid.clone(),
                     });
@@ -211,6 +212,7 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let v2 = self.negotiation.is_v2();
+        self.session_mut(sid).turns.awaiting_answer = false;
         match outcome {
             Ok(r) if crate::connection::is_prompt_receipt(r, v2) => {
                 let s = self.session_mut(sid);

@@ -284,7 +284,9 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
 /// `compactionId`; a `usage_update` non-negative integers `used` and
 /// `size`, and a cost (when not `null`) with a non-negative `amount` and a
 /// string `currency`; a `subagent_update` a non-empty string `sessionId`;
-/// a v2 `state_update` a string `state`. The state records each (folding a `notice` with its defaults, and a
+/// a v2 `state_update` a string `state`, and each item of its `background`
+/// an object with a string `type` (else the list is not reported). The
+/// state records each (folding a `notice` with its defaults, and a
 /// `usage_update`'s occupancy without a bad cost; nothing of the others)
 /// and `acp-ext check` reports each (`shape`), both by this rule.
 ///
@@ -329,7 +331,26 @@ pub fn standard_update_violations(update: &Value) -> Vec<Violation> {
             }
         }
         Some("subagent_update") => check_req::<NonEmptyString>(o, "sessionId", at, &mut out),
-        Some("state_update") => check_req::<String>(o, "state", at, &mut out),
+        Some("state_update") => {
+            check_req::<String>(o, "state", at, &mut out);
+            // v2: a malformed `background` list is read as not reported.
+            if let Some(Value::Array(items)) = o.get("background") {
+                for (i, item) in items.iter().enumerate() {
+                    match item.as_object() {
+                        Some(work) => check_req::<String>(
+                            work,
+                            "type",
+                            &format!("{at}/background/{i}"),
+                            &mut out,
+                        ),
+                        None => out.push(Violation::new(
+                            format!("{at}/background/{i}"),
+                            Rule::type_of("an object", item),
+                        )),
+                    }
+                }
+            }
+        }
         _ => {}
     }
     out
@@ -361,7 +382,11 @@ impl ConnectionState {
                 || (tag == "usage_update"
                     && problems
                         .iter()
-                        .all(|v| v.pointer.starts_with("/params/update/cost")));
+                        .all(|v| v.pointer.starts_with("/params/update/cost")))
+                || (tag == "state_update"
+                    && problems
+                        .iter()
+                        .all(|v| v.pointer.starts_with("/params/update/background/")));
             for v in &problems {
                 self.record_invalid(
                     out,
@@ -814,11 +839,14 @@ impl ConnectionState {
 
     /// ACP v2's `state_update`: the session's activity level (an `unknown`,
     /// custom or future state leaves it unconfirmed), its background work
-    /// by type, and the end of foreground work: an `idle` after a prompt or
-    /// a reported busy state ends the turn, with its stop reason and usage.
-    /// A repeated idle, and the snapshot a `session/load` or
-    /// `session/resume` sends before its answer, end nothing and count no
-    /// usage.
+    /// by type, and the end of foreground work: an `idle` after a reported
+    /// busy state, or after a prompt's receipt, ends that work, with its
+    /// stop reason and usage. The prompt's turn ends at the first idle
+    /// after its receipt; an idle before it ends other work (an
+    /// agent-initiated turn, such as claude's after a background task),
+    /// whose usage and stop reason count all the same. A repeated idle,
+    /// and the snapshot a `session/load` or `session/resume` sends before
+    /// its answer, end nothing and count no usage.
     fn state_update(&mut self, method: &str, sid: &str, update: &Value, out: &mut Changes) {
         // [`standard_update_violations`] recorded one without a state.
         let Some(name) = str_at(update, "state") else {
@@ -833,19 +861,20 @@ impl ConnectionState {
         let background = (level.is_some() || name == "unknown")
             .then(|| update.get("background").and_then(Value::as_array))
             .flatten()
-            .map(|items| {
+            .and_then(|items| {
                 let mut by_type = IndexMap::new();
                 for item in items {
-                    let kind = str_at(item, "type").unwrap_or("unknown");
-                    *by_type.entry(kind.to_owned()).or_insert(0) += 1;
+                    // A malformed list (recorded) is not reported.
+                    *by_type.entry(str_at(item, "type")?.to_owned()).or_insert(0) += 1;
                 }
-                by_type
+                Some(by_type)
             });
         let snapshot = self.resuming.iter().any(|r| r == sid);
         let s = self.session_mut(sid);
+        let prompt_ends = s.turns.running && !s.turns.awaiting_answer;
         let ends = level == Some(SessionActivityState::Idle)
             && !snapshot
-            && (s.turns.running || s.activity.busy());
+            && (prompt_ends || s.activity.busy());
         s.activity.state = level;
         s.activity.unconfirmed = level.is_none().then(|| name.to_owned());
         if background.is_some() {
@@ -856,7 +885,14 @@ impl ConnectionState {
         });
         if ends {
             let stop = str_at(update, "stopReason").map(str::to_owned);
-            self.end_turn(sid, stop, None, out);
+            if prompt_ends {
+                self.end_turn(sid, stop, None, out);
+            } else {
+                self.session_mut(sid).turns.last_stop_reason = stop;
+                out.add(|| Change::Turn {
+                    session_id: sid.to_owned(),
+                });
+            }
             self.turn_usage(method, sid, "/params/update", update, out);
         }
     }

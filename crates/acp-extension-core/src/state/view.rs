@@ -204,6 +204,10 @@ pub struct TurnState {
     /// ACP v2: the `messageId` of the last prompt receipt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
+    /// A prompt was sent and not answered yet: an idle before its receipt
+    /// ends other work (an agent-initiated turn), not this prompt's.
+    #[serde(skip)]
+    pub(crate) awaiting_answer: bool,
     /// The last `_meta.<ns>.turnId` seen on an update.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,

@@ -307,3 +307,39 @@ fn a_v2_childs_whole_messages_content_chunks_and_plans_reach_its_run() {
     assert_eq!(s.invalid_count(), 0);
     assert_eq!(s.accounting().unaccounted(), 0);
 }
+
+#[test]
+fn an_agent_initiated_turn_ending_before_the_receipt_does_not_end_the_prompts() {
+    // claude-agent-acp in v2: a background task's notification runs a turn
+    // of its own, which ends after the next prompt was sent and before
+    // that prompt is inserted (its receipt).
+    let usage = |n: u64| json!({"totalTokens": n, "inputTokens": n, "outputTokens": 0});
+    let before_receipt = [
+        prompt(1),
+        state(json!({"state": "running"})),
+        state(json!({"state": "idle", "stopReason": "end_turn", "usage": usage(10)})),
+    ];
+    let s = fold_v2(&before_receipt);
+    let session = s.session("s").unwrap();
+    assert!(session.turns.running, "the prompt's turn goes on");
+    assert_eq!(
+        session.usage.turn_totals.turns, 1,
+        "the work it ended counts"
+    );
+    let mut all = before_receipt.to_vec();
+    all.extend([
+        answer(1, json!({"messageId": "m1"})),
+        state(json!({"state": "running"})),
+        state(json!({"state": "idle", "stopReason": "max_tokens", "usage": usage(5)})),
+    ]);
+    let s = fold_v2(&all);
+    let session = s.session("s").unwrap();
+    assert!(!session.turns.running);
+    assert_eq!(
+        session.turns.last_stop_reason.as_deref(),
+        Some("max_tokens")
+    );
+    assert_eq!(session.usage.turn_totals.turns, 2);
+    assert_eq!(session.usage.turn_totals.usage["totalTokens"], 15);
+    assert_eq!(s.accounting().unaccounted(), 0);
+}
