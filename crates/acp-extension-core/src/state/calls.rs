@@ -38,14 +38,14 @@ impl ConnectionState {
         let problems = call_violations(method, params);
         if !problems.is_empty() {
             for v in &problems {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    None,
-                    v.pointer.as_str(),
-                    v.rule.id(),
-                    format!("`{method}`: `{}` {}; not folded", v.pointer, v.rule),
-                    false,
+                    Record::new(
+                        v.pointer.as_str(),
+                        v.rule.id(),
+                        format!("`{method}`: `{}` {}; not folded", v.pointer, v.rule),
+                    )
+                    .method(method),
                 );
             }
             return;
@@ -99,16 +99,8 @@ impl ConnectionState {
                         out,
                     );
                 }
-                _ => self.record_invalid(
-                    out,
-                    Some(method),
-                    None,
-                    "/params/sessionId",
-                    "required",
-                    "`_session/steering` needs a string `sessionId` and a request id; not folded"
-                        .to_owned(),
-                    false,
-                ),
+                _ => self.record(out, Record::new("/params/sessionId", "required", "`_session/steering` needs a string `sessionId` and a request id; not folded"
+                        .to_owned()).method(method)),
             },
             "session/request_permission" | "elicitation/create" => match (sid, id) {
                 (Some(sid), Some(id)) => self.agent_request(method, &sid, id, params, out),
@@ -116,15 +108,7 @@ impl ConnectionState {
                 (Some(_), None) => out.ignore(IgnoredKind::Call, || Change::Seen {
                     method: Some(method.to_owned()),
                 }),
-                (None, _) => self.record_invalid(
-                    out,
-                    Some(method),
-                    None,
-                    "/params/sessionId",
-                    "required",
-                    format!("`{method}` without a string `sessionId`; not folded"),
-                    false,
-                ),
+                (None, _) => self.record(out, Record::new("/params/sessionId", "required", format!("`{method}` without a string `sessionId`; not folded")).method(method)),
             },
             _ if legacy::is_legacy(method) => self.legacy(method, params, out),
             _ if tasks::is_lifecycle(method) => self.task_lifecycle(method, params, out),
@@ -132,15 +116,7 @@ impl ConnectionState {
                 if split_method(method).is_some() && method_kind(method).is_some() {
                     self.extension_call(method, params, out);
                 } else if split_method(method).is_some() || method.starts_with("_acp_ext:") {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        sid.as_deref(),
-                        "/method",
-                        "unknown-extension-method",
-                        format!("`{method}` is not a method of the contract"),
-                        false,
-                    );
+                    self.record(out, Record::new("/method", "unknown-extension-method", format!("`{method}` is not a method of the contract")).method(method).session_opt(sid.as_deref()));
                 } else {
                     out.ignore(IgnoredKind::Call, || Change::Seen {
                         method: Some(method.to_owned()),
@@ -161,18 +137,19 @@ impl ConnectionState {
         if let Ok(result) = outcome
             && let Some(v) = result_violation(&call.method, result)
         {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(&call.method),
-                call.session.as_deref(),
-                v.pointer.as_str(),
-                v.rule.id(),
-                format!(
-                    "the `{}` result{}; nothing of it is folded",
-                    call.method,
-                    super::updates::result_words(&v)
-                ),
-                false,
+                Record::new(
+                    v.pointer.as_str(),
+                    v.rule.id(),
+                    format!(
+                        "the `{}` result{}; nothing of it is folded",
+                        call.method,
+                        super::updates::result_words(&v)
+                    ),
+                )
+                .method(&call.method)
+                .session_opt(call.session.as_deref()),
             );
             return;
         }
@@ -491,18 +468,18 @@ impl ConnectionState {
         for f in &adv.features {
             let base = format!("{at}/{key}");
             for v in f.violations() {
-                self.record_invalid(
+                self.record(
                     out,
-                    method,
-                    None,
-                    format!("{base}{}", v.pointer),
-                    v.rule.id(),
-                    format!(
-                        "capability `{}` is invalid and ignored (the others stand): {}",
-                        f.feature.key(),
-                        v.message()
-                    ),
-                    false,
+                    Record::new(
+                        format!("{base}{}", v.pointer),
+                        v.rule.id(),
+                        format!(
+                            "capability `{}` is invalid and ignored (the others stand): {}",
+                            f.feature.key(),
+                            v.message()
+                        ),
+                    )
+                    .method_opt(method),
                 );
             }
         }
@@ -536,14 +513,12 @@ impl ConnectionState {
                     message.push_str(&format!("; read as {secs} seconds"));
                 }
             }
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                sid,
-                &f.pointer,
-                f.rule.id(),
-                message,
-                true,
+                Record::new(&f.pointer, f.rule.id(), message)
+                    .method(method)
+                    .session_opt(sid)
+                    .folded(),
             );
         }
         converted
@@ -564,14 +539,12 @@ impl ConnectionState {
         folded: bool,
     ) {
         for v in violations {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                sid,
-                format!("{prefix}{}", v.pointer),
-                v.rule.id(),
-                v.message(),
-                folded,
+                Record::new(format!("{prefix}{}", v.pointer), v.rule.id(), v.message())
+                    .method(method)
+                    .session_opt(sid)
+                    .folded_if(folded),
             );
         }
     }
@@ -597,14 +570,11 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         for f in findings {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                sid,
-                &f.pointer,
-                f.rule.id(),
-                f.message,
-                false,
+                Record::new(&f.pointer, f.rule.id(), f.message)
+                    .method(method)
+                    .session_opt(sid),
             );
         }
     }
@@ -752,14 +722,16 @@ impl ConnectionState {
                 {
                     // An invalid scope id falls back to unscoped (the Lody
                     // client's rule), reported.
-                    self.record_invalid(
+                    self.record(
                         out,
-                        Some(method),
-                        Some(sid),
-                        "/params/_meta",
-                        "scope-id-fallback",
-                        "invalid `usageScopeId`; the update is folded as unscoped".to_owned(),
-                        true,
+                        Record::new(
+                            "/params/_meta",
+                            "scope-id-fallback",
+                            "invalid `usageScopeId`; the update is folded as unscoped".to_owned(),
+                        )
+                        .method(method)
+                        .session(sid)
+                        .folded(),
                     );
                     self.extension_notification(method, n, &stripped, out);
                     return;
@@ -819,15 +791,16 @@ impl ConnectionState {
         if !self.agent_lacks(Feature::SubagentEvents) {
             return false;
         }
-        self.record_invalid(
+        self.record(
             out,
-            Some(method),
-            Some(sid),
-            "/method",
-            "not-negotiated",
-            "a subagent event from an agent that did not advertise `subagentEvents`; dropped"
-                .to_owned(),
-            false,
+            Record::new(
+                "/method",
+                "not-negotiated",
+                "a subagent event from an agent that did not advertise `subagentEvents`; dropped"
+                    .to_owned(),
+            )
+            .method(method)
+            .session(sid),
         );
         true
     }

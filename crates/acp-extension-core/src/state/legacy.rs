@@ -210,24 +210,16 @@ pub(super) const LEGACY_METHOD: &str = "legacy-method";
 
 impl ConnectionState {
     pub(super) fn legacy(&mut self, method: &str, params: &Value, out: &mut Changes) {
-        self.record_invalid(
-            out,
-            Some(method),
-            params.get("sessionId").and_then(Value::as_str),
-            "/method",
-            LEGACY_METHOD,
-            format!("`{method}` is the legacy 0.0.5 API, which the contract forbids adapters to emit; read for compatibility"),
-            true,
-        );
+        self.record(out, Record::new("/method", LEGACY_METHOD, format!("`{method}` is the legacy 0.0.5 API, which the contract forbids adapters to emit; read for compatibility")).method(method).session_opt(params.get("sessionId").and_then(Value::as_str)).folded());
         let Some(p) = params.as_object() else {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                None,
-                "/params",
-                "type-object",
-                "legacy params must be an object".to_owned(),
-                false,
+                Record::new(
+                    "/params",
+                    "type-object",
+                    "legacy params must be an object".to_owned(),
+                )
+                .method(method),
             );
             return;
         };
@@ -236,14 +228,14 @@ impl ConnectionState {
                 p.get("sessionId").and_then(Value::as_str),
                 p.get("turnId").and_then(Value::as_str),
             ) else {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    None,
-                    "/params",
-                    "required",
-                    "a proposed plan needs string `sessionId` and `turnId`".to_owned(),
-                    false,
+                    Record::new(
+                        "/params",
+                        "required",
+                        "a proposed plan needs string `sessionId` and `turnId`".to_owned(),
+                    )
+                    .method(method),
                 );
                 return;
             };
@@ -273,18 +265,18 @@ impl ConnectionState {
                 Ok(_) => {}
                 Err(e) => {
                     for v in &e.violations {
-                        self.record_invalid(
+                        self.record(
                             out,
-                            Some(method),
-                            None,
-                            "/params",
-                            v.rule.id(),
-                            format!(
-                                "the legacy rate limits map to an invalid row ({}): {}",
-                                v.pointer,
-                                v.message()
-                            ),
-                            false,
+                            Record::new(
+                                "/params",
+                                v.rule.id(),
+                                format!(
+                                    "the legacy rate limits map to an invalid row ({}): {}",
+                                    v.pointer,
+                                    v.message()
+                                ),
+                            )
+                            .method(method),
                         );
                     }
                 }
@@ -292,15 +284,7 @@ impl ConnectionState {
             return;
         }
         let Some(sid) = self.unnamed_session() else {
-            self.record_invalid(
-                out,
-                Some(method),
-                None,
-                "",
-                "no-session",
-                "legacy usage names no session, and none was started or prompted before it (nor is there a single session to give it to); dropped".to_owned(),
-                false,
-            );
+            self.record(out, Record::new("", "no-session", "legacy usage names no session, and none was started or prompted before it (nor is there a single session to give it to); dropped".to_owned()).method(method));
             return;
         };
         let mut mapped = Map::new();
@@ -326,14 +310,11 @@ impl ConnectionState {
             Err(e) => {
                 let violations = e.violations.clone();
                 for v in &violations {
-                    self.record_invalid(
+                    self.record(
                         out,
-                        Some(method),
-                        Some(&sid),
-                        format!("/params{}", v.pointer),
-                        v.rule.id(),
-                        v.message(),
-                        false,
+                        Record::new(format!("/params{}", v.pointer), v.rule.id(), v.message())
+                            .method(method)
+                            .session(&sid),
                     );
                 }
             }

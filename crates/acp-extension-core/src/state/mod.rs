@@ -703,7 +703,7 @@ impl Observer for ConnectionState {
     fn unreadable(&mut self, _: &Connection, rule: &str, message: &str) {
         let mut out = std::mem::take(&mut self.observed);
         let from = (out.made, out.invalid, out.ignored);
-        self.record_invalid(&mut out, None, None, "", rule, message.to_owned(), false);
+        self.record(&mut out, Record::new("", rule, message.to_owned()));
         self.account(&out, from);
         self.observed = out;
     }
@@ -1133,14 +1133,15 @@ impl ConnectionState {
             Direction::Unknown => (None, ""),
         };
         if let Some(why) = reader.and_then(|r| r.mismatch(ns, &format!("`{method}`"), receiver)) {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                sid,
-                "/method",
-                "namespace-mismatch",
-                format!("{why}; not folded"),
-                false,
+                Record::new(
+                    "/method",
+                    "namespace-mismatch",
+                    format!("{why}; not folded"),
+                )
+                .method(method)
+                .session_opt(sid),
             );
             return true;
         }
@@ -1165,30 +1166,17 @@ impl ConnectionState {
         let Some(side) = missing else {
             return false;
         };
-        self.record_invalid(
-            out,
-            Some(method),
-            sid,
-            "/method",
-            "not-advertised",
-            format!(
+        self.record(out, Record::new("/method", "not-advertised", format!(
                 "`{method}` is used, but the {side} did not advertise `{feature}` in initialize; not folded"
-            ),
-            false,
-        );
+            )).method(method).session_opt(sid));
         true
     }
 
     /// Records input that is not a JSON-RPC message.
     fn not_a_message(&mut self, out: &mut Changes, pointer: &str, message: &str) {
-        self.record_invalid(
+        self.record(
             out,
-            None,
-            None,
-            pointer,
-            "not-a-message",
-            message.to_owned(),
-            false,
+            Record::new(pointer, "not-a-message", message.to_owned()),
         );
     }
 
@@ -1227,26 +1215,19 @@ impl ConnectionState {
         s
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn record_invalid(
-        &mut self,
-        out: &mut Changes,
-        method: Option<&str>,
-        session_id: Option<&str>,
-        pointer: impl Into<String>,
-        rule: &str,
-        message: String,
-        folded: bool,
-    ) {
+    /// Records what was not folded (or only partly): an [`Invalid`] of the
+    /// value being folded, kept (bounded by [`Limits::invalid`]) and
+    /// reported as a [`Change::Invalid`].
+    fn record(&mut self, out: &mut Changes, r: Record) {
         let record = Invalid {
             index: self.accounting.values + 1,
             line: self.line,
-            method: method.map(str::to_owned),
-            session_id: session_id.map(str::to_owned),
-            pointer: pointer.into(),
-            rule: rule.to_owned(),
-            message,
-            folded,
+            method: r.method,
+            session_id: r.session_id,
+            pointer: r.pointer,
+            rule: r.rule.to_owned(),
+            message: r.message,
+            folded: r.folded,
         };
         self.invalid_count += 1;
         out.add_invalid(&record);
@@ -1256,6 +1237,66 @@ impl ConnectionState {
             }
             self.invalid.push_back(record);
         }
+    }
+}
+
+/// What an [`Invalid`] record says, built where the fold finds it: the
+/// pointer, the rule and the message, then what applies of the method, the
+/// session and whether the rest of the value was folded.
+#[derive(Debug)]
+struct Record {
+    pointer: String,
+    rule: String,
+    message: String,
+    method: Option<String>,
+    session_id: Option<String>,
+    folded: bool,
+}
+
+impl Record {
+    fn new(
+        pointer: impl Into<String>,
+        rule: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Self {
+            pointer: pointer.into(),
+            rule: rule.into(),
+            message: message.into(),
+            method: None,
+            session_id: None,
+            folded: false,
+        }
+    }
+
+    /// The method of the message.
+    fn method(self, method: &str) -> Self {
+        self.method_opt(Some(method))
+    }
+
+    fn method_opt(mut self, method: Option<&str>) -> Self {
+        self.method = method.map(str::to_owned);
+        self
+    }
+
+    /// The session it was about.
+    fn session(self, session_id: &str) -> Self {
+        self.session_opt(Some(session_id))
+    }
+
+    fn session_opt(mut self, session_id: Option<&str>) -> Self {
+        self.session_id = session_id.map(str::to_owned);
+        self
+    }
+
+    /// The rest of the value was folded.
+    fn folded(self) -> Self {
+        self.folded_if(true)
+    }
+
+    fn folded_if(mut self, folded: bool) -> Self {
+        self.folded = folded;
+        self
     }
 }
 

@@ -66,14 +66,12 @@ impl ConnectionState {
         });
         let lineage = parent.and_then(|p| self.lineage_problem(sid, run_id, p));
         if let Some((rule, message)) = &lineage {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params/snapshot/parentRunId",
-                rule,
-                message.clone(),
-                true,
+                Record::new("/params/snapshot/parentRunId", *rule, message.clone())
+                    .method(method)
+                    .session(sid)
+                    .folded(),
             );
         }
         let s = self.session_mut(sid);
@@ -306,14 +304,15 @@ impl ConnectionState {
             return;
         };
         if child == sid {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params/update/sessionId",
-                "subagent-tree-cycle",
-                "a `subagent_update` names its own session as its child; not folded".to_owned(),
-                false,
+                Record::new(
+                    "/params/update/sessionId",
+                    "subagent-tree-cycle",
+                    "a `subagent_update` names its own session as its child; not folded".to_owned(),
+                )
+                .method(method)
+                .session(sid),
             );
             return;
         }
@@ -337,15 +336,7 @@ impl ConnectionState {
             .and_then(|s| s.subagent_runs.get(child))
             .is_some_and(|r| r.dialect != Dialect::Standard);
         if other_dialect {
-            self.record_invalid(
-                out,
-                Some(method),
-                Some(sid),
-                "/params/update/sessionId",
-                "dialect-conflict",
-                format!("`{child}` is already a run of another dialect; the standard update is not folded into it"),
-                false,
-            );
+            self.record(out, Record::new("/params/update/sessionId", "dialect-conflict", format!("`{child}` is already a run of another dialect; the standard update is not folded into it")).method(method).session(sid));
             return;
         }
         let root = self.child_run(sid, child, Dialect::Standard);
@@ -412,15 +403,7 @@ impl ConnectionState {
                 std.state = Some(next);
             }
             Some(_) => {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update/state",
-                    "type-object",
-                    "a `subagent_update` state must be an object (`{\"state\": …}`) or null; the other fields are folded".to_owned(),
-                    true,
-                );
+                self.record(out, Record::new("/params/update/state", "type-object", "a `subagent_update` state must be an object (`{\"state\": …}`) or null; the other fields are folded".to_owned()).method(method).session(sid).folded());
             }
             None => {}
         }
@@ -444,14 +427,16 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let Some(child) = str_at(update, "subagentSessionId").filter(|c| !c.is_empty()) else {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params/update/subagentSessionId",
-                "required",
-                "an AIR subagent update without a non-empty string `subagentSessionId`".to_owned(),
-                false,
+                Record::new(
+                    "/params/update/subagentSessionId",
+                    "required",
+                    "an AIR subagent update without a non-empty string `subagentSessionId`"
+                        .to_owned(),
+                )
+                .method(method)
+                .session(sid),
             );
             return;
         };
@@ -656,17 +641,18 @@ impl ConnectionState {
                     });
                 }
             }
-            Some(other) => self.record_invalid(
+            Some(other) => self.record(
                 out,
-                Some(method),
-                Some(root),
-                "/params/update/title",
-                "type",
-                format!(
-                    "a title must be a string or null, found {}; ignored",
-                    crate::wire::json_type(other)
-                ),
-                false,
+                Record::new(
+                    "/params/update/title",
+                    "type",
+                    format!(
+                        "a title must be a string or null, found {}; ignored",
+                        crate::wire::json_type(other)
+                    ),
+                )
+                .method(method)
+                .session(root),
             ),
         }
         let mut rest = false;

@@ -43,15 +43,7 @@ impl ConnectionState {
         let message = params.get("message");
         let task_id = message.and_then(|m| str_at(m, "task_id"));
         let (Some(sid), Some(m), Some(task_id)) = (sid, message, task_id) else {
-            self.record_invalid(
-                out,
-                Some(method),
-                None,
-                "/params",
-                "required",
-                "a task lifecycle needs `sessionId` (or `acpSessionId`) and `message.task_id`; not folded".to_owned(),
-                false,
-            );
+            self.record(out, Record::new("/params", "required", "a task lifecycle needs `sessionId` (or `acpSessionId`) and `message.task_id`; not folded".to_owned()).method(method));
             return;
         };
         let (sid, task_id) = (sid.to_owned(), task_id.to_owned());
@@ -104,14 +96,15 @@ impl ConnectionState {
         out: &mut Changes,
     ) {
         let Some(task_id) = str_at(update, "asyncTaskId").map(str::to_owned) else {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params/update/asyncTaskId",
-                "required",
-                format!("`{tag}` without a string `asyncTaskId`; not folded"),
-                false,
+                Record::new(
+                    "/params/update/asyncTaskId",
+                    "required",
+                    format!("`{tag}` without a string `asyncTaskId`; not folded"),
+                )
+                .method(method)
+                .session(sid),
             );
             return;
         };
@@ -226,14 +219,15 @@ impl ConnectionState {
                     task_id: task_id.to_owned(),
                 });
             }
-            Err(e) => self.record_invalid(
+            Err(e) => self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params",
-                "shape",
-                format!("the task maps to no valid task row: {e}"),
-                false,
+                Record::new(
+                    "/params",
+                    "shape",
+                    format!("the task maps to no valid task row: {e}"),
+                )
+                .method(method)
+                .session(sid),
             ),
         }
     }

@@ -361,14 +361,14 @@ impl ConnectionState {
         let (sid, update) = match session_update_parts(params) {
             Ok((sid, update)) => (sid.to_owned(), update),
             Err(v) => {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    None,
-                    v.pointer.as_str(),
-                    v.rule.id(),
-                    format!("`session/update`: `{}` {}; not placed", v.pointer, v.rule),
-                    false,
+                    Record::new(
+                        v.pointer.as_str(),
+                        v.rule.id(),
+                        format!("`session/update`: `{}` {}; not placed", v.pointer, v.rule),
+                    )
+                    .method(method),
                 );
                 return;
             }
@@ -388,19 +388,21 @@ impl ConnectionState {
                         .iter()
                         .all(|v| v.pointer.starts_with("/params/update/background/")));
             for v in &problems {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    Some(&sid),
-                    v.pointer.as_str(),
-                    v.rule.id(),
-                    format!(
-                        "`{tag}`: `{}` {}{}",
-                        v.pointer,
-                        v.rule,
-                        if folded { "" } else { "; not folded" }
-                    ),
-                    folded,
+                    Record::new(
+                        v.pointer.as_str(),
+                        v.rule.id(),
+                        format!(
+                            "`{tag}`: `{}` {}{}",
+                            v.pointer,
+                            v.rule,
+                            if folded { "" } else { "; not folded" }
+                        ),
+                    )
+                    .method(method)
+                    .session(&sid)
+                    .folded_if(folded),
                 );
             }
             if !folded {
@@ -526,14 +528,15 @@ impl ConnectionState {
                     self.session_mut(&sid).plan = Some(plan);
                     out.add(|| Change::Plan { session_id: sid });
                 } else {
-                    self.record_invalid(
+                    self.record(
                         out,
-                        Some(method),
-                        Some(&sid),
-                        "/params/update/plan",
-                        "type-object",
-                        "`plan_update` without a plan object".to_owned(),
-                        false,
+                        Record::new(
+                            "/params/update/plan",
+                            "type-object",
+                            "`plan_update` without a plan object".to_owned(),
+                        )
+                        .method(method)
+                        .session(&sid),
                     );
                 }
             }
@@ -548,15 +551,7 @@ impl ConnectionState {
             }
             t if is_standard_update(t) || is_custom_update(t) => {}
             other => {
-                self.record_invalid(
-                    out,
-                    Some(method),
-                    Some(&sid),
-                    "/params/update/sessionUpdate",
-                    "unknown-session-update",
-                    format!("`{other}` is not a session update of ACP (v1 or v2) or of a dialect the state reads; not folded"),
-                    false,
-                );
+                self.record(out, Record::new("/params/update/sessionUpdate", "unknown-session-update", format!("`{other}` is not a session update of ACP (v1 or v2) or of a dialect the state reads; not folded")).method(method).session(&sid));
             }
         }
     }
@@ -799,14 +794,15 @@ impl ConnectionState {
             if raw.is_null() {
                 self.set_goal(sid, None, out);
             } else {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    Some(sid),
-                    at,
-                    "type-object",
-                    "a goal must be an object or null; the old one is kept".to_owned(),
-                    false,
+                    Record::new(
+                        at,
+                        "type-object",
+                        "a goal must be an object or null; the old one is kept".to_owned(),
+                    )
+                    .method(method)
+                    .session(sid),
                 );
             }
             return;
@@ -930,17 +926,18 @@ impl ConnectionState {
             return;
         };
         if !matches!(raw, Value::String(_) | Value::Null) {
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(sid),
-                "/params/update/title",
-                "type",
-                format!(
-                    "a title must be a string or null, found {}; ignored",
-                    crate::wire::json_type(raw)
-                ),
-                false,
+                Record::new(
+                    "/params/update/title",
+                    "type",
+                    format!(
+                        "a title must be a string or null, found {}; ignored",
+                        crate::wire::json_type(raw)
+                    ),
+                )
+                .method(method)
+                .session(sid),
             );
             return;
         }
@@ -952,15 +949,7 @@ impl ConnectionState {
         let origin = match source {
             Some(Ok(s)) => match TitleOrigin::of(s) {
                 Some(TitleOrigin::Generated) if self.agent_lacks(Feature::SessionTitle) => {
-                    self.record_invalid(
-                        out,
-                        Some(method),
-                        Some(sid),
-                        "/params/update/_meta",
-                        "not-negotiated",
-                        "a `generated` title from an agent that did not advertise `sessionTitle`; ignored".to_owned(),
-                        false,
-                    );
+                    self.record(out, Record::new("/params/update/_meta", "not-negotiated", "a `generated` title from an agent that did not advertise `sessionTitle`; ignored".to_owned()).method(method).session(sid));
                     return;
                 }
                 Some(o) => o,
@@ -969,27 +958,29 @@ impl ConnectionState {
             },
             // A malformed tag: the title is ignored, and that is reported.
             Some(Err(())) => {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update/_meta",
-                    "title-source",
-                    "malformed `titleSource`; the title is ignored".to_owned(),
-                    false,
+                    Record::new(
+                        "/params/update/_meta",
+                        "title-source",
+                        "malformed `titleSource`; the title is ignored".to_owned(),
+                    )
+                    .method(method)
+                    .session(sid),
                 );
                 return;
             }
             None if advertised => {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    Some(sid),
-                    "/params/update/title",
-                    "title-without-source",
-                    "an untagged title from an agent that advertised `sessionTitle`; ignored"
-                        .to_owned(),
-                    false,
+                    Record::new(
+                        "/params/update/title",
+                        "title-without-source",
+                        "an untagged title from an agent that advertised `sessionTitle`; ignored"
+                            .to_owned(),
+                    )
+                    .method(method)
+                    .session(sid),
                 );
                 return;
             }

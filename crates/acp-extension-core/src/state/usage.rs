@@ -45,14 +45,12 @@ impl ConnectionState {
                 }
                 _ => f.message,
             };
-            self.record_invalid(
+            self.record(
                 out,
-                Some(method),
-                Some(&sid),
-                &f.pointer,
-                f.rule.id(),
-                message,
-                true,
+                Record::new(&f.pointer, f.rule.id(), message)
+                    .method(method)
+                    .session(&sid)
+                    .folded(),
             );
         }
         let scope_id = u.usage_scope_id().map(str::to_owned);
@@ -165,14 +163,14 @@ impl ConnectionState {
                 self.violations(out, method, None, at, &adjusted, true);
                 self.upsert_rate_limits(snapshot, Dialect::Standard, out)
             }
-            Err(e) => self.record_invalid(
+            Err(e) => self.record(
                 out,
-                Some(method),
-                None,
-                "/params/update/_meta/_claude~1rateLimit",
-                "shape",
-                format!("`_claude/rateLimit` maps to no rate-limit row: {e}"),
-                false,
+                Record::new(
+                    "/params/update/_meta/_claude~1rateLimit",
+                    "shape",
+                    format!("`_claude/rateLimit` maps to no rate-limit row: {e}"),
+                )
+                .method(method),
             ),
         }
     }
@@ -194,17 +192,19 @@ impl ConnectionState {
             .filter(|q| !q.is_null())
         {
             Some(q) if !q.is_object() => {
-                self.record_invalid(
+                self.record(
                     out,
-                    Some(method),
-                    Some(sid),
-                    format!("{at}/_meta/quota"),
-                    "type",
-                    format!(
-                        "`_meta.quota` must be an object, found {}; ignored",
-                        crate::wire::json_type(q)
-                    ),
-                    usage.is_some(),
+                    Record::new(
+                        format!("{at}/_meta/quota"),
+                        "type",
+                        format!(
+                            "`_meta.quota` must be an object, found {}; ignored",
+                            crate::wire::json_type(q)
+                        ),
+                    )
+                    .method(method)
+                    .session(sid)
+                    .folded_if(usage.is_some()),
                 );
                 None
             }
@@ -252,7 +252,13 @@ impl ConnectionState {
             None => (None, IndexMap::new()),
         };
         for (pointer, rule, message) in bad {
-            self.record_invalid(out, Some(method), Some(sid), &pointer, rule, message, true);
+            self.record(
+                out,
+                Record::new(&pointer, rule, message)
+                    .method(method)
+                    .session(sid)
+                    .folded(),
+            );
         }
         let stop_reason = str_at(carrier, "stopReason").map(str::to_owned);
         let cap = self.limits.turn_usage_per_session;
