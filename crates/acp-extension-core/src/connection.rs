@@ -318,9 +318,6 @@ pub struct Message<'a> {
 
 const NULL: Value = Value::Null;
 
-/// The method a bare subagent event is read as.
-pub const BARE_EVENT_METHOD: &str = "_lody/subagents/event";
-
 /// What a [`Message`] was read from.
 #[derive(Debug, Clone)]
 enum Body<'a> {
@@ -1037,7 +1034,8 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     // What the envelope rule lets through without a method or an outcome
     // is a bare subagent event.
     let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
-    m.call_method = Some(BARE_EVENT_METHOD);
+    // A bare subagent event is read as the contract's notification.
+    m.call_method = Some(crate::subagent_events::SUBAGENT_EVENT_METHOD);
     m.set_params(value);
     m.bare_event = true;
     m
@@ -1060,15 +1058,12 @@ fn steer_id_of(method: &str, params: &Value, id: &Value) -> Option<String> {
             .map(str::to_owned)
     } else if method == "session/prompt" {
         prompt_steer_id(params).map(str::to_owned)
-    } else if method == STANDARD_STEERING {
+    } else if method == crate::standard::STEERING_METHOD {
         Some(standard_steer_id(params, id))
     } else {
         None
     }
 }
-
-/// The official adapters' steering request.
-pub const STANDARD_STEERING: &str = "_session/steering";
 
 /// Whether a `session/prompt` result is ACP v2's receipt (`{messageId}`;
 /// `{}` in older drafts, on a `v2` connection) rather than v1's end of

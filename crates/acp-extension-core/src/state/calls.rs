@@ -9,12 +9,13 @@ use super::tasks;
 use super::*;
 use crate::capabilities::Feature;
 use crate::connection::{EventLine, SiftedOutput};
-use crate::connection::{STANDARD_STEERING, prompt_steer_id, standard_steer_id};
+use crate::connection::{prompt_steer_id, standard_steer_id};
 use crate::meta::MetaError;
 use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
+use crate::standard::STEERING_METHOD;
 use crate::subagent_events::SubagentEvent;
 
 use super::runs::EventSource;
@@ -88,7 +89,7 @@ impl ConnectionState {
                 }
             }
             "session/update" => self.session_update(method, params, out),
-            STANDARD_STEERING if dir != Direction::AgentToClient => match (sid, id) {
+            STEERING_METHOD if dir != Direction::AgentToClient => match (sid, id) {
                 (Some(sid), Some(id)) => {
                     let steer_id = standard_steer_id(params, id);
                     self.steer(
@@ -294,7 +295,7 @@ impl ConnectionState {
                     self.prompt_answer(method, sid, call.steer_id.as_deref(), outcome, out);
                 }
             }
-            (STANDARD_STEERING, _) => {
+            (STEERING_METHOD, _) => {
                 if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
                     let result = match outcome {
                         Ok(r) => match str_at(r, "outcome") {
