@@ -83,11 +83,13 @@
 //! A connection whose agent answered `protocolVersion: 2`
 //! ([`NegotiationState::is_v2`]) is folded by v2's rules; v1 connections
 //! are not affected. The `session/prompt` answer is a receipt
-//! ([`TurnState::accepted`]); the turn ends at the `idle` `state_update`
-//! that follows a prompt or a reported busy state, with its stop reason,
-//! usage and `_meta.quota`, and open steers are settled there. A repeated
-//! idle, and the snapshot a `session/load` or `session/resume` sends
-//! before its answer, end nothing and count nothing. `unknown` and custom
+//! ([`TurnState::accepted`]); the prompt's turn ends at the first `idle`
+//! `state_update` after that receipt, with its stop reason, usage and
+//! `_meta.quota`, and open steers are settled there (an idle after a
+//! reported busy state but before the receipt ends work the agent started
+//! itself: its usage and stop reason count, the prompt's turn goes on). A
+//! repeated idle, and the snapshot a `session/load` or `session/resume`
+//! sends before its answer, end nothing and count nothing. `unknown` and custom
 //! states leave the level unconfirmed ([`ActivityState::unconfirmed`],
 //! shown busy); background work is counted by type
 //! ([`ActivityState::background`]). A child session's whole-message
