@@ -196,6 +196,7 @@ impl ConnectionState {
                 let s = self.session_mut(sid);
                 s.turns.accepted += 1;
                 s.turns.message_id = str_at(r, "messageId").map(str::to_owned);
+                s.turns.prompt_steer = steer_id.map(str::to_owned);
                 out.add(|| Change::Turn {
                     session_id: sid.to_owned(),
                 });

@@ -882,7 +882,8 @@ impl ConnectionState {
         if ends {
             let stop = str_at(update, "stopReason").map(str::to_owned);
             if prompt_ends {
-                self.end_turn(sid, stop, None, out);
+                let steer = self.session_mut(sid).turns.prompt_steer.take();
+                self.end_turn(sid, stop, steer.as_deref(), out);
             } else {
                 self.session_mut(sid).turns.last_stop_reason = stop;
                 out.add(|| Change::Turn {

@@ -208,6 +208,10 @@ pub struct TurnState {
     /// ends other work (an agent-initiated turn), not this prompt's.
     #[serde(skip)]
     pub(crate) awaiting_answer: bool,
+    /// ACP v2: the steer sent as the receipted prompt (`_meta.<ns>.steer`),
+    /// settled when the turn ends at its idle.
+    #[serde(skip)]
+    pub(crate) prompt_steer: Option<String>,
     /// The last `_meta.<ns>.turnId` seen on an update.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,

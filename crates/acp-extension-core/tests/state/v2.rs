@@ -343,3 +343,30 @@ fn an_agent_initiated_turn_ending_before_the_receipt_does_not_end_the_prompts() 
     assert_eq!(session.usage.turn_totals.usage["totalTokens"], 15);
     assert_eq!(s.accounting().unaccounted(), 0);
 }
+
+#[test]
+fn a_steer_sent_as_a_v2_prompt_is_settled_when_its_turn_ends_at_the_idle() {
+    let steer_prompt = (
+        C2A,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
+            "params": {"sessionId": "s", "prompt": [],
+                "_meta": {"lody": {"steer": {"id": "by-prompt"}}}}}),
+    );
+    let before_idle = [
+        steer_prompt,
+        answer(1, json!({"messageId": "m1"})),
+        state(json!({"state": "running"})),
+    ];
+    let s = fold_v2(&before_idle);
+    let steer = &s.session("s").unwrap().steers["by-prompt"];
+    assert_eq!(
+        steer.outcome,
+        SteerOutcome::Pending,
+        "the receipt ends nothing"
+    );
+    let mut all = before_idle.to_vec();
+    all.push(state(json!({"state": "idle", "stopReason": "end_turn"})));
+    let s = fold_v2(&all);
+    let steer = &s.session("s").unwrap().steers["by-prompt"];
+    assert_eq!(steer.outcome, SteerOutcome::Unknown);
+}
