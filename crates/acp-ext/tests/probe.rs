@@ -718,6 +718,24 @@ async fn a_v2_only_agent_refusing_v1_is_named_and_auto_follows_it() {
     assert_eq!(auto.protocol_version, Some(serde_json::json!(2)));
     assert_eq!(auto.prompts[0].stop_reason.as_deref(), Some("end_turn"));
 
+    // `auto` asks once more, not forever.
+    let refusing = probe::run(
+        scripted("refuse-all"),
+        ProbeOptions::default()
+            .quiet(true)
+            .protocol(probe::ProtocolChoice::Auto),
+    )
+    .await
+    .unwrap();
+    let refused = finding(&refusing, "protocol-refused");
+    assert_eq!(refused.len(), 1, "{:#?}", refusing.findings);
+    assert!(
+        refused[0]
+            .message
+            .contains("refused ACP v1 (-32022); it supports v2")
+    );
+    assert_eq!(refusing.protocol_asked, Some(1));
+
     // `--protocol 2` against an agent that answers v1: reported.
     let text = probe::run(
         scripted("text"),

@@ -77,7 +77,7 @@ pub enum ProtocolChoice {
     /// ACP v1 (the default).
     #[default]
     V1,
-    /// ACP v2: an agent that answers v1 is reported (`probe-protocol`).
+    /// ACP v2: an agent that answers v1 is reported (`protocol-version`).
     V2,
     /// v2 first, following the agent's answer: a v1 answer, or a refusal
     /// (`-32022`) naming the versions it supports, gives v1.
@@ -906,6 +906,7 @@ async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Opt
         ProtocolChoice::V1 => 1,
         ProtocolChoice::V2 | ProtocolChoice::Auto => 2,
     };
+    let mut retried = false;
     let result = loop {
         let params = if asked >= 2 {
             json!({
@@ -925,19 +926,29 @@ async fn initialize(cx: &AgentCx, options: &ProbeOptions, rec: &Recorder) -> Opt
             Err(e) => {
                 if let Some(supported) = version_refused(&e) {
                     let fallback = supported.iter().copied().filter(|v| *v != asked).max();
-                    if let (ProtocolChoice::Auto, Some(v)) = (options.protocol, fallback) {
+                    // `auto` asks once more, for a version the agent named.
+                    if let (ProtocolChoice::Auto, Some(v), false) =
+                        (options.protocol, fallback, retried)
+                    {
                         asked = v;
+                        retried = true;
                         continue;
                     }
-                    let list = supported
-                        .iter()
-                        .map(|v| format!("v{v}"))
-                        .collect::<Vec<_>>()
-                        .join(", ");
+                    let list = match supported.as_slice() {
+                        [] => "named no version it supports".to_owned(),
+                        some => format!(
+                            "it supports {}",
+                            some.iter()
+                                .map(|v| format!("v{v}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
                     let msg = format!(
-                        "the agent refused ACP v{asked} (-32022); it supports {list} (--protocol selects the version asked)"
+                        "the agent refused ACP v{asked} (-32022); {list} (--protocol selects the version asked)"
                     );
                     rec.record(|o| {
+                        o.protocol_asked = Some(asked);
                         o.protocol = Some((Severity::Error, "protocol-refused", msg.clone()));
                         o.stopped = Some(msg);
                     });

@@ -21,6 +21,8 @@ whose behaviour the tests reproduce, chosen by the first argument.
   v2-only     the same, but refuses a v1 client with -32022 and
               `{requested, supported: [2]}` (claude-agent-acp under
               `CLAUDE_AGENT_ACP_PROTOCOL=v2`)
+  refuse-all  refuses every version asked with -32022, naming the other
+              one as supported
 
 In every mode `initialize` lists a terminal auth method only to a client that
 advertised `clientCapabilities.auth.terminal`, and advertises vendor metadata
@@ -48,6 +50,11 @@ for line in sys.stdin:
         if mode == "slow-init":
             time.sleep(2)
         asked = params.get("protocolVersion")
+        if mode == "refuse-all":
+            send({"jsonrpc": "2.0", "id": rid, "error": {
+                "code": -32022, "message": "Unsupported protocol version",
+                "data": {"requested": asked, "supported": [1 if asked == 2 else 2]}}})
+            continue
         if mode.startswith("v2"):
             version = 2 if asked == 2 else 1
             if mode == "v2-only" and version == 1:
