@@ -479,27 +479,14 @@ impl ConnectionState {
         out: &mut Changes,
     ) -> bool {
         match tag {
+            // Its output, v2's whole messages, tool-call content chunks and
+            // plans by id included.
             "agent_message_chunk"
             | "agent_thought_chunk"
             | "tool_call"
             | "tool_call_update"
-            | "plan" => {
-                let limits = self.limits;
-                match self.run_mut(root, child) {
-                    Some(run) => {
-                        fold_output(run, update, &limits);
-                        out.add(|| Change::SubagentRun {
-                            session_id: root.to_owned(),
-                            run_id: child.to_owned(),
-                        });
-                    }
-                    None => self.run_dropped(child, tag, out),
-                }
-                true
-            }
-            // ACP v2: whole messages and thoughts, tool-call content
-            // chunks, plans by id.
-            "agent_message"
+            | "plan"
+            | "agent_message"
             | "agent_thought"
             | "tool_call_content_chunk"
             | "plan_update"
@@ -507,22 +494,7 @@ impl ConnectionState {
                 let limits = self.limits;
                 match self.run_mut(root, child) {
                     Some(run) => {
-                        match tag {
-                            "tool_call_content_chunk" => append_tool_content(run, update, &limits),
-                            "plan_update" => match update.get("plan").filter(|p| p.is_object()) {
-                                Some(plan) => {
-                                    run.output_events += 1;
-                                    run.message_ended = true;
-                                    run.plan = Some(plan.clone());
-                                }
-                                None => run.output_incomplete = true,
-                            },
-                            "plan_removed" => {
-                                run.output_events += 1;
-                                run.plan = None;
-                            }
-                            _ => upsert_message(run, update, &limits),
-                        }
+                        fold_output(run, update, &limits);
                         out.add(|| Change::SubagentRun {
                             session_id: root.to_owned(),
                             run_id: child.to_owned(),
@@ -803,6 +775,17 @@ fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
             run.message_ended = true;
             run.plan = Some(update.clone());
         }
+        // ACP v2.
+        Some("agent_message") => upsert_message(run, update, limits),
+        Some("tool_call_content_chunk") => append_tool_content(run, update, limits),
+        Some("plan_update") => match update.get("plan").filter(|p| p.is_object()) {
+            Some(plan) => {
+                run.message_ended = true;
+                run.plan = Some(plan.clone());
+            }
+            None => run.output_incomplete = true,
+        },
+        Some("plan_removed") => run.plan = None,
         _ => {}
     }
 }
@@ -870,17 +853,13 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
     cap_text(&mut run.text, limits.text_per_run);
 }
 
-/// ACP v2's whole-message `agent_message` (`agent_thought` is, like its
-/// chunks, no text of the run's): its text content is the message with
+/// ACP v2's whole-message `agent_message` (`agent_thought`, like its
+/// chunks, is no text of the run's): its text content is the message with
 /// that `messageId`, replacing the text streamed or sent for it before
 /// (when it is the run's last message), else a new message. Omitted
 /// `content` patches only metadata; a block that is not text marks the
 /// output incomplete.
 fn upsert_message(run: &mut RunState, update: &Value, limits: &Limits) {
-    run.output_events += 1;
-    if str_at(update, "sessionUpdate") != Some("agent_message") {
-        return;
-    }
     let blocks = match update.get("content") {
         None => return,
         Some(Value::Array(blocks)) => blocks.as_slice(),
@@ -910,7 +889,6 @@ fn upsert_message(run: &mut RunState, update: &Value, limits: &Limits) {
 /// ACP v2's `tool_call_content_chunk`: one content item appended to the
 /// run's tool call with that id.
 fn append_tool_content(run: &mut RunState, update: &Value, limits: &Limits) {
-    run.output_events += 1;
     let (Some(id), Some(item)) = (str_at(update, "toolCallId"), update.get("content")) else {
         run.output_incomplete = true;
         return;
