@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::check::{Direction, Severity};
 use crate::output::Style;
-use crate::probe::{self, ProbeOptions, Report, WireEvent};
+use crate::probe::{self, ProbeOptions, ProtocolChoice, Report, WireEvent};
 
 /// The prompts the demo runs, one per scripted behaviour of `serve`.
 pub const SCRIPT: &[&str] = &[
@@ -232,9 +232,11 @@ fn relative_to_here(program: &str) -> String {
 }
 
 /// Runs the demo against `agent` (program and arguments; normally the
-/// current executable with `serve`), printing to `out`.
+/// current executable with `serve`), asking for ACP `protocol`, printing to
+/// `out`.
 pub async fn run(
     agent: Vec<String>,
+    protocol: ProtocolChoice,
     out: &mut (impl Write + Send),
     style: Style,
     all_traffic: bool,
@@ -243,6 +245,7 @@ pub async fn run(
     let options = SCRIPT.iter().fold(
         ProbeOptions::default()
             .quiet(true)
+            .protocol(protocol)
             .timeout(Duration::from_secs(10)),
         |o, p| o.prompt(*p),
     );
@@ -277,10 +280,13 @@ pub async fn run(
             let mut left_out = 0usize;
             for e in rx {
                 let shown = all_traffic || first_turn || !e.findings.is_empty();
-                if e.message
-                    .as_ref()
-                    .is_some_and(|m| m.get("result").and_then(|r| r.get("stopReason")).is_some())
-                {
+                // The first turn ends at its answer's stop reason (v1) or
+                // at its idle `state_update`'s (v2).
+                if e.message.as_ref().is_some_and(|m| {
+                    m.get("result").and_then(|r| r.get("stopReason")).is_some()
+                        || m.pointer("/params/update/state") == Some(&Value::from("idle"))
+                            && m.pointer("/params/update/stopReason").is_some()
+                }) {
                     first_turn = false;
                 }
                 if let Some(m) = &e.message {

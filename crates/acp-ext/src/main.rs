@@ -122,6 +122,10 @@ enum Command {
         /// any with a finding).
         #[arg(long)]
         traffic: bool,
+        /// Which ACP version the demo's client asks for: `1`, `2` (`serve`
+        /// answers v2: receipts, `state_update`s) or `auto`.
+        #[arg(long, value_name = "VERSION", default_value = "1")]
+        protocol: acp_ext::probe::ProtocolChoice,
     },
     /// Probe any ACP agent: what it advertises, and whether its traffic keeps the contract.
     Probe {
@@ -281,7 +285,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let command = cli.command.unwrap_or(Command::Demo { traffic: false });
+    let command = cli.command.unwrap_or(Command::Demo {
+        traffic: false,
+        protocol: acp_ext::probe::ProtocolChoice::V1,
+    });
     match command {
         Command::Validate {
             kind,
@@ -355,11 +362,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             acp_ext::watch::run(&file, &options, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo { traffic } => {
+        Command::Demo { traffic, protocol } => {
             let agent = acp_ext::demo::serve_command()?;
             let mut out = io::stdout();
             let report = runtime()?.block_on(acp_ext::demo::run(
                 agent,
+                protocol,
                 &mut out,
                 Style::stdout(),
                 traffic,

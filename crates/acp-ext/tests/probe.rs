@@ -2,6 +2,8 @@
 //! embedded reference agent (with `--only` subsets) and, when installed, a
 //! real ACP agent binary from the npm registry.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
@@ -296,6 +298,37 @@ fn demo_is_the_default_command_and_exercises_every_advertised_feature() {
             .unwrap_or("");
         assert!(line.contains("✓"), "{f}: {line:?}");
     }
+}
+
+/// `demo --protocol 2`: the same script over ACP v2, every feature
+/// exercised, nothing invalid, and the first turn ends at its idle.
+#[test]
+fn the_demo_over_v2_exercises_every_feature() {
+    let out = Command::new(EXE)
+        .args(["demo", "--protocol", "2"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Protocol version: 2\n"), "{text}");
+    assert!(text.contains("session/update state_update"), "{text}");
+    assert!(
+        text.contains("more messages, none with a finding"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(" ✗ "),
+        "a message was marked invalid:\n{text}"
+    );
+    let features = text.split("Features exercised\n").nth(1).unwrap();
+    let rows: Vec<&str> = features.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(rows.len(), 16, "{features}");
+    assert!(rows.iter().all(|l| l.contains("✓ exercised")), "{features}");
 }
 
 /// A real ACP agent from the npm registry (`.ci/run` installs it, sets
@@ -754,26 +787,76 @@ async fn a_v2_only_agent_refusing_v1_is_named_and_auto_follows_it() {
     assert!(human(&text).contains("Protocol version: 1 (asked 2)"));
 }
 
+/// `probe --protocol 2 -- acp-ext serve`: serve answers in v2, every
+/// extension the probe exercises rides on it, and the record folds to the
+/// state a v2 client writes down from the schema's rules.
 #[tokio::test]
-async fn serve_reads_a_v2_clients_opt_ins_and_answers_in_v1() {
-    // The probe asks for v2 with v2's `capabilities`; serve speaks v1 and
-    // says so, but reads the client's extension opt-ins from that shape.
+async fn serve_answers_protocol_2_in_v2_and_its_record_folds_by_v2s_rules() {
+    use acp_ext::check::input::Format;
+    use acp_extension_core::state::Limits;
+
+    let dir = common::scratch("probe-serve-v2");
+    let record = dir.join("record.jsonl");
+    let agent = vec![
+        EXE.to_string(),
+        "tap".into(),
+        "--record".into(),
+        record.display().to_string(),
+        "--".into(),
+        EXE.to_string(),
+        "serve".into(),
+        "--namespace".into(),
+        "lody".into(),
+    ];
     let options = ProbeOptions::default()
         .quiet(true)
         .protocol(probe::ProtocolChoice::V2)
-        .prompt("/subagents 1");
-    let report = probe::run(serve(&["--namespace", "lody"]), options)
-        .await
-        .unwrap();
-    assert_eq!(report.protocol_version, Some(serde_json::json!(1)));
-    assert_eq!(finding(&report, "protocol-version").len(), 1);
-    assert!(!report.has_errors(), "{:#?}", report.findings);
-    let p = &report.prompts[0];
-    assert_eq!(p.stop_reason.as_deref(), Some("end_turn"));
-    // Subagent events go only to a client that opted in.
+        .prompt("/subagents 1")
+        .prompt("/limits")
+        .prompt("/slow 0.4");
+    let report = probe::run(agent, options).await.unwrap();
+    assert_eq!(report.protocol_version, Some(serde_json::json!(2)));
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    for p in &report.prompts {
+        assert_eq!(p.stop_reason.as_deref(), Some("end_turn"), "{p:#?}");
+        assert_eq!(p.updates.get("state_update"), Some(&2), "{p:#?}");
+    }
+    // Subagent events go only to a client that opted in (under v2's
+    // `capabilities`), and steering by request works mid-turn.
     assert_eq!(
-        p.extension_notifications.get("_lody/subagents/event"),
+        report.prompts[0]
+            .extension_notifications
+            .get("_lody/subagents/event"),
         Some(&8),
-        "{p:#?}"
+        "{:#?}",
+        report.prompts[0]
     );
+    assert!(human(&report).contains("_lody/session/steer → injected"));
+
+    let text = std::fs::read_to_string(&record).unwrap();
+    let state =
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap();
+    assert!(state.negotiation().is_v2());
+    let id = report.session_id.as_deref().unwrap();
+    let s = state.session(id).unwrap();
+    // Three prompts, each accepted by its receipt and ended by its idle:
+    // the last stop reason is the idle's, and nothing runs.
+    assert_eq!(s.turns.prompts, 3);
+    assert_eq!(s.turns.accepted, 3);
+    assert!(!s.turns.running);
+    assert_eq!(s.turns.last_stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(s.activity.shown(), Some("idle"));
+    // Usage counted once per idle.
+    assert_eq!(s.usage.turn_totals.turns, 3);
+    // The run: completed, with its output.
+    assert_eq!(s.subagent_runs.len(), 1, "{:#?}", s.subagent_runs);
+    let run = s.subagent_runs.values().next().unwrap();
+    assert!(!run.text.is_empty(), "{run:#?}");
+    // The steer, injected; the rate limits of `/limits`.
+    assert_eq!(s.steers.len(), 1, "{:#?}", s.steers);
+    assert_eq!(
+        s.steers.values().next().unwrap().outcome,
+        acp_extension_core::state::SteerOutcome::Applied
+    );
+    assert!(!state.rate_limits().is_empty());
 }

@@ -1,5 +1,5 @@
-//! `acp-ext serve`: the reference ACP agent (protocol v1) with every
-//! extension of the contract.
+//! `acp-ext serve`: the reference ACP agent (protocol v1, and v2 through
+//! a face over it) with every extension of the contract.
 //!
 //! The agent is modelled on an automation-only ACP server: one connection
 //! owns many sessions, each with its own prompt slot, cancel path, usage
@@ -10,7 +10,9 @@
 //!
 //! Entry points:
 //! - [`run_stdio`]: serve one client over standard input/output until EOF.
-//! - [`run`]: serve one client over any SDK transport.
+//! - [`run`]: serve one client over any SDK transport, in v1.
+//! - [`run_lines`]: serve one client over a line transport, in the version
+//!   its `initialize` asks for (v1, or v2 through a face; see [`run_lines`]).
 //! - [`agent`]: the agent as an SDK component, to pass as a client's
 //!   transport in tests (`Client.v1().connect_with(serve::agent(opts), …)`).
 //!
@@ -50,6 +52,7 @@ mod runs;
 mod script;
 mod sessions;
 mod state;
+mod v2;
 mod wire;
 
 use std::sync::Arc;
@@ -277,7 +280,65 @@ pub async fn run(
     Ok(())
 }
 
-/// Serves one client over standard input and output until EOF.
+/// Serves one client over standard input and output until EOF, in the
+/// version the client asks for ([`run_lines`]).
 pub async fn run_stdio(options: ServeOptions) -> anyhow::Result<()> {
-    run(options, agent_client_protocol::Stdio::new()).await
+    use futures::StreamExt;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let incoming = futures::stream::unfold(
+        tokio::io::BufReader::new(tokio::io::stdin()),
+        |mut input| async move {
+            let mut line = String::new();
+            match input.read_line(&mut line).await {
+                Ok(0) => None,
+                Ok(_) => {
+                    line.truncate(line.trim_end_matches(['\n', '\r']).len());
+                    Some((Ok(line), input))
+                }
+                Err(e) => Some((Err(e), input)),
+            }
+        },
+    )
+    .boxed();
+    let outgoing = Box::pin(futures::sink::unfold(
+        tokio::io::stdout(),
+        async |mut out, line: String| {
+            out.write_all(line.as_bytes()).await?;
+            out.write_all(b"\n").await?;
+            out.flush().await?;
+            Ok::<_, std::io::Error>(out)
+        },
+    ));
+    run_lines(options, outgoing, incoming).await
+}
+
+/// Serves one client over a line transport (each item one JSON-RPC
+/// message, as [`agent_client_protocol::Lines`] takes them) until its input
+/// ends.
+///
+/// A client whose first line is an `initialize` asking for ACP v2 (or
+/// later) is answered in v2: the same agent, behind a face that rewrites
+/// what v2 changed (the `initialize` shapes, the prompt's receipt and its
+/// turn's `state_update`s, held prompts, the updates v2 renamed; `SERVE.md`
+/// has the list). Every other client is served in v1, as [`run`] serves it.
+pub async fn run_lines(
+    options: ServeOptions,
+    outgoing: impl futures::Sink<String, Error = std::io::Error> + Send + Unpin + 'static,
+    mut incoming: impl futures::Stream<Item = std::io::Result<String>> + Send + Unpin + 'static,
+) -> anyhow::Result<()> {
+    use futures::StreamExt;
+
+    let first = incoming.next().await;
+    if let Some(Ok(line)) = &first
+        && v2::asks_for_v2(line)
+    {
+        return v2::run(options, line.clone(), incoming, outgoing).await;
+    }
+    let incoming = futures::stream::iter(first).chain(incoming);
+    run(
+        options,
+        agent_client_protocol::Lines::new(outgoing, incoming),
+    )
+    .await
 }

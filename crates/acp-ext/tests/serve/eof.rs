@@ -3,10 +3,10 @@
 use super::*;
 
 /// A raw JSON-lines peer: the test writes requests and reads every line.
-struct Raw {
-    tx: Option<mpsc::UnboundedSender<String>>,
-    rx: mpsc::UnboundedReceiver<String>,
-    seen: Vec<Value>,
+pub(super) struct Raw {
+    pub(super) tx: Option<mpsc::UnboundedSender<String>>,
+    pub(super) rx: mpsc::UnboundedReceiver<String>,
+    pub(super) seen: Vec<Value>,
 }
 
 /// `serve` on an in-memory transport, initialized by a capable client,
@@ -37,7 +37,7 @@ async fn raw_session(
 }
 
 impl Raw {
-    fn send(&self, v: Value) {
+    pub(super) fn send(&self, v: Value) {
         self.tx
             .as_ref()
             .unwrap()
@@ -46,7 +46,7 @@ impl Raw {
     }
 
     /// Reads until a line matches `pred`.
-    async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(super) async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
         loop {
             let line = tokio::time::timeout(TIMEOUT, self.rx.next())
                 .await
@@ -60,7 +60,7 @@ impl Raw {
         }
     }
 
-    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+    pub(super) async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.until(|v| v["id"] == id && v.get("method").is_none())
             .await

@@ -333,3 +333,4 @@ mod mcp_apps;
 mod prompts;
 mod robustness;
 mod standard;
+mod v2;
