@@ -28,7 +28,7 @@ crate::choice::choices!(Severity, "severity" {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Finding {
-    /// Stable rule id (see the README's rule table).
+    /// Stable rule id (see the rule table of `docs/check.md`).
     pub rule: &'static str,
     /// How bad it is.
     pub severity: Severity,

@@ -42,6 +42,10 @@
 //! assert_eq!(report.violations[0].message(), "must be a string when present; null is not allowed");
 //! ```
 //!
+//! The [`guide`] has the library in detail: namespaces and negotiation,
+//! everything the handle and the state do, and the choices made where the
+//! contract is silent.
+//!
 //! # For adapter authors
 //!
 //! Negotiate once in `initialize` and keep a [`producer::AgentExtensions`]
@@ -222,6 +226,9 @@ pub mod sequence;
 pub mod connection;
 pub mod producer;
 pub mod state;
+
+// Documentation only: the library in detail.
+pub mod guide;
 
 pub use namespace::Namespace;
 pub use violation::{Check, Rule, Violation};

@@ -416,7 +416,7 @@ pub fn claude_rate_limit_adjustments(info: &Value) -> Vec<crate::Violation> {
 
 /// claude's `_claude/rateLimit` (the SDK's `rate_limit_info`, on a
 /// `usage_update`'s `_meta`) as Core `rate_limits/update` params, as
-/// `official-adapters.md` maps it: one limit per rate-limit type,
+/// the official adapters' documentation maps it: one limit per rate-limit type,
 /// `limitId` `claude:<type>`, `scope.providerId` `anthropic`, one window
 /// of `utilization` (a fraction) ×100 (clamped to 0..100), its duration
 /// (five hours for `five_hour`, a week for `seven_day*`) and `resetsAt`
@@ -495,7 +495,7 @@ pub fn claude_rate_limits(info: &Value) -> Option<Value> {
 /// The per-model usage of one prompt, from its standard result: the rows of
 /// `_meta.quota.model_usage` (both official adapters send it), else one
 /// row `default` from `usage`. Counters are mapped into Core's disjoint
-/// buckets (`official-adapters.md` §9): `cachedInputTokens` /
+/// buckets (as the official adapters are documented): `cachedInputTokens` /
 /// `cachedReadTokens` → `cacheReadInputTokens`; `cacheWriteInputTokens`
 /// (codex) / `cachedWriteTokens` (claude) → `cacheCreationInputTokens`;
 /// reasoning (`reasoningOutputTokens`, `thoughtTokens`) → its own bucket,
@@ -616,7 +616,7 @@ struct StandardChild {
 /// each child session's own `session/update`s) read as Core subagent
 /// events, for a client that reads `subagents/event`: what `acp-ext bridge`
 /// writes for a Core client in front of an official adapter
-/// (`official-adapters.md` §9, "A→Core").
+/// (as the official adapters are documented, adapter to Core).
 ///
 /// A standard child is reusable and a Core run is not: each time a child
 /// goes back to `running` after it ended, a new run begins (run ids are

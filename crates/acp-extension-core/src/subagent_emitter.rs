@@ -15,7 +15,7 @@
 //! `Vec<EmittedEvent>` collects them as sent, and a `Vec<SubagentEvent>`
 //! collects them typed (refusing an invalid one with its violations).
 //!
-//! Rules (the contract's emitter, facts §13):
+//! Rules (the contract's emitter):
 //! - Only live runs (`state` is `"pending"` or `"running"`) accept
 //!   snapshots, progress and output; anything for an unknown or finished run
 //!   is dropped silently.

@@ -1,7 +1,7 @@
 //! The rule table: every finding's id, severity and meaning.
 //!
 //! Ids are stable kebab-case strings (they appear in `--json` output and in
-//! the README's rule table); [`ALL`] lists every rule in table order.
+//! the rule table of `docs/check.md`); [`ALL`] lists every rule in table order.
 
 use super::Severity;
 
@@ -13,7 +13,7 @@ pub struct RuleInfo {
     pub id: &'static str,
     /// How bad a finding of this rule is.
     pub severity: Severity,
-    /// What the rule checks, in one sentence (the README table's text).
+    /// What the rule checks, in one sentence (the rule table's text).
     pub summary: &'static str,
 }
 
@@ -243,7 +243,7 @@ pub fn of_sequence(rule: acp_extension_core::sequence::SequenceRule) -> &'static
     }
 }
 
-/// Every rule, in the order of the README's table.
+/// Every rule, in the order of the rule table (`docs/check.md`).
 pub const ALL: &[RuleInfo] = &[
     NOT_JSON,
     INPUT_TOO_LARGE,
@@ -278,7 +278,7 @@ pub const ALL: &[RuleInfo] = &[
     UNKNOWN_SESSION,
 ];
 
-/// The rule table as Markdown (`| rule | severity | meaning |`), for the README.
+/// The rule table as Markdown (`| rule | severity | meaning |`), for `docs/check.md`.
 pub fn markdown_table() -> String {
     let mut s = String::from("| rule | severity | meaning |\n|---|---|---|\n");
     for r in ALL {

@@ -1,5 +1,5 @@
 //! The prompt commands, for `acp-ext serve --help` and the agent's answer to
-//! an unknown command (SERVE.md has the full table).
+//! an unknown command (`docs/serve.md` has the full table).
 
 /// One prompt command of the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,7 +15,7 @@ const fn cmd(usage: &'static str, summary: &'static str) -> PromptCommand {
     PromptCommand { usage, summary }
 }
 
-/// Every prompt command, in SERVE.md's order; the first row is any other
+/// Every prompt command, in `docs/serve.md`'s order; the first row is any other
 /// text.
 pub const PROMPT_COMMANDS: &[PromptCommand] = &[
     cmd(
@@ -97,7 +97,7 @@ pub fn prompt_help() -> String {
         s.push_str(&format!("  {:<width$}  {}\n", c.usage, c.summary));
     }
     s.push_str(
-        "\nSessions, namespaces, ids and errors: the acp-ext README, section `acp-ext serve`.",
+        "\nSessions, namespaces, ids and errors: the serve page of acp-ext's documentation.",
     );
     s
 }

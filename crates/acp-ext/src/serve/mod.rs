@@ -5,7 +5,7 @@
 //! owns many sessions, each with its own prompt slot, cancel path, usage
 //! ledger and background work. It does not call a model; `session/prompt`
 //! follows a small script chosen by the prompt text ([`PROMPT_COMMANDS`];
-//! `SERVE.md` has the full table), deterministic for the same input
+//! `docs/serve.md` has the full table), deterministic for the same input
 //! sequence.
 //!
 //! Entry points:
@@ -320,7 +320,7 @@ pub async fn run_stdio(options: ServeOptions) -> anyhow::Result<()> {
 /// A client whose first line is an `initialize` asking for ACP v2 (or
 /// later) is answered in v2: the same agent, behind a face that rewrites
 /// what v2 changed (the `initialize` shapes, the prompt's receipt and its
-/// turn's `state_update`s, held prompts, the updates v2 renamed; `SERVE.md`
+/// turn's `state_update`s, held prompts, the updates v2 renamed; `docs/serve.md`
 /// has the list). Every other client is served in v1, as [`run`] serves it.
 pub async fn run_lines(
     options: ServeOptions,

@@ -192,7 +192,7 @@ fn the_rule_table_is_in_the_binary() {
         .output()
         .unwrap();
     let help = String::from_utf8(help.stdout).unwrap();
-    assert!(!help.contains("CHECK.md"), "{help}");
+    assert!(!help.contains("check.md"), "{help}");
     assert!(help.contains("--rules"), "{help}");
 }
 

@@ -49,11 +49,11 @@ fn every_rule_has_a_test_and_a_unique_id() {
 
 #[test]
 fn rule_table_in_check_md_is_current() {
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CHECK.md"))
-        .expect("CHECK.md");
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/check.md"))
+        .expect("docs/check.md");
     assert!(
         doc.contains(&rules::markdown_table()),
-        "CHECK.md must contain rules::markdown_table()"
+        "docs/check.md must contain rules::markdown_table()"
     );
 }
 

@@ -372,7 +372,7 @@ fn serve_help_lists_the_prompt_commands() {
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    assert!(!help.contains("SERVE.md"), "{help}");
+    assert!(!help.contains("serve.md"), "{help}");
     for c in serve::PROMPT_COMMANDS {
         let row = help
             .lines()

@@ -104,7 +104,7 @@
 //!   snapshot omits are kept, so `rateLimits: []` changes nothing; a row
 //!   whose `fetchedAtEpochSeconds` is older than the stored one's does not
 //!   replace it; a failed `rate_limits/get` marks the rows `stale` and keeps
-//!   their data. (consumer facts §1.4)
+//!   their data.
 //! * **Usage**: each scope (`_meta.<ns>.usageScopeId`, else the session)
 //!   is cumulative on its own; `totals` are the per-model sum over scopes
 //!   ([`crate::usage::sum_model_usage`]: an unknown cost stays unknown) and
@@ -112,8 +112,7 @@
 //!   apart and never added; a counter that falls keeps its higher value
 //!   ([`crate::usage::keep_max`]); a falling total, a reused scope or an
 //!   update without `modelUsage` marks the scope `incomplete`; the turn
-//!   usage of prompt results is its own figure. (contract §usage;
-//!   consumer facts §1.3)
+//!   usage of prompt results is its own figure.
 //! * **Subagent runs**: see the `runs` rules on [`RunState`] and
 //!   [`StandardRun`]: a snapshot replaces the run's metadata; progress is
 //!   sparse and absolute (`null` clears); text chunks append; tool call
@@ -124,12 +123,10 @@
 //!   fixed at the first binding; a `parentRunId` that would close a cycle or
 //!   names a run of another root session is reported and left unresolved;
 //!   [`ConnectionState::disconnected`] and `session/load|resume` mark live
-//!   runs `unknown` with `outputIncomplete`. (contract §12; consumer facts
-//!   §1.2)
+//!   runs `unknown` with `outputIncomplete`.
 //! * **Goals** are read on `session_info_update` only: absent keeps, `null`
 //!   clears (and is told apart from never reported), an object replaces;
-//!   an invalid goal is reported and keeps the old one. (consumer facts
-//!   §1.6)
+//!   an invalid goal is reported and keeps the old one.
 //! * **Titles**: see [`SessionState::title`].
 //!
 //! ```

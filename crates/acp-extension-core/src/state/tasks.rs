@@ -4,7 +4,7 @@
 //! v2 with a leading `_`). Each becomes a [`TaskState`] whose
 //! [`TaskMeta`] is built from the fields the dialect sent.
 //!
-//! * **Lifecycles** (consumer facts §1.7): the row's tool call is
+//! * **Lifecycles**: the row's tool call is
 //!   `task:<task_id>`; `kind` is `background` once `is_backgrounded`, else
 //!   `subagent`; started and progress are `in_progress`; completed,
 //!   succeeded and success are `completed`; failed, killed, cancelled,
@@ -114,7 +114,7 @@ impl ConnectionState {
             fields.insert("description".into(), json!(d));
         }
         // `taskType`, `canStop` and `outputFilePath` have no place in a
-        // task row (official-adapters.md: lost).
+        // task row (lost in the mapping).
         for (from, to) in [
             ("summary", "summary"),
             ("lastToolName", "lastToolName"),

@@ -761,7 +761,7 @@ pub struct SessionState {
     /// The title. Authority, lowest first: fallback, untagged, generated,
     /// explicit, user. A title replaces one of equal or lower authority,
     /// except that `explicit` replaces everything but a user's rename, and
-    /// a fallback only fills an empty title. (consumer facts §1.5)
+    /// a fallback only fills an empty title.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Where the title came from.
@@ -772,8 +772,7 @@ pub struct SessionState {
     /// `_meta.<ns>.goal`, else the legacy top-level `_meta.goal`, else
     /// codex's `_meta.codex.goal`, else AIR's `_meta.jetbrains.air.goal`
     /// (their millisecond times converted). Absent keeps, `null` clears,
-    /// an invalid goal is recorded and keeps the old one. (contract
-    /// §goals; consumer facts §1.6)
+    /// an invalid goal is recorded and keeps the old one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goal: Option<Option<GoalSnapshot>>,
     /// Activity level and background task count.

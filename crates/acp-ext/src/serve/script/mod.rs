@@ -1,6 +1,6 @@
 //! `session/prompt`: the scripted turns.
 //!
-//! The prompt text picks a script (see `SERVE.md`); every script ends with
+//! The prompt text picks a script (see `docs/serve.md`); every script ends with
 //! a final answer, usage accounting and the prompt response. A turn runs in
 //! its own task so the connection keeps serving while it waits (for time,
 //! for a permission or an elicitation answer, for a steer or a cancel).
@@ -758,12 +758,12 @@ mod tests {
             .unwrap();
             assert!(!matches!(cmd, Command::Unknown(_)), "{word}");
         }
-        let serve_md = include_str!("../../../SERVE.md");
+        let serve_md = include_str!("../../../docs/serve.md");
         for c in super::super::help::PROMPT_COMMANDS.iter().skip(1) {
             let word = c.usage.split_whitespace().next().unwrap();
             assert!(
                 serve_md.contains(&format!("| `{word}")),
-                "SERVE.md lacks {word}"
+                "docs/serve.md lacks {word}"
             );
         }
     }
