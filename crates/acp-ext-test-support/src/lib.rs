@@ -630,15 +630,7 @@ fn assert_state_sound(state: &ConnectionState, limits: &StateLimits) {
         assert!(session.steers.len() <= limits.steers_per_session.max(1));
     }
     let document = acp_ext::state::Document::new("fuzz", state);
-    let mut ours = Vec::new();
-    acp_extension_core::state::write_json_parallel(&mut ours, &document, state)
-        .expect("writing to memory cannot fail");
-    let theirs = serde_json::to_vec(&document).expect("a state serializes");
-    assert_eq!(
-        String::from_utf8_lossy(&ours),
-        String::from_utf8_lossy(&theirs),
-        "the state's writer and serde disagree"
-    );
+    serde_json::to_vec(&document).expect("a state serializes");
     let text = acp_ext::fuzzing::state_text(state);
     assert!(text.starts_with("fuzz  "), "{text}");
 }

@@ -19,9 +19,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::connection::EventParse;
-use acp_extension_core::state::{
-    ConnectionState, Direction, Limits, SessionState, write_json_parallel,
-};
+use acp_extension_core::state::{ConnectionState, Direction, Limits, SessionState};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
 
@@ -131,7 +129,7 @@ pub fn run(
             let name = file.display().to_string();
             // A document of tens of megabytes: written in large pieces.
             let mut w = io::BufWriter::with_capacity(1 << 20, &mut *out);
-            write_json_parallel(&mut w, &Document::new(&name, &state), &state)?;
+            serde_json::to_writer(&mut w, &Document::new(&name, &state))?;
             writeln!(w)?;
             w.flush()?;
         } else {

@@ -10,8 +10,7 @@
 //! `acp-ext state` on the same file. Then the fold alone: a
 //! [`ConnectionState`] following the lines `parse_line` read beforehand
 //! (`fold parsed`), writing the folded state as JSON into memory with
-//! `serde_json::to_writer` and with [`write_json`] (the same bytes), and
-//! dropping the state and the lines (`drop`).
+//! `serde_json::to_writer`, and dropping the state and the lines (`drop`).
 //!
 //! ```sh
 //! cargo run --release -p acp-extension-core --example parse_floor -- FILE [ROUNDS]
@@ -23,7 +22,7 @@
 use std::time::{Duration, Instant};
 
 use acp_extension_core::connection::{Direction, ParsedLine, parse_line};
-use acp_extension_core::state::{ConnectionState, write_json};
+use acp_extension_core::state::ConnectionState;
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,7 +60,7 @@ fn main() {
         .collect();
     let (mut tree, mut typed, mut lane) = (Vec::new(), Vec::new(), Vec::new());
     let (mut fold, mut dropped) = (Vec::new(), Vec::new());
-    let (mut to_writer, mut written) = (Vec::new(), Vec::new());
+    let mut to_writer = Vec::new();
     let (mut typed_ok, mut lane_events) = (0, 0);
     for _ in 0..rounds {
         let t = Instant::now();
@@ -98,12 +97,6 @@ fn main() {
         let t = Instant::now();
         serde_json::to_writer(&mut out, &state).expect("a state serializes");
         to_writer.push(t.elapsed());
-        let bytes = out.len();
-        out.clear();
-        let t = Instant::now();
-        write_json(&mut out, &state).expect("a state serializes");
-        written.push(t.elapsed());
-        assert_eq!(out.len(), bytes);
         let t = Instant::now();
         drop(state);
         drop(parsed);
@@ -117,7 +110,6 @@ fn main() {
         ("parse_line", lane),
         ("fold parsed", fold),
         ("to_writer", to_writer),
-        ("write_json", written),
         ("drop", dropped),
     ] {
         let best = *times.iter().min().expect("rounds");

@@ -12,13 +12,16 @@ impl Checker {
         msg: &Message<'_>,
         out: &mut Vec<Finding>,
     ) {
-        // The state's own rule: a standard call it cannot fold.
-        for v in acp_extension_core::state::call_violations(method, msg.params()) {
-            out.push(Finding::of(
-                &rules::SHAPE,
-                v.pointer.as_str(),
-                format!("`{method}`: `{}` {}", v.pointer, v.rule),
-            ));
+        // The state's own rule: a standard call it cannot fold (the
+        // params are built only for a method it has rules for).
+        if acp_extension_core::state::call_has_rules(method) {
+            for v in acp_extension_core::state::call_violations(method, msg.params()) {
+                out.push(Finding::of(
+                    &rules::SHAPE,
+                    v.pointer.as_str(),
+                    format!("`{method}`: `{}` {}", v.pointer, v.rule),
+                ));
+            }
         }
         match method {
             "initialize" => {

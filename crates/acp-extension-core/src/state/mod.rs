@@ -9,11 +9,8 @@
 //! [`ConnectionState::response`]). Each call returns the [`Change`]s it
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
-//! friends, or serialized whole (`acp-ext state --json` prints it, with
-//! [`write_json_parallel`]: serde_json's bytes, the long run texts escaped
-//! faster and the kept tool calls copied as they stand, as
-//! [`write_json`] writes them, and many invalid records rendered on a
-//! second thread while the sessions go out).
+//! friends, or serialized whole with any serde serializer (`acp-ext state
+//! --json` prints it with `serde_json::to_writer`).
 //!
 //! Nothing is dropped silently: every input value is folded (it changed
 //! the state), ignored (transcript content and calls the state does not
@@ -150,7 +147,6 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod calls;
-mod json;
 mod legacy;
 mod runs;
 mod tasks;
@@ -161,11 +157,10 @@ mod view;
 use runs::EventSource;
 
 pub use crate::connection::{Direction, resembles};
-pub use json::{write_json, write_json_parallel};
 pub use legacy::is_legacy_method;
 pub use updates::{
-    call_violations, is_known_session_update, result_violation, result_words, session_update_parts,
-    standard_update_violations,
+    call_has_rules, call_violations, is_known_session_update, result_violation, result_words,
+    session_update_parts, standard_update_violations,
 };
 pub use view::*;
 
@@ -529,7 +524,6 @@ pub struct ConnectionState {
     /// Rate-limit rows by `limitId`.
     rate_limits: IdMap<RateLimitEntry>,
     /// What was not folded, oldest first (bounded by [`Limits::invalid`]).
-    #[serde(serialize_with = "json::serialize_records")]
     invalid: VecDeque<Invalid>,
     /// Every invalid record, kept or not.
     invalid_count: u64,
@@ -775,11 +769,6 @@ impl ConnectionState {
     /// What was not folded, oldest first (the newest [`Limits::invalid`]).
     pub fn invalid(&self) -> impl ExactSizeIterator<Item = &Invalid> {
         self.invalid.iter()
-    }
-
-    /// The invalid records as held, for [`write_json_parallel`].
-    pub(crate) fn invalid_records(&self) -> &VecDeque<Invalid> {
-        &self.invalid
     }
 
     /// How many invalid records there were in all.

@@ -188,6 +188,16 @@ pub fn result_words(v: &Violation) -> String {
     }
 }
 
+/// Whether [`call_violations`] has rules for calls of `method`: a caller
+/// whose params are costly to build (a message read straight into its
+/// type) builds them only then.
+pub fn call_has_rules(method: &str) -> bool {
+    matches!(
+        method,
+        "session/load" | "session/resume" | "session/close" | "session/delete" | "session/prompt"
+    )
+}
+
 /// Every rule a standard ACP call the state folds breaks, at its pointer in
 /// the message: `session/load`, `session/resume`, `session/close`,
 /// `session/delete` and `session/prompt` need params with a non-empty
@@ -207,10 +217,7 @@ pub fn result_words(v: &Violation) -> String {
 pub fn call_violations(method: &str, params: &Value) -> Vec<Violation> {
     use crate::wire::{NonEmptyString, check_req};
     let mut out = Vec::new();
-    if !matches!(
-        method,
-        "session/load" | "session/resume" | "session/close" | "session/delete" | "session/prompt"
-    ) {
+    if !call_has_rules(method) {
         return out;
     }
     match params.as_object() {

@@ -380,7 +380,6 @@ pub struct RunState {
     /// Message text: the chunks of one message appended as sent; a message
     /// that follows a tool call or a plan, or that has another `messageId`,
     /// starts on a new line (bounded mode keeps the tail).
-    #[serde(serialize_with = "super::json::serialize_text")]
     pub text: String,
     /// Tool calls by id, updates merged into them, each kept as compact
     /// JSON text ([`CompactObject`]): every key as it came (but
@@ -1246,14 +1245,12 @@ impl PartialEq<Value> for CompactObject {
 
 impl Serialize for CompactObject {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Under `write_json`, the text as it stands; elsewhere a raw value
-        // (serde_json reads it once more as JSON, which it is).
-        super::json::write_raw(serializer, |out| out.push_str(&self.0)).unwrap_or_else(|s| {
-            match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
-                Ok(raw) => raw.serialize(s),
-                Err(_) => self.value().serialize(s),
-            }
-        })
+        // A raw value: its text as it stands (serde_json checks it once
+        // more as JSON, which it is).
+        match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
+            Ok(raw) => raw.serialize(serializer),
+            Err(_) => self.value().serialize(serializer),
+        }
     }
 }
 

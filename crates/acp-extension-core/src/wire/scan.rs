@@ -1,6 +1,6 @@
 //! Byte searches of the hand-written JSON walks (the connection follower's
-//! facts walk, the state's plain tool-call walk) and of the state's JSON
-//! writer, a word of eight bytes at a time.
+//! facts walk, the state's plain tool-call walk), a word of eight bytes at
+//! a time.
 
 /// Bytes searched a word at a time before [`memchr::memchr2`] takes over:
 /// most keys and ids are shorter, and its setup costs more than their
@@ -17,20 +17,15 @@ fn word(bytes: &[u8], i: usize) -> u64 {
     u64::from_le_bytes(word)
 }
 
-/// The high bit of each byte of `w` equal to `"` or `\` (and, with
-/// `also_controls`, of each byte below 0x20). A byte equal to the one sought
-/// becomes zero, and a zero byte sets its high bit in `x - ONES`; bytes of
-/// 0x80 and above are excluded by `!w`. A borrow may mark a later byte too,
-/// never an earlier one, so the lowest mark is exact.
-fn marks(w: u64, also_controls: bool) -> u64 {
+/// The high bit of each byte of `w` equal to `"` or `\`. A byte equal to
+/// the one sought becomes zero, and a zero byte sets its high bit in
+/// `x - ONES`; bytes of 0x80 and above are excluded by `!w`. A borrow may
+/// mark a later byte too, never an earlier one, so the lowest mark is
+/// exact.
+fn marks(w: u64) -> u64 {
     let quote = (w ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES);
     let backslash = (w ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES);
-    let control = if also_controls {
-        w.wrapping_sub(ONES * 0x20)
-    } else {
-        0
-    };
-    (quote | backslash | control) & !w & HIGHS
+    (quote | backslash) & !w & HIGHS
 }
 
 /// The place of the lowest mark of the word at `i`.
@@ -45,7 +40,7 @@ pub(crate) fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
     let short = bytes.len().min(SHORT);
     let mut i = 0;
     while i + 8 <= short {
-        let found = marks(word(bytes, i), false);
+        let found = marks(word(bytes, i));
         if found != 0 {
             return Some(first(i, found));
         }
@@ -58,31 +53,6 @@ pub(crate) fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
             .map(|j| i + j);
     }
     memchr::memchr2(b'"', b'\\', &bytes[i..]).map(|j| i + j)
-}
-
-/// The index of the first byte at or after `from` that a JSON string must
-/// escape (`"`, `\`, or below 0x20), sixteen bytes a step: run texts are
-/// long, and most hold none.
-pub(crate) fn to_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while i + 16 <= bytes.len() {
-        let (low, high) = (marks(word(bytes, i), true), marks(word(bytes, i + 8), true));
-        if low != 0 {
-            return Some(first(i, low));
-        }
-        if high != 0 {
-            return Some(first(i + 8, high));
-        }
-        i += 16;
-    }
-    if i + 8 <= bytes.len() {
-        let low = marks(word(bytes, i), true);
-        if low != 0 {
-            return Some(first(i, low));
-        }
-        i += 8;
-    }
-    (i..bytes.len()).find(|&j| bytes[j] < 0x20 || bytes[j] == b'"' || bytes[j] == b'\\')
 }
 
 #[cfg(test)]
@@ -142,27 +112,6 @@ mod tests {
                     memchr::memchr2(b'"', b'\\', &hay),
                     "{hay:?}"
                 );
-            }
-        }
-    }
-
-    #[test]
-    fn finds_the_first_byte_to_escape_from_anywhere() {
-        let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-        // Every byte value at every place of three steps, searched from
-        // starts on either side of each step's edges and from the place.
-        for b in 0..=255u8 {
-            for place in 0..48 {
-                let mut bytes = [b'x'; 48];
-                bytes[place] = b;
-                for from in [0, 1, 7, 8, 9, 15, 16, 17, place.min(47)] {
-                    let expected = (from..bytes.len()).find(|&j| needs(bytes[j]));
-                    assert_eq!(
-                        to_escape(&bytes, from),
-                        expected,
-                        "{b:#x} at {place} from {from}"
-                    );
-                }
             }
         }
     }
