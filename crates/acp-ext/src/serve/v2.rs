@@ -195,6 +195,8 @@ impl Face {
             .cloned()
             .unwrap_or(Value::Null);
         let session = self.sessions.entry(sid.to_owned()).or_default();
+        // A new turn's messages get new ids.
+        session.messages.clear();
         session.turn = Some(Turn {
             id,
             prompt,
@@ -380,12 +382,16 @@ impl Face {
                 }
             }
         }
-        if let Some(session) = self.sessions.get_mut(sid) {
-            session.turn = None;
-            session.messages.clear();
-            if let Some(next) = session.held.pop_front() {
+        // The session's next held prompt is inserted; with none, nothing
+        // of the session is kept (a long connection's closed sessions
+        // leave nothing behind).
+        match self.sessions.get_mut(sid).map(|s| s.held.pop_front()) {
+            Some(Some(next)) => {
                 let id = next.get("id").cloned().unwrap_or(Value::Null);
                 out.push(self.start(sid, id, next));
+            }
+            _ => {
+                self.sessions.remove(sid);
             }
         }
         out
@@ -687,8 +693,10 @@ mod tests {
             face.client_line(&prompt(3, "s", "three")).is_empty(),
             "held"
         );
-        let done = json!({"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}});
-        let outs = face.agent_line(&done.to_string());
+        let done = |id: u64, stop: &str| {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": stop}}).to_string()
+        };
+        let outs = face.agent_line(&done(1, "end_turn"));
         let c = client(&outs);
         assert_eq!(
             c[0]["id"], 1,
@@ -697,14 +705,30 @@ mod tests {
         assert_eq!(c.last().unwrap()["params"]["update"]["state"], "idle");
         assert_eq!(agent(&outs)[0]["id"], 2, "the next held prompt is inserted");
 
+        // Each turn's message has its own id, held turns included.
+        let chunk = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a"}}}})
+        .to_string();
+        let message_id = |face: &mut Face| {
+            client(&face.agent_line(&chunk)).last().unwrap()["params"]["update"]["messageId"]
+                .clone()
+        };
+        let second = message_id(&mut face);
+        assert_eq!(agent(&face.agent_line(&done(2, "end_turn")))[0]["id"], 3);
+        assert_ne!(second, message_id(&mut face));
+
+        assert!(face.client_line(&prompt(4, "s", "four")).is_empty(), "held");
         let cancel =
             json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}});
         let outs = face.client_line(&cancel.to_string());
         assert_eq!(agent(&outs)[0]["method"], "session/cancel");
         let refused = client(&outs);
         assert_eq!(refused.len(), 1);
-        assert_eq!(refused[0]["id"], 3);
+        assert_eq!(refused[0]["id"], 4);
         assert_eq!(refused[0]["error"]["code"], -32800);
+        // The last turn's end leaves nothing of the session behind.
+        face.agent_line(&done(3, "cancelled"));
+        assert!(face.sessions.is_empty(), "{:?}", face.sessions);
     }
 
     #[test]
