@@ -8,6 +8,7 @@ pub mod bridge;
 pub mod check;
 pub mod choice;
 pub mod demo;
+pub mod dialect;
 pub mod finding;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]

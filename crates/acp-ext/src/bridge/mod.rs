@@ -83,7 +83,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::Duration;
 
-pub use translate::{BridgeTarget, Dialect, Mode, Out, Translator};
+pub use crate::dialect::ClientDialect;
+pub use translate::{BridgeTarget, Mode, Out, Translator};
 
 use crate::tap::process;
 

@@ -21,6 +21,8 @@ use acp_extension_core::subagent_events::{SUBAGENT_EVENT_PATH, SubagentEvent};
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
 use serde_json::{Map, Value, json};
 
+use crate::dialect::ClientDialect;
+
 /// What the client reads, as `--to` says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -42,18 +44,6 @@ crate::choice::choices!(BridgeTarget, "bridge target" {
     Standard = "standard",
     Auto = "auto",
 });
-
-/// Which dialect one side speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Dialect {
-    /// ACP Extension Core.
-    Core,
-    /// Standard ACP (the official adapters' dialect).
-    Standard,
-    /// Neither (a client that advertised neither).
-    Plain,
-}
 
 /// Where the bridge translates, once both halves of `initialize` were seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +101,7 @@ enum Pending {
 pub struct Translator {
     target: BridgeTarget,
     init_id: Option<Value>,
-    client: Option<Dialect>,
+    client: Option<ClientDialect>,
     /// The client advertised no extension at all.
     client_plain: bool,
     /// The namespace the client reads (events written to it).
@@ -283,15 +273,15 @@ impl Translator {
             .any(|ns| caps.get("_meta").and_then(|m| m.get(ns.key())).is_some());
         self.client_ns = write_namespace(&caps);
         let client = match self.target {
-            BridgeTarget::Core => Dialect::Core,
-            BridgeTarget::Standard => Dialect::Standard,
-            BridgeTarget::Auto if core_feature(&caps, "subagentEvents") => Dialect::Core,
+            BridgeTarget::Core => ClientDialect::Core,
+            BridgeTarget::Standard => ClientDialect::Standard,
+            BridgeTarget::Auto if core_feature(&caps, "subagentEvents") => ClientDialect::Core,
             BridgeTarget::Auto
                 if acp_extension_core::standard::client_reads_subagent_updates(&caps) =>
             {
-                Dialect::Standard
+                ClientDialect::Standard
             }
-            BridgeTarget::Auto => Dialect::Plain,
+            BridgeTarget::Auto => ClientDialect::Plain,
         };
         self.client = Some(client);
         let ns = self.client_ns.key();
@@ -301,7 +291,9 @@ impl Translator {
         match client {
             // A Core agent writes subagent events only to a client that
             // advertised them; a standard agent reads `subagents`.
-            Dialect::Standard if !core_feature(&Value::Object(caps.clone()), "subagentEvents") => {
+            ClientDialect::Standard
+                if !core_feature(&Value::Object(caps.clone()), "subagentEvents") =>
+            {
                 let Some(section) = object_at(msg, &["params", "clientCapabilities", "_meta", ns])
                 else {
                     return false;
@@ -309,7 +301,7 @@ impl Translator {
                 section.insert("subagentEvents".into(), json!({"version": 1}));
                 true
             }
-            Dialect::Core if !caps.get("subagents").is_some_and(Value::is_object) => {
+            ClientDialect::Core if !caps.get("subagents").is_some_and(Value::is_object) => {
                 caps.insert("subagents".into(), json!({}));
                 true
             }
@@ -331,13 +323,13 @@ impl Translator {
             .unwrap_or("agent")
             .to_owned();
         let agent = if core_feature(&caps, "subagentEvents") {
-            Dialect::Core
+            ClientDialect::Core
         } else {
-            Dialect::Standard
+            ClientDialect::Standard
         };
         self.mode = match (agent, self.client) {
-            (Dialect::Core, Some(Dialect::Standard)) => Mode::ToStandard,
-            (Dialect::Standard, Some(Dialect::Core)) => Mode::ToCore,
+            (ClientDialect::Core, Some(ClientDialect::Standard)) => Mode::ToStandard,
+            (ClientDialect::Standard, Some(ClientDialect::Core)) => Mode::ToCore,
             _ => Mode::Pass,
         };
         match self.mode {

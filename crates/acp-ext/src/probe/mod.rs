@@ -91,25 +91,7 @@ crate::choice::choices!(ProtocolChoice, "protocol version" {
 });
 
 /// Which client the probe plays: what it advertises in `initialize`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ClientDialect {
-    /// ACP Extension Core: every client extension (the default).
-    #[default]
-    Core,
-    /// Standard ACP only: `subagents: {}`, `session.compaction`,
-    /// `session.notices` and `plan`, so the official adapters send their
-    /// standard subagent, compaction, notice and plan traffic.
-    Standard,
-    /// Neither: a plain ACP client.
-    Plain,
-}
-
-crate::choice::choices!(ClientDialect, "client dialect" {
-    Core = "core",
-    Standard = "standard",
-    Plain = "plain",
-});
+pub use crate::dialect::ClientDialect;
 
 impl Default for ProbeOptions {
     fn default() -> Self {
