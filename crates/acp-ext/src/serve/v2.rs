@@ -507,22 +507,24 @@ pub(crate) async fn run(
 mod tests {
     use super::*;
 
-    fn client(outs: &[Out]) -> Vec<Value> {
+    /// The lines of `outs` going to the client (`to_client`) or to the
+    /// agent, as JSON.
+    fn lines_to(outs: &[Out], to_client: bool) -> Vec<Value> {
         outs.iter()
             .filter_map(|o| match o {
-                Out::Client(l) => serde_json::from_str(l).ok(),
-                Out::Agent(_) => None,
+                Out::Client(l) if to_client => serde_json::from_str(l).ok(),
+                Out::Agent(l) if !to_client => serde_json::from_str(l).ok(),
+                _ => None,
             })
             .collect()
     }
 
+    fn client(outs: &[Out]) -> Vec<Value> {
+        lines_to(outs, true)
+    }
+
     fn agent(outs: &[Out]) -> Vec<Value> {
-        outs.iter()
-            .filter_map(|o| match o {
-                Out::Agent(l) => serde_json::from_str(l).ok(),
-                Out::Client(_) => None,
-            })
-            .collect()
+        lines_to(outs, false)
     }
 
     fn prompt(id: u64, sid: &str, text: &str) -> String {

@@ -7,6 +7,23 @@ use agent_client_protocol::v2::schema as v2;
 use super::eof::Raw;
 use super::*;
 
+/// `serve::run_lines` on an in-memory line transport, and the raw client.
+fn on_lines() -> (tokio::task::JoinHandle<anyhow::Result<()>>, Raw) {
+    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
+    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
+    let agent = tokio::spawn(serve::run_lines(
+        ServeOptions::new(),
+        a2c_tx.sink_map_err(to_io),
+        c2a_rx.map(Ok),
+    ));
+    let raw = Raw {
+        tx: Some(c2a_tx),
+        rx: a2c_rx,
+        seen: Vec::new(),
+    };
+    (agent, raw)
+}
+
 /// `serve` on an in-memory line transport, initialized by a v2 client with
 /// the extensions' opt-ins under v2's `capabilities`, with one session:
 /// the agent's task, the raw client, the `initialize` answer and the id.
@@ -16,18 +33,7 @@ async fn v2_session() -> (
     Value,
     Value,
 ) {
-    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
-    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
-    let agent = tokio::spawn(serve::run_lines(
-        ServeOptions::new(),
-        a2c_tx.sink_map_err(to_io),
-        c2a_rx.map(Ok),
-    ));
-    let mut raw = Raw {
-        tx: Some(c2a_tx),
-        rx: a2c_rx,
-        seen: Vec::new(),
-    };
+    let (agent, mut raw) = on_lines();
     let init = raw
         .request(
             1,
@@ -168,18 +174,7 @@ async fn cancel_ends_the_turn_cancelled_and_refuses_the_prompts_it_held() {
 
 #[tokio::test]
 async fn a_v1_client_on_the_same_entry_point_is_served_in_v1() {
-    let (c2a_tx, c2a_rx) = mpsc::unbounded::<String>();
-    let (a2c_tx, a2c_rx) = mpsc::unbounded::<String>();
-    let agent = tokio::spawn(serve::run_lines(
-        ServeOptions::new(),
-        a2c_tx.sink_map_err(to_io),
-        c2a_rx.map(Ok),
-    ));
-    let mut raw = Raw {
-        tx: Some(c2a_tx),
-        rx: a2c_rx,
-        seen: Vec::new(),
-    };
+    let (agent, mut raw) = on_lines();
     let init = raw
         .request(
             1,
