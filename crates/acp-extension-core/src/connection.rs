@@ -7,9 +7,9 @@
 //!
 //! - its [`Direction`] (inferred from the method, or for a response from
 //!   its request, when the input did not record it);
-//! - its [`MessageKind`]: request, notification, response, or a value that
-//!   is no JSON-RPC message (with the reason, in the same words for every
-//!   tool);
+//! - what it is ([`Message`]): a [`Call`] (request or notification), an
+//!   [`Answer`] (a response), or an [`Invalid`] value that is no JSON-RPC
+//!   message (with the reason, in the same words for every tool);
 //! - for a response, the [`Request`] it answers (bounded table of pending
 //!   requests; a fixture may name the method instead, and an `initialize`
 //!   result on its own is recognised);
@@ -20,7 +20,7 @@
 //!
 //! A line is parsed once, by [`parse_line`] (on any thread): a valid
 //! subagent event notification is read straight into its type and its
-//! JSON tree is built only if an observer asks ([`Message::params`]);
+//! JSON tree is built only if an observer asks ([`Params::tree`]);
 //! [`Connection::follow_parsed`] follows either reading to the same
 //! messages and verdicts. With [`parse_line_with`] and
 //! [`EventParse::OnDemand`] such a line is only sifted (verified without
@@ -38,15 +38,15 @@
 //! pass over one parse.
 //!
 //! ```
-//! use acp_extension_core::connection::{Connection, Direction, Message, MessageKind, Observer};
+//! use acp_extension_core::connection::{Connection, Direction, Message, Observer};
 //! use serde_json::json;
 //!
 //! #[derive(Default)]
 //! struct Answers(Vec<String>);
 //! impl Observer for Answers {
 //!     fn message(&mut self, _: &Connection, message: &Message<'_>) {
-//!         if message.kind == MessageKind::Response {
-//!             self.0.push(message.method().unwrap_or("?").to_owned());
+//!         if let Message::Answer(answer) = message {
+//!             self.0.push(answer.method().unwrap_or("?").to_owned());
 //!         }
 //!     }
 //! }
@@ -61,7 +61,6 @@
 //! assert_eq!(answers.0, ["session/new"]);
 //! ```
 
-use std::cell::OnceCell;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -77,8 +76,11 @@ use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 
 mod line;
+mod message;
 pub(crate) use line::SiftedOutput;
 pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
+use message::NULL;
+pub use message::{Answer, Call, Invalid, Message, Params};
 
 /// Which way a message travelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -231,21 +233,6 @@ impl<T> PendingRequests<T> {
     }
 }
 
-/// What a classified message is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MessageKind {
-    /// A request: `method` and a non-null `id`.
-    Request,
-    /// A notification: `method` without an `id` (or a bare subagent event,
-    /// the form fixtures and generators write).
-    Notification,
-    /// A response: `result` or `error`.
-    Response,
-    /// A value that is no JSON-RPC message; [`Message::problem`] says why.
-    Invalid,
-}
-
 /// How a response found the request it answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -277,162 +264,6 @@ pub struct Request {
     pub first_mention: bool,
     /// How the response found it.
     pub pairing: Pairing,
-}
-
-/// One message of the connection, classified; see the [module docs](self).
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct Message<'a> {
-    /// The way it travelled (inferred where the input did not say).
-    pub direction: Direction,
-    /// What it is.
-    pub kind: MessageKind,
-    /// The value: a JSON tree, or a subagent event read straight into its
-    /// type ([`Message::value`], [`Message::params`], [`Message::event`]).
-    body: Body<'a>,
-    /// Its position in a batch, when it came in one.
-    pub batch_index: Option<usize>,
-    /// A request's or notification's own method.
-    pub call_method: Option<&'a str>,
-    /// Its `id` (requests and responses).
-    pub id: Option<&'a Value>,
-    /// A response's outcome: `Ok(result)` or `Err(error)`.
-    pub outcome: Option<Result<&'a Value, &'a Value>>,
-    /// The request a response answers, when known.
-    pub request: Option<Request>,
-    /// Why an [`MessageKind::Invalid`] value is no message: the JSON
-    /// pointer and the sentence.
-    pub problem: Option<(&'static str, String)>,
-    /// The sequence rules it broke ([`crate::sequence`]), each once.
-    pub sequence: Vec<SequenceFinding>,
-    /// For a subagent event: whether a consumer folds it (the run has a
-    /// snapshot and is not final, or the event repeats its terminal
-    /// state). `true` for every other message.
-    pub run_accepted: bool,
-    /// Whether the value is a bare subagent event (no envelope).
-    pub bare_event: bool,
-    /// The body's `sessionId`, once read ([`Message::session_id`] is asked
-    /// for it several times a message).
-    body_session: OnceCell<Option<&'a str>>,
-}
-
-const NULL: Value = Value::Null;
-
-/// What a [`Message`] was read from.
-#[derive(Debug, Clone)]
-enum Body<'a> {
-    /// A JSON tree and the params in it.
-    Tree { value: &'a Value, params: &'a Value },
-    /// A typed event; its JSON tree only when somebody asks.
-    Event {
-        line: &'a EventLine,
-        tree: OnceCell<Value>,
-    },
-}
-
-impl<'a> Message<'a> {
-    fn new(direction: Direction, kind: MessageKind, value: &'a Value) -> Self {
-        Self::of_body(
-            direction,
-            kind,
-            Body::Tree {
-                value,
-                params: &NULL,
-            },
-        )
-    }
-
-    fn of_body(direction: Direction, kind: MessageKind, body: Body<'a>) -> Self {
-        Self {
-            direction,
-            kind,
-            body,
-            batch_index: None,
-            call_method: None,
-            id: None,
-            outcome: None,
-            request: None,
-            problem: None,
-            sequence: Vec::new(),
-            run_accepted: true,
-            bare_event: false,
-            body_session: OnceCell::new(),
-        }
-    }
-
-    /// The whole value (for a bare subagent event, the event). For an
-    /// event read straight into its type ([`Message::event_line`]), the
-    /// JSON tree is built from the line on the first call.
-    pub fn value(&self) -> &Value {
-        match &self.body {
-            Body::Tree { value, .. } => value,
-            Body::Event { line, tree } => tree.get_or_init(|| line.to_value()),
-        }
-    }
-
-    /// A request's or notification's `params` (`null` when absent); built
-    /// on the first call like [`Message::value`] for a typed event.
-    pub fn params(&self) -> &Value {
-        match &self.body {
-            Body::Tree { params, .. } => params,
-            Body::Event { .. } => self.value().get("params").unwrap_or(&NULL),
-        }
-    }
-
-    /// Sets the params of a tree message.
-    fn set_params(&mut self, params: &'a Value) {
-        if let Body::Tree { params: p, .. } = &mut self.body {
-            *p = params;
-            self.body_session = OnceCell::new();
-        }
-    }
-
-    /// The subagent event, when the message was read straight into its
-    /// type ([`parse_line`]): then it is a valid `subagents/event`
-    /// notification whose text has no `_meta` and no `…EpochSeconds` key,
-    /// so no `_meta` or epoch rule can apply to it. A sifted line's event
-    /// ([`EventParse::OnDemand`]) is built on the first call; an observer
-    /// that needs only the run rules' facts reads
-    /// [`EventLine::facts`] instead.
-    pub fn event(&self) -> Option<&'a SubagentEvent> {
-        self.event_line().map(EventLine::event)
-    }
-
-    /// The line of a message read straight into its type.
-    pub fn event_line(&self) -> Option<&'a EventLine> {
-        match self.body {
-            Body::Event { line, .. } => Some(line),
-            Body::Tree { .. } => None,
-        }
-    }
-
-    /// The method: a call's own, or for a response its request's.
-    pub fn method(&self) -> Option<&str> {
-        self.call_method
-            .or_else(|| self.request.as_ref().map(|r| r.method.as_str()))
-    }
-
-    /// The session it is about: a call's `params.sessionId`, or for a
-    /// response its request's.
-    pub fn session_id(&self) -> Option<&str> {
-        match self.kind {
-            MessageKind::Response => self.request.as_ref()?.session_id.as_deref(),
-            _ => *self.body_session.get_or_init(|| match &self.body {
-                Body::Event { line, .. } => Some(line.session_id()),
-                Body::Tree { params, .. } => params.get("sessionId").and_then(Value::as_str),
-            }),
-        }
-    }
-
-    /// A response's `result`.
-    pub fn result(&self) -> Option<&'a Value> {
-        self.outcome.and_then(Result::ok)
-    }
-
-    /// Whether it is a request or a notification.
-    pub fn is_call(&self) -> bool {
-        matches!(self.kind, MessageKind::Request | MessageKind::Notification)
-    }
 }
 
 /// Something that follows a connection's classified messages: the
@@ -600,13 +431,8 @@ impl Connection {
     /// A typed event: a notification of its method, classified as
     /// [`Connection::one`] classifies its JSON tree.
     fn one_event<'a>(&mut self, direction: Direction, line: &'a EventLine) -> Message<'a> {
-        let body = Body::Event {
-            line,
-            tree: OnceCell::new(),
-        };
-        let mut m = Message::of_body(direction, MessageKind::Notification, body);
-        m.call_method = Some(line.method());
-        self.classified(m, None)
+        let call = Call::new(direction, line.method(), None, Params::event_of(line));
+        self.classified(Message::Call(call), None)
     }
 
     /// Follows one parsed message (or batch) that travelled in `direction`
@@ -671,7 +497,7 @@ impl Connection {
                 .enumerate()
                 .map(|(i, item)| {
                     let mut m = self.one(direction, item, request_method);
-                    m.batch_index = Some(i);
+                    m.set_batch_index(i);
                     m
                 })
                 .collect(),
@@ -692,40 +518,43 @@ impl Connection {
     /// direction, its request, the advertisements, the sequence rules.
     fn classified<'a>(&mut self, mut m: Message<'a>, hint: Option<&str>) -> Message<'a> {
         self.values += 1;
-        match m.kind {
-            MessageKind::Request | MessageKind::Notification => {
-                let method = m.call_method.unwrap_or("");
-                if m.direction == Direction::Unknown {
-                    m.direction = Direction::of_method(method);
+        match &mut m {
+            Message::Call(c) => {
+                if c.direction == Direction::Unknown {
+                    c.direction = Direction::of_method(c.method);
                 }
-                if m.direction == Direction::ClientToAgent {
+                if c.direction == Direction::ClientToAgent {
                     self.client_seen = true;
                 }
-                let first_mention = self.name_session(m.session_id());
-                if let Some(id) = m.id {
+                let first_mention = self.name_session(c.session_id());
+                if let Some(id) = c.id {
                     let request = Request {
-                        direction: m.direction,
-                        method: method.to_owned(),
-                        session_id: m.session_id().map(str::to_owned),
-                        steer_id: steer_id_of(method, m.params(), id),
+                        direction: c.direction,
+                        method: c.method.to_owned(),
+                        session_id: c.session_id().map(str::to_owned),
+                        steer_id: steer_id_of(c.method, c.params.tree(), id),
                         first_mention,
                         pairing: Pairing::Paired,
                     };
                     self.pending
-                        .insert(m.direction, id, request, self.limits.pending_requests);
+                        .insert(c.direction, id, request, self.limits.pending_requests);
                 }
-                if method == "initialize" && m.direction != Direction::AgentToClient {
-                    let caps = initialize_capabilities(m.params(), Side::Client).unwrap_or(&NULL);
+                if c.method == "initialize" && c.direction != Direction::AgentToClient {
+                    let caps =
+                        initialize_capabilities(c.params.tree(), Side::Client).unwrap_or(&NULL);
                     self.client = Some(Advertisement::read(caps, Side::Client));
                     self.agent = None;
                     self.version = None;
                     self.seq.reset();
                 }
+                let (sequence, run_accepted) = self.call_sequence(c);
+                c.sequence = sequence;
+                c.run_accepted = run_accepted;
             }
-            MessageKind::Response => {
-                let paired = m.id.and_then(|id| self.pending.take(m.direction, id));
-                m.request = paired.or_else(|| {
-                    let (method, pairing) = match (hint, m.result()) {
+            Message::Answer(a) => {
+                let paired = a.id.and_then(|id| self.pending.take(a.direction, id));
+                a.request = paired.or_else(|| {
+                    let (method, pairing) = match (hint, a.result()) {
                         (Some(h), _) => (h.to_owned(), Pairing::Named),
                         (None, Some(r)) if looks_like_initialize_result(r) => {
                             ("initialize".to_owned(), Pairing::Inferred)
@@ -741,28 +570,26 @@ impl Connection {
                         pairing,
                     })
                 });
-                if m.direction == Direction::Unknown
-                    && let Some(r) = &m.request
+                if a.direction == Direction::Unknown
+                    && let Some(r) = &a.request
                 {
-                    m.direction = r.direction.opposite();
+                    a.direction = r.direction.opposite();
                 }
-                if m.direction == Direction::ClientToAgent {
+                if a.direction == Direction::ClientToAgent {
                     self.client_seen = true;
                 }
-                if let Some(r) = m.result() {
+                if let Some(r) = a.result() {
                     self.name_session(r.get("sessionId").and_then(Value::as_str));
-                    if m.request.as_ref().is_some_and(|q| q.method == "initialize") {
+                    if a.method() == Some("initialize") {
                         let caps = initialize_capabilities(r, Side::Agent).unwrap_or(&NULL);
                         self.agent = Some(Advertisement::read(caps, Side::Agent));
                         self.version = r.get("protocolVersion").and_then(Value::as_u64);
                     }
                 }
+                a.sequence = self.answer_sequence(a);
             }
-            MessageKind::Invalid => {}
+            Message::Invalid(_) => {}
         }
-        let (sequence, run_accepted) = self.sequence(&m);
-        m.sequence = sequence;
-        m.run_accepted = run_accepted;
         m
     }
 
@@ -777,169 +604,105 @@ impl Connection {
         first
     }
 
-    /// The sequence rules, once per message: what they say goes into
-    /// [`Message::sequence`] and [`Message::run_accepted`].
-    /// The sequence findings of a classified message, and whether a
-    /// subagent event is folded.
-    fn sequence(&mut self, m: &Message<'_>) -> (Vec<SequenceFinding>, bool) {
+    /// The sequence rules of a call, once per message: its findings, and
+    /// whether a subagent event is folded.
+    fn call_sequence(&mut self, m: &Call<'_>) -> (Vec<SequenceFinding>, bool) {
         let mut out = Vec::new();
         let mut run_accepted = true;
-        match m.kind {
-            MessageKind::Request | MessageKind::Notification => {
-                let method = m.call_method.unwrap_or("");
-                let sid = m.session_id();
-                let path = split_method(method)
-                    .filter(|_| method_kind(method).is_some())
-                    .map(|(_, p)| p);
-                // A session-scoped notification of the agent's (every
-                // agent-to-client contract method that names a session).
-                if m.direction != Direction::ClientToAgent
-                    && path.is_some()
-                    && Direction::of_method(method) == Direction::AgentToClient
-                    && let Some(sid) = sid
-                {
-                    out.extend(self.seq.session_notification(sid, self.client_seen));
-                }
-                match (method, path) {
-                    ("session/load" | "session/resume", _) => {
-                        if let Some(sid) = sid {
-                            self.seq.session_started(sid);
-                        }
-                    }
-                    ("session/close" | "session/delete", _) => {
-                        if let Some(sid) = sid {
-                            self.seq.session_closed(sid);
-                        }
-                    }
-                    ("session/prompt", _) if m.direction != Direction::AgentToClient => {
-                        if let Some(sid) = sid {
-                            self.seq.prompt_sent(sid);
-                            if let Some(id) = prompt_steer_id(m.params()) {
-                                self.seq.steer_sent(sid, id, false);
-                            }
-                        }
-                    }
-                    ("session/update", _) => {
-                        let update = m.params().get("update").unwrap_or(&NULL);
-                        // ACP v2: an idle `state_update` ends foreground work.
-                        if let Some(sid) = sid
-                            && update.get("sessionUpdate").and_then(Value::as_str)
-                                == Some("state_update")
-                            && update.get("state").and_then(Value::as_str) == Some("idle")
-                        {
-                            out.extend(self.seq.prompt_answered(sid));
-                        }
-                        if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
-                            sid,
-                            update.get("sessionUpdate").and_then(Value::as_str),
-                            update.get("toolCallId").and_then(Value::as_str),
-                        ) {
-                            out.extend(self.seq.native_id(sid, id, "/params/update/toolCallId"));
-                        }
-                    }
-                    (_, Some("subagents/event")) => {
-                        // A typed event's facts are read from its type (or,
-                        // sifted, from its text): its JSON tree is never
-                        // built here.
-                        let v = match m.event_line() {
-                            Some(line) => self.seq.subagent_event(line.facts()),
-                            // An event that breaks the contract is none of
-                            // its run's (an invalid snapshot does not start
-                            // it); it is recorded where it is folded.
-                            None if SubagentEvent::deserialize(m.params()).is_err() => {
-                                Default::default()
-                            }
-                            None => self.seq.subagent_event(m.params()),
-                        };
-                        run_accepted = v.accepted;
-                        out.extend(v.findings);
-                    }
-                    (_, Some("session/usage_update")) => {
-                        out.extend(self.seq.usage_update(m.params()))
-                    }
-                    (_, Some("session/steer")) => {
-                        if let (Some(sid), Some(id)) =
-                            (sid, m.params().get("steerId").and_then(Value::as_str))
-                        {
-                            self.seq.steer_sent(sid, id, true);
-                        }
-                    }
-                    (_, Some("session/steer_applied")) => {
-                        if let (Some(sid), Some(id)) =
-                            (sid, m.params().get("steerId").and_then(Value::as_str))
-                        {
-                            out.extend(self.seq.steer_applied(sid, id, self.client_seen));
-                        }
-                    }
-                    (_, Some("subagents/list" | "subagents/cancel" | "subagents/output")) => {
-                        if let (Some(sid), Some(task)) =
-                            (sid, m.params().get("taskId").and_then(Value::as_str))
-                        {
-                            out.extend(self.seq.native_id(sid, task, "/params/taskId"));
-                        }
-                    }
-                    _ => {}
-                }
-                if path.is_none() {
-                    self.meta_native_ids(sid, m.params(), "/params", &mut out);
-                }
-            }
-            MessageKind::Response => {
-                let Some(request) = &m.request else {
-                    return (out, run_accepted);
-                };
-                let method = request.method.as_str();
-                let sid = request.session_id.as_deref();
-                let path = split_method(method)
-                    .filter(|_| method_kind(method).is_some())
-                    .map(|(_, p)| p);
-                if let Some(result) = m.result() {
-                    match (method, path) {
-                        ("session/new" | "session/fork", _) => {
-                            if let Some(new) = result.get("sessionId").and_then(Value::as_str) {
-                                self.seq.session_started(new);
-                            }
-                        }
-                        (_, Some("subagents/list")) => {
-                            let tasks = result.get("tasks").and_then(Value::as_array);
-                            if let (Some(sid), Some(tasks)) = (sid, tasks) {
-                                for (i, task) in tasks.iter().enumerate() {
-                                    if let Some(id) = task.get("taskId").and_then(Value::as_str) {
-                                        out.extend(self.seq.native_id(
-                                            sid,
-                                            id,
-                                            &format!("/result/tasks/{i}/taskId"),
-                                        ));
-                                    }
-                                }
-                            }
-                        }
-                        _ => {}
-                    }
-                    if path.is_none() {
-                        let rsid = result.get("sessionId").and_then(Value::as_str);
-                        self.meta_native_ids(rsid, result, "/result", &mut out);
-                    }
-                }
+        let method = m.method;
+        let params = &m.params;
+        let sid = m.session_id();
+        let path = split_method(method)
+            .filter(|_| method_kind(method).is_some())
+            .map(|(_, p)| p);
+        // A session-scoped notification of the agent's (every
+        // agent-to-client contract method that names a session).
+        if m.direction != Direction::ClientToAgent
+            && path.is_some()
+            && Direction::of_method(method) == Direction::AgentToClient
+            && let Some(sid) = sid
+        {
+            out.extend(self.seq.session_notification(sid, self.client_seen));
+        }
+        match (method, path) {
+            ("session/load" | "session/resume", _) => {
                 if let Some(sid) = sid {
-                    let v2 = self.version.is_some_and(|v| v >= 2);
-                    if method == "session/prompt"
-                        && !m.result().is_some_and(|r| is_prompt_receipt(r, v2))
-                    {
-                        out.extend(self.seq.prompt_answered(sid));
-                    } else if path == Some("session/steer")
-                        && let Some(id) = request.steer_id.as_deref()
-                    {
-                        let injected = m
-                            .result()
-                            .and_then(|r| r.get("outcome"))
-                            .and_then(Value::as_str)
-                            == Some("injected");
-                        out.extend(self.seq.steer_answered(sid, id, injected));
+                    self.seq.session_started(sid);
+                }
+            }
+            ("session/close" | "session/delete", _) => {
+                if let Some(sid) = sid {
+                    self.seq.session_closed(sid);
+                }
+            }
+            ("session/prompt", _) if m.direction != Direction::AgentToClient => {
+                if let Some(sid) = sid {
+                    self.seq.prompt_sent(sid);
+                    if let Some(id) = prompt_steer_id(params.tree()) {
+                        self.seq.steer_sent(sid, id, false);
                     }
                 }
             }
-            MessageKind::Invalid => {}
+            ("session/update", _) => {
+                let update = params.tree().get("update").unwrap_or(&NULL);
+                // ACP v2: an idle `state_update` ends foreground work.
+                if let Some(sid) = sid
+                    && update.get("sessionUpdate").and_then(Value::as_str) == Some("state_update")
+                    && update.get("state").and_then(Value::as_str) == Some("idle")
+                {
+                    out.extend(self.seq.prompt_answered(sid));
+                }
+                if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
+                    sid,
+                    update.get("sessionUpdate").and_then(Value::as_str),
+                    update.get("toolCallId").and_then(Value::as_str),
+                ) {
+                    out.extend(self.seq.native_id(sid, id, "/params/update/toolCallId"));
+                }
+            }
+            (_, Some("subagents/event")) => {
+                // A verified event's facts are read from its type (or,
+                // sifted, from its text): its JSON tree is never built
+                // here.
+                let v = match params.line() {
+                    Some(line) => self.seq.subagent_event(line.facts()),
+                    // An event that breaks the contract is none of its
+                    // run's (an invalid snapshot does not start it); it is
+                    // recorded where it is folded.
+                    None if SubagentEvent::deserialize(params.tree()).is_err() => {
+                        Default::default()
+                    }
+                    None => self.seq.subagent_event(params.tree()),
+                };
+                run_accepted = v.accepted;
+                out.extend(v.findings);
+            }
+            (_, Some("session/usage_update")) => out.extend(self.seq.usage_update(params.tree())),
+            (_, Some("session/steer")) => {
+                if let (Some(sid), Some(id)) =
+                    (sid, params.tree().get("steerId").and_then(Value::as_str))
+                {
+                    self.seq.steer_sent(sid, id, true);
+                }
+            }
+            (_, Some("session/steer_applied")) => {
+                if let (Some(sid), Some(id)) =
+                    (sid, params.tree().get("steerId").and_then(Value::as_str))
+                {
+                    out.extend(self.seq.steer_applied(sid, id, self.client_seen));
+                }
+            }
+            (_, Some("subagents/list" | "subagents/cancel" | "subagents/output")) => {
+                if let (Some(sid), Some(task)) =
+                    (sid, params.tree().get("taskId").and_then(Value::as_str))
+                {
+                    out.extend(self.seq.native_id(sid, task, "/params/taskId"));
+                }
+            }
+            _ => {}
+        }
+        if path.is_none() {
+            self.meta_native_ids(sid, params.tree(), "/params", &mut out);
         }
         if m.bare_event {
             // Bare events are read as `subagents/event` notifications above;
@@ -951,6 +714,63 @@ impl Connection {
             }
         }
         (out, run_accepted)
+    }
+
+    /// The sequence rules of an answer, once per message.
+    fn answer_sequence(&mut self, m: &Answer<'_>) -> Vec<SequenceFinding> {
+        let mut out = Vec::new();
+        let Some(request) = &m.request else {
+            return out;
+        };
+        let method = request.method.as_str();
+        let sid = request.session_id.as_deref();
+        let path = split_method(method)
+            .filter(|_| method_kind(method).is_some())
+            .map(|(_, p)| p);
+        if let Some(result) = m.result() {
+            match (method, path) {
+                ("session/new" | "session/fork", _) => {
+                    if let Some(new) = result.get("sessionId").and_then(Value::as_str) {
+                        self.seq.session_started(new);
+                    }
+                }
+                (_, Some("subagents/list")) => {
+                    let tasks = result.get("tasks").and_then(Value::as_array);
+                    if let (Some(sid), Some(tasks)) = (sid, tasks) {
+                        for (i, task) in tasks.iter().enumerate() {
+                            if let Some(id) = task.get("taskId").and_then(Value::as_str) {
+                                out.extend(self.seq.native_id(
+                                    sid,
+                                    id,
+                                    &format!("/result/tasks/{i}/taskId"),
+                                ));
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if path.is_none() {
+                let rsid = result.get("sessionId").and_then(Value::as_str);
+                self.meta_native_ids(rsid, result, "/result", &mut out);
+            }
+        }
+        if let Some(sid) = sid {
+            let v2 = self.version.is_some_and(|v| v >= 2);
+            if method == "session/prompt" && !m.result().is_some_and(|r| is_prompt_receipt(r, v2)) {
+                out.extend(self.seq.prompt_answered(sid));
+            } else if path == Some("session/steer")
+                && let Some(id) = request.steer_id.as_deref()
+            {
+                let injected = m
+                    .result()
+                    .and_then(|r| r.get("outcome"))
+                    .and_then(Value::as_str)
+                    == Some("injected");
+                out.extend(self.seq.steer_answered(sid, id, injected));
+            }
+        }
+        out
     }
 
     /// Native ids in `_meta.<ns>` sections of a standard message: a
@@ -984,10 +804,14 @@ impl Connection {
 /// What a value is, by its keys alone (no memory): the first step of
 /// classification.
 fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
-    let invalid = |pointer: &'static str, why: String| {
-        let mut m = Message::new(direction, MessageKind::Invalid, value);
-        m.problem = Some((pointer, why));
-        m
+    let invalid = |pointer: &'static str, problem: String| {
+        Message::Invalid(Invalid {
+            direction,
+            value,
+            pointer,
+            problem,
+            batch_index: None,
+        })
     };
     let obj = match value {
         Value::Object(obj) => obj,
@@ -1009,16 +833,8 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     }
     if let Some(method) = obj.get("method").and_then(Value::as_str) {
         let id = obj.get("id").filter(|id| !id.is_null());
-        let kind = if id.is_some() {
-            MessageKind::Request
-        } else {
-            MessageKind::Notification
-        };
-        let mut m = Message::new(direction, kind, value);
-        m.call_method = Some(method);
-        m.id = id;
-        m.set_params(obj.get("params").unwrap_or(&NULL));
-        return m;
+        let params = Params::tree_of(value, obj.get("params").unwrap_or(&NULL));
+        return Message::Call(Call::new(direction, method, id, params));
     }
     let outcome = match (obj.get("result"), obj.get("error")) {
         (Some(r), _) => Some(Ok(r)),
@@ -1026,19 +842,26 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
         (None, None) => None,
     };
     if let Some(outcome) = outcome {
-        let mut m = Message::new(direction, MessageKind::Response, value);
-        m.id = obj.get("id");
-        m.outcome = Some(outcome);
-        return m;
+        return Message::Answer(Answer {
+            direction,
+            id: obj.get("id"),
+            outcome,
+            request: None,
+            batch_index: None,
+            sequence: Vec::new(),
+            value,
+        });
     }
     // What the envelope rule lets through without a method or an outcome
-    // is a bare subagent event.
-    let mut m = Message::new(Direction::AgentToClient, MessageKind::Notification, value);
-    // A bare subagent event is read as the contract's notification.
-    m.call_method = Some(crate::subagent_events::SUBAGENT_EVENT_METHOD);
-    m.set_params(value);
-    m.bare_event = true;
-    m
+    // is a bare subagent event, read as the contract's notification.
+    let mut call = Call::new(
+        Direction::AgentToClient,
+        crate::subagent_events::SUBAGENT_EVENT_METHOD,
+        None,
+        Params::tree_of(value, value),
+    );
+    call.bare_event = true;
+    Message::Call(call)
 }
 
 /// An `initialize` result by its shape (fixtures keep it without its

@@ -1,16 +1,14 @@
 //! The connection follower: classification, pairing, direction inference,
 //! the sequence rules run once, and observers in one pass.
 
-use acp_extension_core::connection::{
-    Connection, Direction, Message, MessageKind, Observer, Pairing,
-};
+use acp_extension_core::connection::{Connection, Direction, Message, Observer, Pairing};
 use acp_extension_core::state::{Change, ConnectionState};
 use serde_json::{Value, json};
 
 /// What one message was classified as: kind, direction, method, session
 /// and the sequence rules it broke.
 type Classified = (
-    MessageKind,
+    &'static str,
     Direction,
     Option<String>,
     Option<String>,
@@ -24,13 +22,31 @@ struct Seen(Vec<Classified>);
 impl Observer for Seen {
     fn message(&mut self, _: &Connection, m: &Message<'_>) {
         self.0.push((
-            m.kind,
-            m.direction,
+            kind(m),
+            m.direction(),
             m.method().map(str::to_owned),
             m.session_id().map(str::to_owned),
-            m.sequence.iter().map(|f| f.rule.id().to_owned()).collect(),
+            m.sequence()
+                .iter()
+                .map(|f| f.rule.id().to_owned())
+                .collect(),
         ));
     }
+}
+
+/// What a message is, in words.
+fn kind(m: &Message<'_>) -> &'static str {
+    match m {
+        Message::Call(c) if c.is_request() => "request",
+        Message::Call(_) => "notification",
+        Message::Answer(_) => "answer",
+        Message::Invalid(_) => "invalid",
+    }
+}
+
+/// The request an answer was paired with.
+fn pairing(m: &Message<'_>) -> Pairing {
+    m.as_answer().unwrap().request.as_ref().unwrap().pairing
 }
 
 fn follow(conn: &mut Connection, seen: &mut Seen, direction: Direction, v: Value) {
@@ -69,18 +85,18 @@ fn responses_find_their_request_and_its_direction() {
         kinds,
         [
             (
-                MessageKind::Request,
+                "request",
                 Direction::ClientToAgent,
                 Some("session/prompt".into()),
                 Some("s".into())
             ),
             (
-                MessageKind::Response,
+                "answer",
                 Direction::AgentToClient,
                 Some("session/prompt".into()),
                 Some("s".into())
             ),
-            (MessageKind::Response, Direction::Unknown, None, None),
+            ("answer", Direction::Unknown, None, None),
         ]
     );
     assert_eq!(conn.pending_requests().count(), 0);
@@ -91,11 +107,11 @@ fn a_named_method_pairs_a_response_kept_alone_and_initialize_is_recognised() {
     let mut conn = Connection::new();
     let r = json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s"}});
     let m = conn.classify(Direction::AgentToClient, &r, Some("session/new"));
-    assert_eq!(m[0].request.as_ref().unwrap().pairing, Pairing::Named);
+    assert_eq!(pairing(&m[0]), Pairing::Named);
     let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
         "agentCapabilities": {"_meta": {"ua": {"steering": {"version": 1, "transport": "request", "upstreamTurn": "same", "configPolicy": "active"}}}}}});
     let m = conn.classify(Direction::AgentToClient, &init, None);
-    assert_eq!(m[0].request.as_ref().unwrap().pairing, Pairing::Inferred);
+    assert_eq!(pairing(&m[0]), Pairing::Inferred);
     assert_eq!(m[0].method(), Some("initialize"));
     assert_eq!(
         conn.supports(
@@ -120,8 +136,10 @@ fn values_that_are_no_message_say_why_in_one_place() {
         ),
     ] {
         let m = conn.classify(Direction::Unknown, &v, None);
-        assert_eq!(m[0].kind, MessageKind::Invalid, "{v}");
-        let (_, text) = m[0].problem.clone().unwrap();
+        let Message::Invalid(invalid) = &m[0] else {
+            panic!("{v} is no message")
+        };
+        let text = &invalid.problem;
         assert!(text.contains(why), "{v}: {text}");
     }
     // The state records each, so nothing disappears.
@@ -140,7 +158,7 @@ fn batches_are_classified_element_by_element() {
     ]);
     let m = conn.classify(Direction::ClientToAgent, &batch, None);
     assert_eq!(
-        m.iter().map(|m| m.batch_index).collect::<Vec<_>>(),
+        m.iter().map(Message::batch_index).collect::<Vec<_>>(),
         [Some(0), Some(1)]
     );
     assert_eq!(m[1].session_id(), Some("s"));

@@ -39,15 +39,17 @@ struct Seen(Vec<String>);
 
 impl Observer for Seen {
     fn message(&mut self, _: &Connection, m: &Message<'_>) {
+        let call = m.as_call();
         self.0.push(format!(
-            "{:?} {:?} {:?} {:?} {:?} {} {}",
-            m.kind,
-            m.direction,
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            call.map(|c| c.is_request()),
+            m.as_answer().map(|a| a.outcome.is_ok()),
+            m.direction(),
             m.method(),
             m.session_id(),
-            m.sequence,
-            m.run_accepted,
-            m.bare_event,
+            m.sequence(),
+            call.map(|c| c.run_accepted),
+            call.map(|c| c.bare_event),
         ));
     }
 

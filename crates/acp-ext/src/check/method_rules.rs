@@ -9,13 +9,13 @@ impl Checker {
         &mut self,
         dir: Direction,
         method: &str,
-        msg: &Message<'_>,
+        call: &Call<'_>,
         out: &mut Vec<Finding>,
     ) {
         // The state's own rule: a standard call it cannot fold (the
         // params are built only for a method it has rules for).
         if acp_extension_core::state::call_has_rules(method) {
-            for v in acp_extension_core::state::call_violations(method, msg.params()) {
+            for v in acp_extension_core::state::call_violations(method, call.params.tree()) {
                 out.push(Finding::of(
                     &rules::SHAPE,
                     v.pointer.as_str(),
@@ -26,7 +26,7 @@ impl Checker {
         match method {
             "initialize" => {
                 self.agent = None;
-                let (key, caps) = capabilities_of(msg.params(), Side::Client);
+                let (key, caps) = capabilities_of(call.params.tree(), Side::Client);
                 if let Some(adv) = &self.client {
                     advertisement_findings(adv, &format!("/params/{key}"), out);
                 }
@@ -38,9 +38,9 @@ impl Checker {
                 self.agent_reads = None;
                 self.written = Default::default();
             }
-            "session/update" => self.session_update(msg.params(), out),
+            "session/update" => self.session_update(call.params.tree(), out),
             "elicitation/create" if dir != Direction::ClientToAgent => {
-                self.answer_notes(msg.params(), out)
+                self.answer_notes(call.params.tree(), out)
             }
             _ if method.starts_with("_acp_ext:") => {
                 if acp_extension_core::state::is_legacy_method(method) {
@@ -61,7 +61,7 @@ impl Checker {
                 if let Some((_, path)) = split_method(method)
                     && method_kind(method).is_some()
                 {
-                    self.extension(method, path, msg, out);
+                    self.extension(method, path, call, out);
                 }
             }
         }
@@ -147,7 +147,7 @@ impl Checker {
         &mut self,
         method: &str,
         path: &str,
-        msg: &Message<'_>,
+        call: &Call<'_>,
         out: &mut Vec<Finding>,
     ) {
         let what = format!("`{method}`");
@@ -190,7 +190,7 @@ impl Checker {
             }
             "session/goal" => {
                 if let Some(FeatureOptions::Goal(c)) = &options
-                    && let Some(action) = str_at(msg.params(), "action")
+                    && let Some(action) = str_at(call.params.tree(), "action")
                 {
                     let listed = c
                         .control_actions

@@ -68,7 +68,7 @@ use acp_extension_core::validate::{Kind, child, validate_value};
 use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
-use acp_extension_core::connection::{Connection, Message, MessageKind, Observer, ParsedLine};
+use acp_extension_core::connection::{Call, Connection, Message, Observer, ParsedLine};
 pub use acp_extension_core::connection::{Direction, Limits};
 use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
@@ -219,49 +219,52 @@ impl Checker {
 
     fn one(&mut self, connection: &Connection, msg: &Message<'_>) -> Vec<Finding> {
         let mut out = Vec::new();
-        let dir = msg.direction;
-        match msg.kind {
-            MessageKind::Invalid => {
-                let (pointer, why) = msg.problem.clone().unwrap_or(("", String::new()));
-                out.push(Finding::of(&rules::NOT_A_MESSAGE, pointer, why));
+        let dir = msg.direction();
+        match msg {
+            Message::Invalid(i) => {
+                out.push(Finding::of(
+                    &rules::NOT_A_MESSAGE,
+                    i.pointer,
+                    i.problem.clone(),
+                ));
                 return out;
             }
-            MessageKind::Request | MessageKind::Notification => {
-                let method = msg.call_method.unwrap_or("");
+            Message::Call(call) => {
+                let method = call.method;
                 if method == "initialize" && dir != Direction::AgentToClient {
                     self.client = connection.client_advertisement().cloned();
                 }
-                // An event read straight into its type is valid and has no
-                // `_meta` and no epoch field: the shape and `_meta` rules
-                // have nothing to say, and its tree is never built.
-                let typed = msg.event_line().is_some();
-                if !typed {
-                    self.shape(msg.value(), &mut out);
+                // A value the connection verified while reading it is valid
+                // and has no `_meta` and no epoch field: the shape and
+                // `_meta` rules have nothing to say, and its tree is never
+                // built.
+                let verified = call.params.is_verified();
+                if !verified {
+                    self.shape(call.value(), &mut out);
                 }
                 let split = split_method(method);
                 if let Some((ns, _)) = split {
                     self.namespace_use(dir, ns, "/method", &|| format!("`{method}`"), &mut out);
                 }
                 let ext = split.is_some() && method_kind(method).is_some();
-                self.on_call(dir, method, msg, &mut out);
-                if !typed {
+                self.on_call(dir, method, call, &mut out);
+                if !verified {
                     self.common(
                         dir,
-                        msg.params(),
-                        if msg.bare_event { "" } else { "/params" },
+                        call.params.tree(),
+                        if call.bare_event { "" } else { "/params" },
                         ext,
                         &mut out,
                     );
                 }
             }
-            MessageKind::Response => {
-                let request = msg.request.as_ref();
-                let method = request.map(|r| r.method.as_str());
-                let result = msg.result();
+            Message::Answer(answer) => {
+                let method = answer.method();
+                let result = answer.result();
                 if method == Some("initialize") && result.is_some() {
                     self.agent = connection.agent_advertisement().cloned();
                 }
-                self.shape(msg.value(), &mut out);
+                self.shape(answer.value, &mut out);
                 let ext = method.is_some_and(|m| method_kind(m) == Some(MethodKind::Request));
                 if let (true, Some(m), Some(r)) = (ext, method, result)
                     && let Err(e) = ExtensionResponse::parse(m, r)
@@ -280,7 +283,7 @@ impl Checker {
                 }
             }
         }
-        out.extend(msg.sequence.iter().cloned().map(Finding::from));
+        out.extend(msg.sequence().iter().cloned().map(Finding::from));
         out
     }
 
@@ -306,7 +309,7 @@ impl Observer for Checker {
     fn message(&mut self, connection: &Connection, message: &Message<'_>) {
         let findings = self.one(connection, message);
         for mut f in findings {
-            if let Some(i) = message.batch_index {
+            if let Some(i) = message.batch_index() {
                 f.path = format!("/{i}{}", f.path);
             }
             self.observed.push(f);

@@ -34,7 +34,7 @@ use agent_client_protocol::{AcpAgent, Client, LineDirection, UntypedMessage};
 use serde_json::{Value, json};
 
 use crate::check::{Checker, Direction, Finding, Severity};
-use acp_extension_core::connection::{Connection, Message, MessageKind};
+use acp_extension_core::connection::{Connection, Message};
 
 pub use report::{ANSWER_CHARS, ExtensionRow, PromptResult, QueryResult, Report, ReportFinding};
 
@@ -474,17 +474,17 @@ struct Turns {
 
 impl acp_extension_core::connection::Observer for Turns {
     fn message(&mut self, connection: &Connection, m: &Message<'_>) {
-        match (m.direction, m.kind) {
-            (Direction::ClientToAgent, MessageKind::Request) => {
-                if m.call_method == Some("session/prompt")
-                    && let Some(id) = m.id
+        match (m.direction(), m) {
+            (Direction::ClientToAgent, Message::Call(c)) => {
+                if c.method == "session/prompt"
+                    && let Some(id) = c.id
                 {
                     self.close();
                     let session = m.session_id().map(str::to_owned);
                     self.open = Some((id.clone(), session, report::TurnTraffic::default(), false));
                 }
             }
-            (Direction::AgentToClient, kind) => {
+            (Direction::AgentToClient, m) => {
                 let Some((id, session, t, receipted)) = &mut self.open else {
                     return;
                 };
@@ -494,19 +494,19 @@ impl acp_extension_core::connection::Observer for Turns {
                 // ACP v2: the answer is a receipt; the turn ends at the
                 // session's idle `state_update`.
                 let v2 = connection.protocol_version().is_some_and(|v| v >= 2);
-                match (kind, m.call_method) {
-                    (MessageKind::Response, _) if m.id == Some(&*id) => {
-                        if v2 && m.result().is_some() {
+                match m {
+                    Message::Answer(a) if a.id == Some(&*id) => {
+                        if v2 && a.result().is_some() {
                             *receipted = true;
                         } else {
                             self.close()
                         }
                     }
-                    (MessageKind::Notification, Some("session/update")) if of_another_session => {
+                    Message::Call(c) if c.method == "session/update" && of_another_session => {
                         t.child_updates += 1;
                     }
-                    (MessageKind::Notification, Some("session/update")) => {
-                        let update = m.params().get("update");
+                    Message::Call(c) if c.method == "session/update" => {
+                        let update = c.params.tree().get("update");
                         let kind = update
                             .and_then(|u| u.get("sessionUpdate"))
                             .and_then(Value::as_str)
@@ -535,9 +535,9 @@ impl acp_extension_core::connection::Observer for Turns {
                             self.close();
                         }
                     }
-                    (MessageKind::Notification, Some(other)) if other.starts_with('_') => {
+                    Message::Call(c) if !c.is_request() && c.method.starts_with('_') => {
                         *t.extension_notifications
-                            .entry(other.to_owned())
+                            .entry(c.method.to_owned())
                             .or_default() += 1;
                     }
                     _ => {}

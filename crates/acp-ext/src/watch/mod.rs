@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use acp_extension_core::connection::{Connection, Message, MessageKind, Observer, ParsedLine};
+use acp_extension_core::connection::{Connection, Message, Observer, ParsedLine};
 use acp_extension_core::state::{ConnectionState, Direction};
 use acp_extension_core::subagent_events::SubagentEventPayload;
 use ratatui::Terminal;
@@ -633,19 +633,20 @@ struct Label {
 
 impl Observer for Label {
     fn message(&mut self, _: &Connection, m: &Message<'_>) {
-        if m.batch_index.is_some_and(|i| i > 0) {
+        if m.batch_index().is_some_and(|i| i > 0) {
             return;
         }
         self.session = m.session_id().map(str::to_owned);
-        self.text = match m.kind {
-            MessageKind::Request | MessageKind::Notification => {
-                let method = m.call_method.unwrap_or_default();
-                // A typed event's tag comes from its type (no tree built).
-                let tag = match m.event().map(|e| &e.payload) {
+        self.text = match m {
+            Message::Call(c) => {
+                let method = c.method;
+                // A verified event's tag comes from its type (no tree built).
+                let tag = match c.params.event().map(|e| &e.payload) {
                     Some(SubagentEventPayload::Output(o)) => Some(o.update.tag()),
                     Some(_) => None,
-                    None => m
-                        .params()
+                    None => c
+                        .params
+                        .tree()
                         .pointer("/update/sessionUpdate")
                         .and_then(Value::as_str),
                 };
@@ -654,13 +655,13 @@ impl Observer for Label {
                     None => method.to_owned(),
                 }
             }
-            MessageKind::Response => {
-                let what = if matches!(m.outcome, Some(Err(_))) {
+            Message::Answer(a) => {
+                let what = if a.outcome.is_err() {
                     "error"
                 } else {
                     "result"
                 };
-                match m
+                match a
                     .request
                     .as_ref()
                     .filter(|r| r.pairing == acp_extension_core::connection::Pairing::Paired)
@@ -669,7 +670,7 @@ impl Observer for Label {
                     None => format!("↳ {what}"),
                 }
             }
-            _ => "(not a message)".to_owned(),
+            Message::Invalid(_) => "(not a message)".to_owned(),
         };
     }
 

@@ -171,7 +171,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::Side;
-use crate::connection::{Connection, Message, MessageKind, Observer, Pairing, ParsedLine};
+use crate::connection::{Connection, Message, Observer, Pairing, ParsedLine};
 use crate::negotiation::NamespaceReader;
 use crate::sequence::{self, SequenceFinding};
 
@@ -1033,64 +1033,57 @@ impl ConnectionState {
     fn observe(&mut self, m: &Message<'_>, out: &mut Changes) {
         self.messages += 1;
         self.now = Now {
-            sequence: m.sequence.clone(),
-            run_accepted: m.run_accepted,
+            sequence: m.sequence().to_vec(),
+            run_accepted: m.as_call().is_none_or(|c| c.run_accepted),
         };
-        match m.kind {
-            MessageKind::Invalid => {
-                let (pointer, why) = m.problem.clone().unwrap_or(("", String::new()));
-                self.not_a_message(out, pointer, &why);
-            }
-            MessageKind::Request | MessageKind::Notification => {
-                let method = m.call_method.unwrap_or("");
+        match m {
+            Message::Invalid(i) => self.not_a_message(out, i.pointer, &i.problem),
+            Message::Call(c) => {
+                let method = c.method;
                 let unopened = self
                     .now
                     .sequence
                     .iter()
                     .any(|f| f.rule == sequence::SequenceRule::SessionNotOpened);
-                self.pending_sequence(method, m.session_id(), out);
-                if unopened || self.refuses_call(m.direction, method, m.session_id(), out) {
+                self.pending_sequence(method, c.session_id(), out);
+                if unopened || self.refuses_call(c.direction, method, c.session_id(), out) {
                     // Recorded: no session to place it in, or its receiver
                     // does not read it.
                 } else {
-                    match m.event_line() {
-                        // Read straight into its type: valid, and with no epoch
-                        // field for the epoch rules to record or convert. A
-                        // chunk of plain text or a tool call is folded from the
-                        // line as it stands, without building it.
+                    match c.params.line() {
+                        // Verified while read: valid, and with no epoch field
+                        // for the epoch rules to record or convert. A chunk of
+                        // plain text or a tool call is folded from the line as
+                        // it stands, without building it.
                         Some(line) => match line.sifted_output() {
                             Some(output) => self.core_sifted_output(method, line, output, out),
                             None => {
                                 self.core_event(method, line.event(), EventSource::Line(line), out)
                             }
                         },
-                        None => self.on_call(m.direction, method, m.id, m.params(), out),
+                        None => self.on_call(c.direction, method, c.id, c.params.tree(), out),
                     }
                 }
             }
-            MessageKind::Response => {
-                let outcome = m.outcome.unwrap_or(Ok(&Value::Null));
-                let id = m.id.unwrap_or(&Value::Null);
-                match &m.request {
-                    Some(request) => {
-                        let call = Call {
-                            method: request.method.clone(),
-                            session: match request.pairing {
-                                Pairing::Paired => request.session_id.clone(),
-                                _ => self.unnamed_session(),
-                            },
-                            steer_id: request.steer_id.clone(),
-                            new_session: request.first_mention,
-                        };
-                        self.pending_sequence(&call.method, call.session.as_deref(), out);
-                        self.on_answer(call, id, outcome, out);
-                    }
-                    // Its request is not in the input: nothing to fold.
-                    None => out.ignore(IgnoredKind::UnpairedAnswer, || Change::Seen {
-                        method: None,
-                    }),
+            Message::Answer(a) => match &a.request {
+                Some(request) => {
+                    let call = Call {
+                        method: request.method.clone(),
+                        session: match request.pairing {
+                            Pairing::Paired => request.session_id.clone(),
+                            _ => self.unnamed_session(),
+                        },
+                        steer_id: request.steer_id.clone(),
+                        new_session: request.first_mention,
+                    };
+                    self.pending_sequence(&call.method, call.session.as_deref(), out);
+                    self.on_answer(call, a.id.unwrap_or(&Value::Null), a.outcome, out);
                 }
-            }
+                // Its request is not in the input: nothing to fold.
+                None => out.ignore(IgnoredKind::UnpairedAnswer, || Change::Seen {
+                    method: None,
+                }),
+            },
         }
         // Sequence findings the fold did not take (usage rules whose
         // update was not folded).
