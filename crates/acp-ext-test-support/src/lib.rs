@@ -30,10 +30,11 @@ use serde_json::Value;
 
 use acp_ext::bridge::{BridgeTarget, Out, Translator};
 use acp_ext::check::input::{self, Format, Item};
-use acp_ext::check::{Checker, Finding, Limits, RuleInfo};
+use acp_ext::check::{Checker, Finding, RuleInfo};
 use acp_ext::watch;
 use acp_extension_core::connection::{Connection, Direction};
-use acp_extension_core::state::{ConnectionState, Limits as StateLimits};
+use acp_extension_core::sequence::SequenceLimits;
+use acp_extension_core::state::{ConnectionState, StateLimits};
 use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
 pub use acp_ext::fuzzing::tap_framing;
@@ -281,7 +282,7 @@ pub fn dispatch(data: &[u8]) {
 }
 
 /// Asserts that every count of the checker's state is within `limits`.
-fn assert_bounded(checker: &Checker, limits: &Limits) {
+fn assert_bounded(checker: &Checker, limits: &SequenceLimits) {
     let t = checker.tracked_state();
     let sessions = limits.sessions.max(1);
     assert!(t.sessions <= sessions, "{t:?}");
@@ -327,7 +328,7 @@ pub fn check(data: &[u8]) {
     let limits = if selector & 0x80 != 0 {
         tiny_limits()
     } else {
-        Limits::default()
+        SequenceLimits::default()
     };
     let first_line = text.split(|&b| b == b'\n').next().unwrap_or_default();
     assert_ne!(input::detect(first_line), Format::Auto);
@@ -586,8 +587,8 @@ fn tiny_state_limits() -> StateLimits {
 }
 
 /// The sequence rules' (the checker's) capacities at 1 or 2.
-fn tiny_limits() -> Limits {
-    let mut limits = Limits::default();
+fn tiny_limits() -> SequenceLimits {
+    let mut limits = SequenceLimits::default();
     limits.sessions = 1;
     limits.runs_per_session = 2;
     limits.native_ids_per_session = 2;

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::check::{Direction, Severity};
 use crate::output::Style;
-use crate::probe::{self, ProbeOptions, ProtocolChoice, Report, WireEvent};
+use crate::probe::{self, ProbeOptions, ProbeReport, ProtocolChoice, WireEvent};
 
 /// The prompts the demo runs, one per scripted behaviour of `serve`.
 pub const SCRIPT: &[&str] = &[
@@ -240,7 +240,7 @@ pub async fn run(
     out: &mut (impl Write + Send),
     style: Style,
     all_traffic: bool,
-) -> anyhow::Result<Report> {
+) -> anyhow::Result<ProbeReport> {
     let (tx, rx) = std::sync::mpsc::channel::<WireEvent>();
     let options = SCRIPT.iter().fold(
         ProbeOptions::default()
@@ -315,7 +315,7 @@ pub async fn run(
             (lines, exercised, record)
         })
     };
-    let observer: probe::Observer = Box::new(move |e: &WireEvent| {
+    let observer: probe::OnWire = Box::new(move |e: &WireEvent| {
         let _ = tx.send(e.clone());
     });
     let report = probe::run_observed(agent, options, Some(observer)).await?;

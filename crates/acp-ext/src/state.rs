@@ -19,7 +19,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use acp_extension_core::connection::EventParse;
-use acp_extension_core::state::{ConnectionState, Direction, Limits, SessionState};
+use acp_extension_core::state::{ConnectionState, Direction, SessionState, StateLimits};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ pub struct Options {
     pub format: Format,
     /// One JSON document per file.
     pub json: bool,
-    /// Fold with [`Limits::bounded`].
+    /// Fold with [`StateLimits::bounded`].
     pub bounded: bool,
     /// Colour.
     pub style: Style,
@@ -64,7 +64,7 @@ impl Options {
 pub fn fold_reader(
     reader: impl io::BufRead + Send,
     format: Format,
-    limits: Limits,
+    limits: StateLimits,
 ) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
     // Only the state it ends in is printed: its changes need not be built.
@@ -106,9 +106,9 @@ pub fn run(
     let stdin = [PathBuf::from("-")];
     let files = if files.is_empty() { &stdin[..] } else { files };
     let limits = if options.bounded {
-        Limits::bounded()
+        StateLimits::bounded()
     } else {
-        Limits::unbounded()
+        StateLimits::unbounded()
     };
     let mut code = 0;
     for (i, file) in files.iter().enumerate() {

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use acp_ext::bridge::{BridgeTarget, Mode, Out, Translator};
 use acp_ext::check::input::Format;
 use acp_ext::probe::{self, ClientDialect, ProbeOptions};
-use acp_extension_core::state::{ConnectionState, Limits, RunState, SteerOutcome};
+use acp_extension_core::state::{ConnectionState, RunState, StateLimits, SteerStatus};
 use serde_json::{Value, json};
 
 const EXE: &str = env!("CARGO_BIN_EXE_acp-ext");
@@ -45,7 +45,7 @@ fn fold(path: &Path) -> ConnectionState {
     acp_ext::state::fold_reader(
         std::io::BufReader::new(file),
         Format::Auto,
-        Limits::default(),
+        StateLimits::default(),
     )
     .expect("fold")
 }
@@ -147,8 +147,8 @@ async fn a_core_agent_reaches_a_standard_client_as_subagent_updates() {
         .values()
         .next()
         .expect("agent-side steer");
-    assert_eq!(client_steer.outcome, SteerOutcome::Injected);
-    assert_eq!(agent_steer.outcome, SteerOutcome::Applied);
+    assert_eq!(client_steer.outcome, SteerStatus::Injected);
+    assert_eq!(agent_steer.outcome, SteerStatus::Applied);
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use acp_ext::check::input::Format;
-use acp_extension_core::state::{ConnectionState, Limits, SessionState};
+use acp_extension_core::state::{ConnectionState, SessionState, StateLimits};
 use common::{EXE, scratch};
 use serde_json::Value;
 
@@ -192,7 +192,8 @@ fn run_via(
     });
     let text = std::fs::read_to_string(&record).unwrap();
     let state =
-        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap();
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, StateLimits::unbounded())
+            .unwrap();
     let check = Command::new(EXE)
         .args(["check", "--json"])
         .arg(&record)
@@ -204,7 +205,8 @@ fn run_via(
         .collect::<Vec<_>>();
     let client_state = (via == Via::Bridge).then(|| {
         let text = std::fs::read_to_string(&client_record).unwrap();
-        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap()
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, StateLimits::unbounded())
+            .unwrap()
     });
     Run {
         report,

@@ -19,7 +19,7 @@ fn serve(args: &[&str]) -> Vec<String> {
     v
 }
 
-fn features(report: &probe::Report) -> Vec<&str> {
+fn features(report: &probe::ProbeReport) -> Vec<&str> {
     report
         .extensions
         .iter()
@@ -378,7 +378,7 @@ fn scripted(mode: &str) -> Vec<String> {
 }
 
 /// The report as people read it (no colour).
-fn human(report: &probe::Report) -> String {
+fn human(report: &probe::ProbeReport) -> String {
     let mut out = Vec::new();
     report
         .print_human(&mut out, acp_ext::output::Style::plain())
@@ -386,7 +386,7 @@ fn human(report: &probe::Report) -> String {
     String::from_utf8(out).unwrap()
 }
 
-fn finding<'a>(report: &'a probe::Report, rule: &str) -> Vec<&'a acp_ext::check::Finding> {
+fn finding<'a>(report: &'a probe::ProbeReport, rule: &str) -> Vec<&'a acp_ext::check::Finding> {
     report.findings.iter().filter(|f| f.rule == rule).collect()
 }
 
@@ -793,7 +793,7 @@ async fn a_v2_only_agent_refusing_v1_is_named_and_auto_follows_it() {
 #[tokio::test]
 async fn serve_answers_protocol_2_in_v2_and_its_record_folds_by_v2s_rules() {
     use acp_ext::check::input::Format;
-    use acp_extension_core::state::Limits;
+    use acp_extension_core::state::StateLimits;
 
     let dir = common::scratch("probe-serve-v2");
     let record = dir.join("record.jsonl");
@@ -835,7 +835,8 @@ async fn serve_answers_protocol_2_in_v2_and_its_record_folds_by_v2s_rules() {
 
     let text = std::fs::read_to_string(&record).unwrap();
     let state =
-        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, Limits::unbounded()).unwrap();
+        acp_ext::state::fold_reader(text.as_bytes(), Format::Auto, StateLimits::unbounded())
+            .unwrap();
     assert!(state.negotiation().is_v2());
     let id = report.session_id.as_deref().unwrap();
     let s = state.session(id).unwrap();
@@ -856,7 +857,7 @@ async fn serve_answers_protocol_2_in_v2_and_its_record_folds_by_v2s_rules() {
     assert_eq!(s.steers.len(), 1, "{:#?}", s.steers);
     assert_eq!(
         s.steers.values().next().unwrap().outcome,
-        acp_extension_core::state::SteerOutcome::Applied
+        acp_extension_core::state::SteerStatus::Applied
     );
     assert!(!state.rate_limits().is_empty());
 }

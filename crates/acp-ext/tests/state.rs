@@ -742,7 +742,7 @@ fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
     use acp_ext::check::input::{Format, Item, read_parallel};
     use acp_ext::state::fold_reader;
     use acp_extension_core::connection::EventParse;
-    use acp_extension_core::state::{ConnectionState, Direction, Limits};
+    use acp_extension_core::state::{ConnectionState, Direction, StateLimits};
     use std::fs::File;
     use std::io::BufReader;
 
@@ -750,7 +750,7 @@ fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
     let mut changes = 0;
     for file in corpus_files() {
         // `state` folds without listing changes; fold again listing them.
-        let unlisted = fold_reader(open(&file), Format::Auto, Limits::unbounded()).unwrap();
+        let unlisted = fold_reader(open(&file), Format::Auto, StateLimits::unbounded()).unwrap();
         let mut listed = ConnectionState::new();
         read_parallel(
             open(&file),

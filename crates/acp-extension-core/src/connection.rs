@@ -70,7 +70,7 @@ use crate::capabilities::{Feature, Side};
 use crate::methods::method_kind;
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
-use crate::sequence::{SequenceFinding, SequenceTracker, TrackedState};
+use crate::sequence::{SequenceFinding, SequenceLimits, SequenceTracker, TrackedState};
 use crate::subagent_events::SubagentEvent;
 use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
@@ -280,10 +280,6 @@ pub trait Observer {
     }
 }
 
-/// Capacities of a connection's memory: the sequence rules' ([`Limits`]
-/// of [`crate::sequence`]), which include the pending requests.
-pub use crate::sequence::Limits;
-
 /// One followed connection; see the [module docs](self).
 ///
 /// # Example
@@ -301,7 +297,7 @@ pub use crate::sequence::Limits;
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct Connection {
-    limits: Limits,
+    limits: SequenceLimits,
     pending: PendingRequests<Request>,
     named_sessions: BoundedSet,
     client: Option<Advertisement>,
@@ -314,13 +310,13 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// A connection with the default [`Limits`].
+    /// A connection with the default [`SequenceLimits`].
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A connection with these capacities.
-    pub fn with_limits(limits: Limits) -> Self {
+    pub fn with_limits(limits: SequenceLimits) -> Self {
         Self {
             limits,
             seq: SequenceTracker::with_limits(limits),
@@ -329,7 +325,7 @@ impl Connection {
     }
 
     /// Its capacities.
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> SequenceLimits {
         self.limits
     }
 
@@ -385,7 +381,7 @@ impl Connection {
         self.values
     }
 
-    /// What the connection's memory holds (bounded by [`Limits`]).
+    /// What the connection's memory holds (bounded by [`SequenceLimits`]).
     pub fn tracked(&self) -> TrackedState {
         let mut t = self.seq.tracked();
         t.pending_requests = self.pending.len();

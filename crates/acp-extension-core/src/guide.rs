@@ -254,7 +254,7 @@
 //!   has no record in the state, and the reverse (a test over the corpus).
 //! - **Bounded mode.** `ConnectionState::bounded()` caps sessions, runs, text, tool calls,
 //!   tasks, notices, steers, scopes, rate limits and invalid records (oldest dropped; see
-//!   `state::Limits::bounded`), for clients that live for days.
+//!   `state::StateLimits::bounded`), for clients that live for days.
 //! - **A working client.** `examples/client.rs`
 //!   starts `acp-ext serve`, sends a few prompts and prints the state it folded; CI runs it.
 //!

@@ -90,7 +90,7 @@
 //! `_acp_ext:*` payloads. Each call returns typed [`state::Change`]s;
 //! whatever it does not fold (a malformed payload, a sequence-rule break,
 //! an unknown session update) is a [`state::Change::Invalid`] naming the
-//! method, the JSON pointer and the rule. [`state::Limits::bounded`] keeps
+//! method, the JSON pointer and the rule. [`state::StateLimits::bounded`] keeps
 //! a long-lived client within fixed memory. `examples/client.rs` is a
 //! complete SDK client; `acp-ext state` prints the same state for a
 //! recorded transcript.

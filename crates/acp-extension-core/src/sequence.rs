@@ -5,7 +5,7 @@
 //! an output event for a run that never had a snapshot, a cumulative usage
 //! total that falls, a steer answered after its turn ended. These rules
 //! need memory. [`SequenceTracker`] holds that memory for one connection,
-//! bounded by [`Limits`], and reports each break as a [`SequenceFinding`].
+//! bounded by [`SequenceLimits`], and reports each break as a [`SequenceFinding`].
 //!
 //! It is the one implementation of these rules: `acp-ext check` reports its
 //! findings, and the consumer state ([`crate::state`]) records them as
@@ -58,7 +58,7 @@ use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 /// is forgotten, so a rule that needs it may stay silent (never wrong).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Limits {
+pub struct SequenceLimits {
     /// Sessions tracked at once; the least recently used one is dropped.
     pub sessions: usize,
     /// Subagent runs remembered per session.
@@ -77,7 +77,7 @@ pub struct Limits {
     pub pending_requests: usize,
 }
 
-impl Default for Limits {
+impl Default for SequenceLimits {
     /// The checker's defaults: 64 sessions, 1024 runs, 4096 native ids,
     /// 256 steer ids and 1024 ended scopes per session, 256 usage scopes
     /// of 256 models each, 1024 pending requests.
@@ -95,7 +95,7 @@ impl Default for Limits {
     }
 }
 
-impl Limits {
+impl SequenceLimits {
     /// No capacity at all: everything is remembered for the connection's
     /// life (the consumer state's default).
     pub const fn unbounded() -> Self {
@@ -590,7 +590,7 @@ impl TrackedState {
 /// ```
 #[derive(Debug, Default, Clone)]
 pub struct SequenceTracker {
-    limits: Limits,
+    limits: SequenceLimits,
     sessions: Sessions,
     scopes: BoundedMap<ScopeState>,
     /// Sessions opened (`session/new` or `fork` answered, `load`,
@@ -625,13 +625,13 @@ fn cost_differs(a: f64, b: f64) -> bool {
 }
 
 impl SequenceTracker {
-    /// A tracker with the default [`Limits`].
+    /// A tracker with the default [`SequenceLimits`].
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A tracker with these capacities.
-    pub fn with_limits(limits: Limits) -> Self {
+    pub fn with_limits(limits: SequenceLimits) -> Self {
         Self {
             limits,
             ..Self::default()
@@ -639,7 +639,7 @@ impl SequenceTracker {
     }
 
     /// Its capacities.
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> SequenceLimits {
         self.limits
     }
 
@@ -1001,7 +1001,7 @@ impl SequenceTracker {
         out
     }
 
-    /// How much the tracker holds right now (bounded by [`Limits`]).
+    /// How much the tracker holds right now (bounded by [`SequenceLimits`]).
     pub fn tracked(&self) -> TrackedState {
         let mut t = TrackedState {
             sessions: self.sessions.map.len(),

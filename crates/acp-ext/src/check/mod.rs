@@ -4,7 +4,7 @@
 //! A [`Checker`] follows one connection: it remembers what each peer
 //! advertised in `initialize`, which requests await a response, and a
 //! bounded amount of per-session state (subagent runs, native ids, usage
-//! scopes, steer ids; see [`Limits`]). Every message yields the
+//! scopes, steer ids; see [`SequenceLimits`]). Every message yields the
 //! [`Finding`]s of the rules in [`rules::ALL`], each with a stable id, a
 //! [`Severity`] and a JSON pointer inside the message.
 //!
@@ -68,8 +68,9 @@ use acp_extension_core::validate::{Kind, child, validate_value};
 use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
+pub use acp_extension_core::connection::Direction;
 use acp_extension_core::connection::{Call, Connection, Message, Observer, ParsedLine};
-pub use acp_extension_core::connection::{Direction, Limits};
+use acp_extension_core::sequence::SequenceLimits;
 use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
 
@@ -145,13 +146,13 @@ const KNOWN_META_KEYS: &[&str] = &[
 ];
 
 impl Checker {
-    /// A checker with no state and the default [`Limits`].
+    /// A checker with no state and the default [`SequenceLimits`].
     pub fn new() -> Self {
         Self::default()
     }
 
     /// A checker with these state capacities.
-    pub fn with_limits(limits: Limits) -> Self {
+    pub fn with_limits(limits: SequenceLimits) -> Self {
         Self {
             own: Some(Box::new(Connection::with_limits(limits))),
             ..Self::default()
@@ -169,7 +170,7 @@ impl Checker {
     }
 
     /// How much state the checker's own connection holds right now
-    /// (bounded by [`Limits`]).
+    /// (bounded by [`SequenceLimits`]).
     pub fn tracked_state(&self) -> TrackedState {
         self.own
             .as_deref()

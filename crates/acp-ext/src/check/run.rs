@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::input::{self, Format, Item};
 use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
-use super::{Checker, Direction, Finding, Limits, Severity};
+use super::{Checker, Direction, Finding, Severity};
 use crate::output::Style;
 use acp_extension_core::connection::EventParse;
+use acp_extension_core::sequence::SequenceLimits;
 
 /// How `check` reads and prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub struct Options {
     /// Whether a progress bar may be drawn on stderr (large files only).
     pub progress: bool,
     /// State capacities of each file's checker.
-    pub limits: Limits,
+    pub limits: SequenceLimits,
 }
 
 impl Default for Options {
@@ -51,7 +52,7 @@ impl Default for Options {
             min_severity: Severity::Info,
             style: Style::plain(),
             progress: false,
-            limits: Limits::default(),
+            limits: SequenceLimits::default(),
         }
     }
 }

@@ -36,7 +36,9 @@ use serde_json::{Value, json};
 use crate::check::{Checker, Direction, Finding, Severity};
 use acp_extension_core::connection::{Connection, Message};
 
-pub use report::{ANSWER_CHARS, ExtensionRow, PromptResult, QueryResult, Report, ReportFinding};
+pub use report::{
+    ANSWER_CHARS, ExtensionRow, ProbeReport, PromptResult, QueryResult, ReportFinding,
+};
 
 /// What the probe does besides `initialize`.
 #[derive(Debug, Clone)]
@@ -195,7 +197,7 @@ pub struct WireEvent {
 }
 
 /// A callback that sees every message as it passes.
-pub type Observer = Box<dyn FnMut(&WireEvent) + Send>;
+pub type OnWire = Box<dyn FnMut(&WireEvent) + Send>;
 
 /// The client's extension capabilities: every client feature.
 pub fn client_extensions() -> ClientExtensionCapabilities {
@@ -232,7 +234,7 @@ fn client_capabilities(ns: NamespaceSet, dialect: ClientDialect) -> Value {
 }
 
 /// Probes the agent started by `command` (program and arguments).
-pub async fn run<I, S>(command: I, options: ProbeOptions) -> anyhow::Result<Report>
+pub async fn run<I, S>(command: I, options: ProbeOptions) -> anyhow::Result<ProbeReport>
 where
     I: IntoIterator<Item = S>,
     S: ToString,
@@ -263,7 +265,10 @@ impl std::error::Error for Interrupted {}
 /// does not reach it). The error is then an [`Interrupted`] (exit with
 /// 128 + its signal). It installs handlers for these signals for the rest
 /// of the process's life.
-pub async fn run_interruptible<I, S>(command: I, options: ProbeOptions) -> anyhow::Result<Report>
+pub async fn run_interruptible<I, S>(
+    command: I,
+    options: ProbeOptions,
+) -> anyhow::Result<ProbeReport>
 where
     I: IntoIterator<Item = S>,
     S: ToString,
@@ -297,8 +302,8 @@ where
 pub async fn run_observed<I, S>(
     command: I,
     options: ProbeOptions,
-    observer: Option<Observer>,
-) -> anyhow::Result<Report>
+    observer: Option<OnWire>,
+) -> anyhow::Result<ProbeReport>
 where
     I: IntoIterator<Item = S>,
     S: ToString,
@@ -386,7 +391,7 @@ where
     // The connection is closed and the agent reaped: the channel ends.
     let (findings, turns) = checker.join().unwrap_or_default();
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
-    let mut report = Report::build(outcome, findings, turns, &options);
+    let mut report = ProbeReport::build(outcome, findings, turns, &options);
     if let Err(e) = result {
         // How the agent ended, as its guard tells it (once the guard has
         // ended too).
@@ -425,7 +430,7 @@ where
 
 fn check_lines(
     rx: mpsc::Receiver<(Direction, Duration, String)>,
-    mut observer: Option<Observer>,
+    mut observer: Option<OnWire>,
 ) -> (Vec<Finding>, Vec<report::TurnTraffic>) {
     // One follower: the checker's rules and the turn tracking observe
     // the same classified messages.

@@ -14,7 +14,7 @@ use super::ProbeOptions;
 use crate::check::{Finding, Severity};
 use crate::output::Style;
 
-/// What the driver collected, turned into a [`Report`] at the end.
+/// What the driver collected, turned into a [`ProbeReport`] at the end.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
     pub initialize: Option<Value>,
@@ -128,7 +128,7 @@ pub type ReportFinding = Finding;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub struct Report {
+pub struct ProbeReport {
     /// The agent command.
     pub command: Vec<String>,
     /// `agentInfo` from the initialize response.
@@ -160,7 +160,7 @@ pub struct Report {
     pub stderr_tail: Vec<String>,
 }
 
-impl Report {
+impl ProbeReport {
     pub(crate) fn build(
         outcome: Outcome,
         wire_findings: Vec<Finding>,
@@ -196,7 +196,7 @@ impl Report {
             p.other_session_updates = t.child_updates;
             p.extension_notifications = t.extension_notifications;
         }
-        let mut report = Report {
+        let mut report = ProbeReport {
             command: Vec::new(),
             agent_info: init
                 .and_then(|i| i.get("agentInfo").or_else(|| i.get("info")))

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::forward::copy;
 use super::monitor::{
-    ChunkSender, CpuBudget, Limits, Monitor, Shared, ToMonitor, channel, validate_loop,
+    ChunkSender, CpuBudget, Monitor, QueueLimits, Shared, ToMonitor, channel, validate_loop,
 };
 use super::{Counters, FindingSink};
 use crate::check::{Direction, Finding, Severity};
@@ -116,7 +116,7 @@ impl Write for Trickle {
 /// whose budgets never overflow.
 pub fn run(inputs: [&[u8]; 2], sizes: &[usize], write_max: usize, interrupt: bool) -> Observed {
     let counters = Arc::new(Counters::default());
-    let limits = Limits {
+    let limits = QueueLimits {
         monitor_bytes: usize::MAX / 2,
         validator_messages: usize::MAX / 2,
         validator_bytes: usize::MAX / 2,

@@ -78,7 +78,7 @@ pub use monitor::NOT_JSON;
 use crate::check::{Checker, Direction, Finding};
 use crate::output::Style;
 use forward::{PumpEnd, forward};
-use monitor::{ChunkSender, Limits, Monitor, Shared, ToMonitor};
+use monitor::{ChunkSender, Monitor, QueueLimits, Shared, ToMonitor};
 
 /// Checks one message; the default is [`Checker::message`] of a fresh
 /// [`Checker`] for the connection.
@@ -110,7 +110,7 @@ pub struct TapOptions {
     findings: Option<PathBuf>,
     validate: bool,
     validator: Option<Validator>,
-    limits: Limits,
+    limits: QueueLimits,
     guard: Option<PathBuf>,
     validator_cpu: f64,
 }
@@ -142,7 +142,7 @@ impl TapOptions {
             findings: None,
             validate: true,
             validator: None,
-            limits: Limits {
+            limits: QueueLimits {
                 monitor_bytes: 0,
                 validator_messages: 1024,
                 validator_bytes: 32 << 20,

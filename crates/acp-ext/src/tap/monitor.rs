@@ -112,9 +112,9 @@ pub(crate) enum Gap {
     MidLine,
 }
 
-/// Limits of the queues off the forwarding path.
+/// QueueLimits of the queues off the forwarding path.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub(crate) struct QueueLimits {
     /// Bytes of forwarded chunks waiting for the monitor.
     pub monitor_bytes: usize,
     /// Messages waiting for the validator.
@@ -132,7 +132,7 @@ const POOLED_MAX: usize = 1 << 20;
 /// Shared state of the hand-off.
 pub(crate) struct Shared {
     pub counters: Arc<Counters>,
-    pub limits: Limits,
+    pub limits: QueueLimits,
     pub start: Instant,
     /// Bytes queued for the monitor.
     pub monitor_queued: AtomicUsize,
@@ -153,7 +153,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub fn new(counters: Arc<Counters>, limits: Limits, start: Instant, recording: bool) -> Self {
+    pub fn new(
+        counters: Arc<Counters>,
+        limits: QueueLimits,
+        start: Instant,
+        recording: bool,
+    ) -> Self {
         Self {
             counters,
             limits,

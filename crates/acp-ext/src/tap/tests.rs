@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 
 use super::fuzzing::Captured;
 use super::monitor::{
-    Body, ChunkSender, CpuBudget, Limits, Missed, Monitor, Shared, Skip, ToMonitor, validate_loop,
+    Body, ChunkSender, CpuBudget, Missed, Monitor, QueueLimits, Shared, Skip, ToMonitor,
+    validate_loop,
 };
 use super::{Counters, FindingSink, RecordFormat, RecordWriter};
 use crate::check::{Direction, Finding, Severity};
@@ -26,7 +27,7 @@ fn lines(c: &Captured) -> Vec<Value> {
         .collect()
 }
 
-const LIMITS: Limits = Limits {
+const LIMITS: QueueLimits = QueueLimits {
     monitor_bytes: 1 << 20,
     validator_messages: 1024,
     validator_bytes: 1 << 20,
@@ -192,7 +193,7 @@ fn findings_of_an_injected_validator_reach_the_sink() {
 #[test]
 fn a_busy_validator_skips_and_counts() {
     let counters = Arc::new(Counters::default());
-    let limits = Limits {
+    let limits = QueueLimits {
         validator_messages: 2,
         ..LIMITS
     };

@@ -4,8 +4,8 @@ use super::*;
 
 #[test]
 fn state_stays_bounded_on_a_long_stream() {
-    let limits = Limits::default();
-    let bound = |l: &Limits| {
+    let limits = SequenceLimits::default();
+    let bound = |l: &SequenceLimits| {
         l.sessions
             * (1 + l.runs_per_session
                 + l.native_ids_per_session
@@ -49,7 +49,7 @@ fn state_stays_bounded_on_a_long_stream() {
     assert!(max_total <= bound(&limits), "{max_total}");
 
     // With small limits, every count stays within its own limit.
-    let mut small = Limits::default();
+    let mut small = SequenceLimits::default();
     small.sessions = 2;
     small.runs_per_session = 8;
     small.native_ids_per_session = 16;

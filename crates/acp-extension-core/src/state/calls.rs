@@ -84,7 +84,7 @@ impl ConnectionState {
                         session_id: sid.clone(),
                     });
                     if let Some(steer_id) = steer.map(str::to_owned) {
-                        self.steer(&sid, &steer_id, "prompt", SteerOutcome::Pending, out);
+                        self.steer(&sid, &steer_id, "prompt", SteerStatus::Pending, out);
                     }
                 }
             }
@@ -96,7 +96,7 @@ impl ConnectionState {
                         &sid,
                         &steer_id,
                         "session/steering",
-                        SteerOutcome::Pending,
+                        SteerStatus::Pending,
                         out,
                     );
                 }
@@ -236,9 +236,8 @@ impl ConnectionState {
             if st.transport == "session/steering" {
                 continue;
             }
-            if st.outcome == SteerOutcome::Injected || (this && st.outcome == SteerOutcome::Pending)
-            {
-                st.outcome = SteerOutcome::Unknown;
+            if st.outcome == SteerStatus::Injected || (this && st.outcome == SteerStatus::Pending) {
+                st.outcome = SteerStatus::Unknown;
                 ended.push(id.clone());
             }
         }
@@ -300,16 +299,16 @@ impl ConnectionState {
                 if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
                     let result = match outcome {
                         Ok(r) => match str_at(r, "outcome") {
-                            Some("injected") => SteerOutcome::Injected,
-                            Some("startedNewTurn") => SteerOutcome::StartedNewTurn,
-                            Some("promptRequired") => SteerOutcome::PromptRequired,
-                            Some("failed") => SteerOutcome::Failed,
-                            _ => SteerOutcome::Unknown,
+                            Some("injected") => SteerStatus::Injected,
+                            Some("startedNewTurn") => SteerStatus::StartedNewTurn,
+                            Some("promptRequired") => SteerStatus::PromptRequired,
+                            Some("failed") => SteerStatus::Failed,
+                            _ => SteerStatus::Unknown,
                         },
                         Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
-                            SteerOutcome::Refused
+                            SteerStatus::Refused
                         }
-                        Err(_) => SteerOutcome::Unknown,
+                        Err(_) => SteerStatus::Unknown,
                     };
                     self.steer(sid, steer_id, "session/steering", result, out);
                 }
@@ -586,7 +585,7 @@ impl ConnectionState {
         sid: &str,
         steer_id: &str,
         transport: &str,
-        outcome: SteerOutcome,
+        outcome: SteerStatus,
         out: &mut Changes,
     ) {
         let cap = self.limits.steers_per_session;
@@ -619,20 +618,18 @@ impl ConnectionState {
     ) {
         let result = match outcome {
             Ok(r) => match str_at(r, "outcome") {
-                Some("injected") => SteerOutcome::Injected,
-                Some("failed") => SteerOutcome::Failed,
-                _ => SteerOutcome::Unknown,
+                Some("injected") => SteerStatus::Injected,
+                Some("failed") => SteerStatus::Failed,
+                _ => SteerStatus::Unknown,
             },
-            Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => {
-                SteerOutcome::Refused
-            }
-            Err(_) => SteerOutcome::Unknown,
+            Err(e) if e.get("code").and_then(Value::as_i64) == Some(-32600) => SteerStatus::Refused,
+            Err(_) => SteerStatus::Unknown,
         };
         // An applied steer stays applied when its answer comes late.
         let already = self
             .session(sid)
             .and_then(|s| s.steers.get(steer_id))
-            .is_some_and(|s| s.outcome == SteerOutcome::Applied);
+            .is_some_and(|s| s.outcome == SteerStatus::Applied);
         if !already {
             self.steer(sid, steer_id, "request", result, out);
         }
@@ -696,7 +693,7 @@ impl ConnectionState {
             match ExtensionRequest::parse(method, params) {
                 Ok(Some((_, ExtensionRequest::SessionSteer(r)))) => {
                     let (sid, steer_id) = (r.session_id.clone(), r.steer_id.clone());
-                    self.steer(&sid, &steer_id, "request", SteerOutcome::Pending, out);
+                    self.steer(&sid, &steer_id, "request", SteerStatus::Pending, out);
                 }
                 // Goal control, queries: read; the state changes through
                 // the agent's updates and the answers.
@@ -830,7 +827,7 @@ impl ConnectionState {
                     .session(&sid)
                     .and_then(|s| s.steers.get(&steer_id))
                     .map_or("request".to_owned(), |s| s.transport.clone());
-                self.steer(&sid, &steer_id, &transport, SteerOutcome::Applied, out);
+                self.steer(&sid, &steer_id, &transport, SteerStatus::Applied, out);
             }
             ExtensionNotification::SessionActivityUpdate(a) => {
                 let sid = a.session_id.clone();

@@ -184,9 +184,9 @@ use schemars::JsonSchema;
 /// of a run keeps its tail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Limits {
+pub struct StateLimits {
     /// The sequence rules' memory (the checker's limits).
-    pub sequence: sequence::Limits,
+    pub sequence: sequence::SequenceLimits,
     /// Sessions kept.
     pub sessions: usize,
     /// Subagent runs per session.
@@ -216,12 +216,12 @@ pub struct Limits {
     pub invalid: usize,
 }
 
-impl Limits {
+impl StateLimits {
     /// No bound: everything is kept for the connection's life (the
     /// default of [`ConnectionState::new`]).
     pub const fn unbounded() -> Self {
         Self {
-            sequence: sequence::Limits::unbounded(),
+            sequence: sequence::SequenceLimits::unbounded(),
             sessions: usize::MAX,
             runs_per_session: usize::MAX,
             text_per_run: usize::MAX,
@@ -244,7 +244,7 @@ impl Limits {
     /// rate-limit rows, 1024 invalid records.
     pub fn bounded() -> Self {
         Self {
-            sequence: sequence::Limits::default(),
+            sequence: sequence::SequenceLimits::default(),
             sessions: 64,
             runs_per_session: 1024,
             text_per_run: 64 * 1024,
@@ -261,7 +261,7 @@ impl Limits {
     }
 }
 
-impl Default for Limits {
+impl Default for StateLimits {
     fn default() -> Self {
         Self::unbounded()
     }
@@ -471,11 +471,11 @@ struct Call {
 /// # Example
 ///
 /// ```
-/// use acp_extension_core::state::{ConnectionState, Direction, Limits};
+/// use acp_extension_core::state::{ConnectionState, Direction, StateLimits};
 /// use serde_json::json;
 ///
 /// // Bounded: a long-lived client keeps the newest sessions, runs and text.
-/// let mut state = ConnectionState::with_limits(Limits::bounded());
+/// let mut state = ConnectionState::with_limits(StateLimits::bounded());
 /// state.message(Direction::ClientToAgent, &json!({"jsonrpc": "2.0", "id": 1,
 ///     "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}));
 /// state.message(Direction::AgentToClient, &json!({"jsonrpc": "2.0", "id": 1,
@@ -491,7 +491,7 @@ struct Call {
 #[serde(rename_all = "camelCase")]
 pub struct ConnectionState {
     #[serde(skip)]
-    limits: Limits,
+    limits: StateLimits,
     /// The connection the state follows on its own (through
     /// [`ConnectionState::message`] and the other entry points); unused
     /// when it observes another [`Connection`].
@@ -523,7 +523,7 @@ pub struct ConnectionState {
     sessions: IdMap<SessionState>,
     /// Rate-limit rows by `limitId`.
     rate_limits: IdMap<RateLimitEntry>,
-    /// What was not folded, oldest first (bounded by [`Limits::invalid`]).
+    /// What was not folded, oldest first (bounded by [`StateLimits::invalid`]).
     invalid: VecDeque<Invalid>,
     /// Every invalid record, kept or not.
     invalid_count: u64,
@@ -704,7 +704,7 @@ impl Observer for ConnectionState {
 
 impl Default for ConnectionState {
     fn default() -> Self {
-        Self::with_limits(Limits::unbounded())
+        Self::with_limits(StateLimits::unbounded())
     }
 }
 
@@ -714,13 +714,13 @@ impl ConnectionState {
         Self::default()
     }
 
-    /// An empty state with [`Limits::bounded`].
+    /// An empty state with [`StateLimits::bounded`].
     pub fn bounded() -> Self {
-        Self::with_limits(Limits::bounded())
+        Self::with_limits(StateLimits::bounded())
     }
 
     /// An empty state with these capacities.
-    pub fn with_limits(limits: Limits) -> Self {
+    pub fn with_limits(limits: StateLimits) -> Self {
         Self {
             limits,
             own: Some(Box::new(Connection::with_limits(limits.sequence))),
@@ -742,7 +742,7 @@ impl ConnectionState {
     }
 
     /// Its capacities.
-    pub fn limits(&self) -> Limits {
+    pub fn limits(&self) -> StateLimits {
         self.limits
     }
 
@@ -766,7 +766,7 @@ impl ConnectionState {
         &self.rate_limits
     }
 
-    /// What was not folded, oldest first (the newest [`Limits::invalid`]).
+    /// What was not folded, oldest first (the newest [`StateLimits::invalid`]).
     pub fn invalid(&self) -> impl ExactSizeIterator<Item = &Invalid> {
         self.invalid.iter()
     }
@@ -815,7 +815,7 @@ impl ConnectionState {
     }
 
     /// What the sequence rules' memory holds (bounded by
-    /// [`Limits::sequence`]).
+    /// [`StateLimits::sequence`]).
     pub fn tracked(&self) -> sequence::TrackedState {
         self.own
             .as_deref()
@@ -991,7 +991,7 @@ impl ConnectionState {
     /// The connection was lost: every `pending` or `running` run of every
     /// session becomes `unknown` with `outputIncomplete` and reason
     /// `disconnected`; steers awaiting an answer become
-    /// [`SteerOutcome::Unknown`]; pending requests are dropped.
+    /// [`SteerStatus::Unknown`]; pending requests are dropped.
     pub fn disconnected(&mut self) -> Vec<Change> {
         let mut out = Changes {
             listed: self.observed.listed,
@@ -1003,8 +1003,8 @@ impl ConnectionState {
             let s = self.session_mut(&sid);
             let mut steers = Vec::new();
             for (id, st) in s.steers.iter_mut() {
-                if matches!(st.outcome, SteerOutcome::Pending | SteerOutcome::Injected) {
-                    st.outcome = SteerOutcome::Unknown;
+                if matches!(st.outcome, SteerStatus::Pending | SteerStatus::Injected) {
+                    st.outcome = SteerStatus::Unknown;
                     steers.push(id.clone());
                 }
             }
@@ -1197,7 +1197,7 @@ impl ConnectionState {
     }
 
     /// Records what was not folded (or only partly): an [`Invalid`] of the
-    /// value being folded, kept (bounded by [`Limits::invalid`]) and
+    /// value being folded, kept (bounded by [`StateLimits::invalid`]) and
     /// reported as a [`Change::Invalid`].
     fn record(&mut self, out: &mut Changes, r: Record) {
         let record = Invalid {

@@ -52,7 +52,8 @@ impl ConnectionState {
         let (sid, run_id) = (event.session_id(), event.run_id.as_str());
         if let SubagentEventPayload::Output(output) = &event.payload {
             let update = &output.update;
-            let fold = |run: &mut RunState, l: &Limits| fold_typed_output(run, update, source, l);
+            let fold =
+                |run: &mut RunState, l: &StateLimits| fold_typed_output(run, update, source, l);
             return self.run_output(sid, run_id, fold, out);
         }
         let limits = self.limits;
@@ -80,18 +81,16 @@ impl ConnectionState {
                 let incomplete = snapshot.output_incomplete.is_some();
                 // A parent that would make a cycle or cross roots stays
                 // unresolved (reported above).
-                let parent_run = match &snapshot.parent_run_id {
-                    MaybeUndefined::Undefined => None,
-                    MaybeUndefined::Null => Some(None),
-                    MaybeUndefined::Value(p) => Some(Some(p.clone())),
-                }
-                .filter(|_| lineage.is_none());
+                let parent_run = match lineage {
+                    None => snapshot.parent_run_id.clone(),
+                    Some(_) => MaybeUndefined::Undefined,
+                };
                 let parent_tool = snapshot.parent_tool_call_id.clone();
                 match s.subagent_runs.get_mut(run_id) {
                     Some(run) => {
                         run.snapshot = Some(snapshot.clone());
                         run.output_incomplete |= incomplete;
-                        if run.parent_run_id.is_none() {
+                        if run.parent_run_id.is_undefined() {
                             run.parent_run_id = parent_run;
                         }
                         if run.parent_tool_call_id.is_none() {
@@ -138,7 +137,7 @@ impl ConnectionState {
         if !self.now.run_accepted {
             return;
         }
-        let fold = |run: &mut RunState, limits: &Limits| {
+        let fold = |run: &mut RunState, limits: &StateLimits| {
             run.output_events += 1;
             match output {
                 SiftedOutput::TextChunk(chunk) => {
@@ -156,7 +155,7 @@ impl ConnectionState {
         &mut self,
         sid: &str,
         run_id: &str,
-        fold: impl FnOnce(&mut RunState, &Limits),
+        fold: impl FnOnce(&mut RunState, &StateLimits),
         out: &mut Changes,
     ) {
         let limits = self.limits;
@@ -198,8 +197,8 @@ impl ConnectionState {
             }
             at = runs
                 .and_then(|r| r.get(id))
-                .and_then(|r| r.parent_run_id.as_ref())
-                .and_then(|p| p.as_deref());
+                .and_then(|r| r.parent_run_id.value())
+                .map(String::as_str);
         }
         let here = runs.is_some_and(|r| r.contains_key(parent));
         let elsewhere = !here
@@ -269,15 +268,15 @@ impl ConnectionState {
     /// sight in `dialect` under the root; returns the root session.
     fn child_run(&mut self, sid: &str, child: &str, dialect: Dialect) -> String {
         let (root, parent_run) = match self.standard_run_root(sid) {
-            Some(root) => (root, Some(sid.to_owned())),
-            None => (sid.to_owned(), None),
+            Some(root) => (root, MaybeUndefined::Value(sid.to_owned())),
+            None => (sid.to_owned(), MaybeUndefined::Null),
         };
         let limits = self.limits;
         let s = self.session_mut(&root);
         if !s.subagent_runs.contains_key(child) {
             let mut run = RunState::new(dialect);
             run.standard = Some(StandardRun::default());
-            run.parent_run_id = Some(parent_run);
+            run.parent_run_id = parent_run;
             s.subagent_runs.insert(child.to_owned(), run);
             cap_map(&mut s.subagent_runs, limits.runs_per_session);
             self.standard_children
@@ -679,7 +678,7 @@ impl ConnectionState {
     }
 
     /// An update of a child session whose run the state no longer holds
-    /// (dropped by [`Limits`]): nothing to change.
+    /// (dropped by [`StateLimits`]): nothing to change.
     fn run_dropped(&mut self, child: &str, tag: &str, out: &mut Changes) {
         out.ignore(IgnoredKind::Transcript, || Change::Transcript {
             session_id: child.to_owned(),
@@ -756,7 +755,7 @@ fn fold_progress(run: &mut RunState, progress: Map<String, Value>) {
 /// Folds one output update into a run: text appends (a new message on a
 /// new line), tool calls merge by id, a plan replaces; a non-text message
 /// chunk marks the run incomplete.
-fn fold_output(run: &mut RunState, update: &Value, limits: &Limits) {
+fn fold_output(run: &mut RunState, update: &Value, limits: &StateLimits) {
     run.output_events += 1;
     match str_at(update, "sessionUpdate") {
         Some("agent_message_chunk") => {
@@ -796,7 +795,7 @@ fn fold_typed_output(
     run: &mut RunState,
     update: &SubagentOutput,
     source: EventSource<'_>,
-    limits: &Limits,
+    limits: &StateLimits,
 ) {
     run.output_events += 1;
     match update {
@@ -827,7 +826,7 @@ fn fold_typed_output(
 
 /// Appends a text chunk: a new message (another message id, or after a
 /// tool call or plan) starts on a new line.
-fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits: &Limits) {
+fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits: &StateLimits) {
     if text.is_empty() {
         return;
     }
@@ -859,7 +858,7 @@ fn append_text(run: &mut RunState, text: &str, message_id: Option<&str>, limits:
 /// (when it is the run's last message), else a new message. Omitted
 /// `content` patches only metadata; a block that is not text marks the
 /// output incomplete.
-fn upsert_message(run: &mut RunState, update: &Value, limits: &Limits) {
+fn upsert_message(run: &mut RunState, update: &Value, limits: &StateLimits) {
     let blocks = match update.get("content") {
         None => return,
         Some(Value::Array(blocks)) => blocks.as_slice(),
@@ -888,7 +887,7 @@ fn upsert_message(run: &mut RunState, update: &Value, limits: &Limits) {
 
 /// ACP v2's `tool_call_content_chunk`: one content item appended to the
 /// run's tool call with that id.
-fn append_tool_content(run: &mut RunState, update: &Value, limits: &Limits) {
+fn append_tool_content(run: &mut RunState, update: &Value, limits: &StateLimits) {
     let (Some(id), Some(item)) = (str_at(update, "toolCallId"), update.get("content")) else {
         run.output_incomplete = true;
         return;
@@ -944,7 +943,7 @@ fn reserve_text(text: &mut String, more: usize, cap: usize) {
 
 /// A tool call or its update, as it came (its tree): it ends the message,
 /// and merges by id, all its keys but `sessionUpdate`, in their order.
-fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
+fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &StateLimits) {
     run.message_ended = true;
     if let Some(update) = update
         && let (Some(id), Some(from)) = (str_at(update, "toolCallId"), update.as_object())
@@ -958,7 +957,7 @@ fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &Limits) {
 /// with no JSON tree between, where the text is already what the tree
 /// would write ([`plain_without`]); anything else goes through the tree.
 /// `update` is JSON a parser accepted: the update in a line read.
-fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
+fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &StateLimits) {
     if let Some((text, id)) = plain_without(update, "sessionUpdate", "toolCallId")
         // One lookup: a call the run does not know is the common case.
         && let indexmap::map::Entry::Vacant(call) = run.tool_calls.entry(id.to_owned())
@@ -974,7 +973,7 @@ fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &Limits) {
 
 /// Merges a tool call or its update (all keys but `sessionUpdate`) into
 /// the run's call with this id.
-fn merge_tool_call(run: &mut RunState, id: &str, from: &Map<String, Value>, limits: &Limits) {
+fn merge_tool_call(run: &mut RunState, id: &str, from: &Map<String, Value>, limits: &StateLimits) {
     let merged = match run.tool_calls.get(id) {
         Some(known) => {
             let mut into = known.value();

@@ -17,6 +17,7 @@ use crate::session::{
 };
 use crate::subagent_events::{SubagentSnapshot, SubagentState};
 use crate::usage::{ModelUsage, UsageDelta};
+use crate::wire::MaybeUndefined;
 use crate::wire::scan::quote_or_backslash;
 
 #[cfg(feature = "schema")]
@@ -362,10 +363,11 @@ pub struct RunState {
     /// (absent for an extension run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standard: Option<StandardRun>,
-    /// The parent run: `Some(None)` a direct child of the root, `None`
+    /// The parent run: `Null` a direct child of the root, `Undefined`
     /// lineage not known yet (never attached to the root by default).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub parent_run_id: Option<Option<String>>,
+    #[serde(skip_serializing_if = "MaybeUndefined::is_undefined")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Option<String>>"))]
+    pub parent_run_id: MaybeUndefined<String>,
     /// The spawning tool call, fixed at the first snapshot that names one
     /// (for claude's standard runs, the hidden launch call: the `messageId`
     /// of the prompt's `session_message`).
@@ -469,7 +471,7 @@ impl RunState {
         Self {
             snapshot: None,
             standard: None,
-            parent_run_id: None,
+            parent_run_id: MaybeUndefined::Undefined,
             parent_tool_call_id: None,
             output_incomplete: false,
             progress: Map::new(),
@@ -677,7 +679,7 @@ pub struct UsageState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextUsage>,
     /// The usage each prompt result reported, oldest first (bounded by
-    /// [`Limits::turn_usage_per_session`](super::Limits::turn_usage_per_session)).
+    /// [`StateLimits::turn_usage_per_session`](super::StateLimits::turn_usage_per_session)).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub turns: Vec<TurnUsage>,
     /// Those turns summed: a figure of its own, never mixed with `total`.
@@ -689,7 +691,7 @@ pub struct UsageState {
 #[cfg_attr(feature = "schema", derive(JsonSchema))]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
-pub enum SteerOutcome {
+pub enum SteerStatus {
     /// Sent, not answered.
     Pending,
     /// Answered `injected`; not confirmed yet.
@@ -724,7 +726,7 @@ pub struct SteerState {
     /// no notification confirms those, so `injected` is where they stay).
     pub transport: String,
     /// Where it stands.
-    pub outcome: SteerOutcome,
+    pub outcome: SteerStatus,
 }
 
 /// A request of the agent that awaits the client's answer.
@@ -836,11 +838,13 @@ impl SessionState {
         let mut orphans = Vec::new();
         for (id, run) in &self.subagent_runs {
             match &run.parent_run_id {
-                Some(None) => tops.push((id.as_str(), run)),
-                Some(Some(p)) if self.subagent_runs.contains_key(p) && p != id => children
-                    .entry(p.as_str())
-                    .or_default()
-                    .push((id.as_str(), run)),
+                MaybeUndefined::Null => tops.push((id.as_str(), run)),
+                MaybeUndefined::Value(p) if self.subagent_runs.contains_key(p) && p != id => {
+                    children
+                        .entry(p.as_str())
+                        .or_default()
+                        .push((id.as_str(), run))
+                }
                 _ => orphans.push((id.as_str(), run)),
             }
         }

@@ -194,10 +194,10 @@ fn official_steering_and_vendor_steer_ids() {
     ]);
     let steers = &state.session("s").unwrap().steers;
     let outcome = |id: &str| steers[id].outcome;
-    assert_eq!(outcome("request:12"), SteerOutcome::Injected);
-    assert_eq!(outcome("request:13"), SteerOutcome::StartedNewTurn);
-    assert_eq!(outcome("request:14"), SteerOutcome::PromptRequired);
-    assert_eq!(outcome("request:15"), SteerOutcome::Failed);
+    assert_eq!(outcome("request:12"), SteerStatus::Injected);
+    assert_eq!(outcome("request:13"), SteerStatus::StartedNewTurn);
+    assert_eq!(outcome("request:14"), SteerStatus::PromptRequired);
+    assert_eq!(outcome("request:15"), SteerStatus::Failed);
     assert_eq!(steers["request:12"].transport, "session/steering");
     assert_eq!(steers["st-claude"].transport, "prompt");
 }

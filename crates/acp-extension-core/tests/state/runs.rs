@@ -1,6 +1,7 @@
 //! Subagent runs
 
 use super::*;
+use acp_extension_core::wire::MaybeUndefined;
 
 #[test]
 fn runs_fold_snapshots_progress_and_output() {
@@ -89,7 +90,7 @@ fn runs_fold_snapshots_progress_and_output() {
     assert_eq!(run.plan.as_ref().unwrap()["entries"], json!([]));
     // A non-text message chunk marks the run incomplete.
     assert!(run.output_incomplete);
-    assert_eq!(run.parent_run_id, Some(None));
+    assert_eq!(run.parent_run_id, MaybeUndefined::Null);
     assert_eq!(run.parent_tool_call_id.as_deref(), Some("toolu_1"));
 }
 
@@ -195,9 +196,9 @@ fn cycles_and_cross_root_parents_stay_unresolved() {
         (A2C, child_of("s", "d", "x")),
     ]);
     let runs = &state.session("s").unwrap().subagent_runs;
-    assert_eq!(runs["b"].parent_run_id, Some(Some("a".into())));
-    assert_eq!(runs["c"].parent_run_id, None);
-    assert_eq!(runs["d"].parent_run_id, None);
+    assert_eq!(runs["b"].parent_run_id, MaybeUndefined::Value("a".into()));
+    assert_eq!(runs["c"].parent_run_id, MaybeUndefined::Undefined);
+    assert_eq!(runs["d"].parent_run_id, MaybeUndefined::Undefined);
     assert_eq!(
         invalid_rules(&state),
         ["subagent-tree-cycle", "subagent-cross-root"]
@@ -217,7 +218,7 @@ fn cycles_and_cross_root_parents_stay_unresolved() {
     assert_eq!(invalid_rules(&state).last().unwrap(), "subagent-tree-cycle");
     assert_eq!(
         state.session("s").unwrap().subagent_runs["a"].parent_run_id,
-        Some(None)
+        MaybeUndefined::Null
     );
 }
 
@@ -374,7 +375,10 @@ fn standard_subagent_updates_fold_into_the_same_runs() {
     assert_eq!(child.parent_tool_call_id, e.parent_tool_call_id);
     assert_eq!(child.dialect, Dialect::Standard);
     // Announced on its parent run: nested under it, in the root session.
-    assert_eq!(s["grandchild"].parent_run_id, Some(Some("child".into())));
+    assert_eq!(
+        s["grandchild"].parent_run_id,
+        MaybeUndefined::Value("child".into())
+    );
     let tree: Vec<(usize, &str)> = standard
         .session("root")
         .unwrap()

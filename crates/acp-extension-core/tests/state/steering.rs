@@ -38,12 +38,12 @@ fn steer_outcomes() {
         (C2A, steer(5, "lost")),
     ]);
     let outcome = |s: &ConnectionState, id: &str| s.session("s").unwrap().steers[id].outcome;
-    assert_eq!(outcome(&state, "ok"), SteerOutcome::Applied);
-    assert_eq!(outcome(&state, "refused"), SteerOutcome::Refused);
-    assert_eq!(outcome(&state, "failed"), SteerOutcome::Failed);
-    assert_eq!(outcome(&state, "lost"), SteerOutcome::Pending);
+    assert_eq!(outcome(&state, "ok"), SteerStatus::Applied);
+    assert_eq!(outcome(&state, "refused"), SteerStatus::Refused);
+    assert_eq!(outcome(&state, "failed"), SteerStatus::Failed);
+    assert_eq!(outcome(&state, "lost"), SteerStatus::Pending);
     state.disconnected();
-    assert_eq!(outcome(&state, "lost"), SteerOutcome::Unknown);
+    assert_eq!(outcome(&state, "lost"), SteerStatus::Unknown);
     // A steer_applied naming no steer the client sent: the sequence rule.
     let changes = state.message(
         A2C,
@@ -96,9 +96,9 @@ fn steers_not_applied_when_their_turn_ends_are_unknown() {
         ),
     ]);
     let steers = &state.session("s").unwrap().steers;
-    assert_eq!(steers["injected"].outcome, SteerOutcome::Unknown);
-    assert_eq!(steers["applied"].outcome, SteerOutcome::Applied);
-    assert_eq!(steers["by-prompt"].outcome, SteerOutcome::Unknown);
+    assert_eq!(steers["injected"].outcome, SteerStatus::Unknown);
+    assert_eq!(steers["applied"].outcome, SteerStatus::Applied);
+    assert_eq!(steers["by-prompt"].outcome, SteerStatus::Unknown);
     assert_eq!(steers["by-prompt"].transport, "prompt");
     // The sequence rule saw the injected steer that was never applied.
     assert_eq!(invalid_rules(&state), ["steer-not-applied"]);

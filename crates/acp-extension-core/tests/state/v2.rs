@@ -173,7 +173,7 @@ fn cancel_is_confirmed_by_an_idle_cancelled_and_steers_settle_then() {
     let session = s.session("s").unwrap();
     // The receipt came and went: the turn and its steer are still open.
     assert!(session.turns.running);
-    assert_eq!(session.steers["st"].outcome, SteerOutcome::Injected);
+    assert_eq!(session.steers["st"].outcome, SteerStatus::Injected);
     assert_eq!(invalid_rules(&s), ["not-advertised"]);
 
     let s = fold_v2(&[
@@ -195,7 +195,7 @@ fn cancel_is_confirmed_by_an_idle_cancelled_and_steers_settle_then() {
     let session = s.session("s").unwrap();
     assert!(!session.turns.running);
     assert_eq!(session.turns.last_stop_reason.as_deref(), Some("cancelled"));
-    assert_eq!(session.steers["st"].outcome, SteerOutcome::Unknown);
+    assert_eq!(session.steers["st"].outcome, SteerStatus::Unknown);
     // The sequence rule saw the turn end at the idle, not at the receipt
     // (and the steer was sent without the agent advertising steering).
     assert_eq!(invalid_rules(&s), ["not-advertised", "steer-not-applied"]);
@@ -361,12 +361,12 @@ fn a_steer_sent_as_a_v2_prompt_is_settled_when_its_turn_ends_at_the_idle() {
     let steer = &s.session("s").unwrap().steers["by-prompt"];
     assert_eq!(
         steer.outcome,
-        SteerOutcome::Pending,
+        SteerStatus::Pending,
         "the receipt ends nothing"
     );
     let mut all = before_idle.to_vec();
     all.push(state(json!({"state": "idle", "stopReason": "end_turn"})));
     let s = fold_v2(&all);
     let steer = &s.session("s").unwrap().steers["by-prompt"];
-    assert_eq!(steer.outcome, SteerOutcome::Unknown);
+    assert_eq!(steer.outcome, SteerStatus::Unknown);
 }
