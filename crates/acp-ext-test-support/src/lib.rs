@@ -137,7 +137,8 @@ fn lanes_agree(line: &[u8]) {
 /// spellings, plus a few that are not extension methods.
 fn dispatch_methods() -> Vec<String> {
     let mut out = Vec::new();
-    for (path, _) in ALL_METHODS {
+    for m in ALL_METHODS {
+        let path = m.path;
         for prefix in ["_ua/", "_lody/", "ua/", "lody/"] {
             out.push(format!("{prefix}{path}"));
         }

@@ -67,7 +67,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::capabilities::{Feature, Side};
-use crate::methods::method_kind;
+use crate::methods::{method_info, method_kind};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::{SequenceFinding, SequenceLimits, SequenceTracker, TrackedState};
@@ -133,16 +133,10 @@ impl Direction {
     /// ```
     pub fn of_method(method: &str) -> Self {
         if let Some((_, path)) = split_method(method) {
-            return match method_kind(method) {
+            return match method_info(path).map(|m| m.sender) {
                 None => Direction::Unknown,
-                Some(_) => match path {
-                    "subagents/event"
-                    | "session/usage_update"
-                    | "rate_limits/update"
-                    | "session/steer_applied"
-                    | "session/activity_update" => Direction::AgentToClient,
-                    _ => Direction::ClientToAgent,
-                },
+                Some(Side::Client) => Direction::ClientToAgent,
+                Some(Side::Agent) => Direction::AgentToClient,
             };
         }
         if method.starts_with('_') {
@@ -852,7 +846,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     // is a bare subagent event, read as the contract's notification.
     let mut call = Call::new(
         Direction::AgentToClient,
-        crate::subagent_events::SUBAGENT_EVENT_METHOD,
+        crate::methods::LODY_SUBAGENTS_EVENT,
         None,
         Params::tree_of(value, value),
     );

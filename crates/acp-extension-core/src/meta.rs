@@ -59,131 +59,98 @@ pub trait MetaField {
 /// The feature a `_meta.<ns>` key of the contract needs negotiated
 /// ([`MetaField::FEATURE`] by key); `None` for an ungated or unknown key.
 pub fn feature_of_key(key: &str) -> Option<crate::capabilities::Feature> {
-    feature_of_key_const(key)
+    meta_field_info(key).and_then(|f| f.feature)
 }
 
-/// [`feature_of_key`] at compile time (string comparison in a `const fn`).
-const fn feature_of_key_const(key: &str) -> Option<crate::capabilities::Feature> {
-    use crate::capabilities::Feature as F;
-    const fn eq(a: &str, b: &str) -> bool {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        if a.len() != b.len() {
-            return false;
-        }
-        let mut i = 0;
-        while i < a.len() {
-            if a[i] != b[i] {
-                return false;
-            }
-            i += 1;
-        }
-        true
-    }
-    let table: [(&str, F); 12] = [
-        ("forkAtTurn", F::ForkAtTurn),
-        ("elicitation", F::Elicitation),
-        ("task", F::Tasks),
-        ("activity", F::Compaction),
-        ("titleSource", F::SessionTitle),
-        ("goal", F::Goal),
-        ("goalControl", F::Goal),
-        ("steer", F::Steering),
-        ("worktreeProject", F::WorktreeProject),
-        ("sessionConfig", F::SessionConfig),
-        ("usageScopeId", F::Usage),
-        ("mcpApp", F::McpApps),
-    ];
-    let mut i = 0;
-    while i < table.len() {
-        if eq(table[i].0, key) {
-            return Some(table[i].1);
-        }
-        i += 1;
-    }
-    None
+/// One `_meta.<ns>` field of the contract, as its one declaration in
+/// [`fields`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MetaFieldInfo {
+    /// The key under `_meta.<ns>`, such as `titleSource`.
+    pub key: &'static str,
+    /// The feature that must be negotiated before a peer writes it.
+    pub feature: Option<crate::capabilities::Feature>,
+}
+
+/// The declaration of the contract's `_meta.<ns>` key `key`; `None` for a
+/// key the contract does not define.
+///
+/// ```
+/// use acp_extension_core::capabilities::Feature;
+/// use acp_extension_core::meta::meta_field_info;
+///
+/// assert_eq!(meta_field_info("titleSource").unwrap().feature, Some(Feature::SessionTitle));
+/// assert_eq!(meta_field_info("turnId").unwrap().feature, None);
+/// assert!(meta_field_info("vendorThing").is_none());
+/// ```
+pub fn meta_field_info(key: &str) -> Option<&'static MetaFieldInfo> {
+    fields::ALL.iter().find(|f| f.key == key)
 }
 
 /// Marker types naming each `_meta.<ns>` field of the contract.
 pub mod fields {
     use super::*;
 
-    macro_rules! field {
-        ($(#[$doc:meta])* $name:ident = $key:literal: $ty:ty) => {
-            $(#[$doc])*
-            #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-            pub struct $name;
-            impl MetaField for $name {
-                const KEY: &'static str = $key;
-                const FEATURE: Option<crate::capabilities::Feature> = feature_of_key_const($key);
-                type Value = $ty;
-            }
+    macro_rules! fields {
+        ($( $(#[$doc:meta])* $name:ident = $key:literal: $ty:ty, $($feature:ident)?; )*) => {
+            $(
+                $(#[$doc])*
+                #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+                pub struct $name;
+                impl MetaField for $name {
+                    const KEY: &'static str = $key;
+                    const FEATURE: Option<crate::capabilities::Feature> =
+                        fields!(@feature $($feature)?);
+                    type Value = $ty;
+                }
+            )*
+
+            /// Every `_meta.<ns>` field of the contract.
+            pub const ALL: &[MetaFieldInfo] = &[
+                $( MetaFieldInfo { key: $key, feature: fields!(@feature $($feature)?) }, )*
+            ];
         };
+        (@feature $feature:ident) => { Some(crate::capabilities::Feature::$feature) };
+        (@feature) => { None };
     }
 
-    field!(
+    // Each field: its marker type, key, value type and the feature that
+    // gates it (none: ungated).
+    fields! {
         /// `forkAtTurn` on `session/fork`: the source turn to fork at.
-        ForkAtTurn = "forkAtTurn": super::ForkAtTurn
-    );
-    field!(
+        ForkAtTurn = "forkAtTurn": super::ForkAtTurn, ForkAtTurn;
         /// `elicitation` on `elicitation/create` (request, property and option scope).
-        Elicitation = "elicitation": ElicitationMeta
-    );
-    field!(
+        Elicitation = "elicitation": ElicitationMeta, Elicitation;
         /// `task` on `tool_call` / `tool_call_update`: subagent, background and scheduled tasks.
-        Task = "task": TaskMeta
-    );
-    field!(
+        Task = "task": TaskMeta, Tasks;
         /// `activity` on `tool_call` / `tool_call_update`: compaction and retry.
-        Activity = "activity": ActivityMeta
-    );
-    field!(
+        Activity = "activity": ActivityMeta, Compaction;
         /// `toolName` on `tool_call` / `tool_call_update`: the canonical tool identity.
-        ToolName = "toolName": String
-    );
-    field!(
+        ToolName = "toolName": String,;
         /// `titleSource` on `session_info_update`.
-        TitleSource = "titleSource": super::TitleSource
-    );
-    field!(
+        TitleSource = "titleSource": super::TitleSource, SessionTitle;
         /// `goal` on `session_info_update`: the goal snapshot, or `null` for no goal.
-        Goal = "goal": Option<GoalSnapshot>
-    );
-    field!(
+        Goal = "goal": Option<GoalSnapshot>, Goal;
         /// `goalControl` on `session/prompt`: a goal action that starts work.
-        GoalControl = "goalControl": GoalPromptControl
-    );
-    field!(
+        GoalControl = "goalControl": GoalPromptControl, Goal;
         /// `steer` on `session/prompt` when steering uses the prompt transport.
-        Steer = "steer": SteerPromptMeta
-    );
-    field!(
+        Steer = "steer": SteerPromptMeta, Steering;
         /// `notice` on a session update: an info, warning or error notice.
-        Notice = "notice": super::NoticeMeta
-    );
-    field!(
+        Notice = "notice": super::NoticeMeta,;
         /// `messagePhase` on message chunks: commentary or final answer.
-        MessagePhase = "messagePhase": super::MessagePhase
-    );
-    field!(
+        MessagePhase = "messagePhase": super::MessagePhase,;
         /// `worktreeProject` on `session/new|load|resume|fork`.
-        WorktreeProject = "worktreeProject": super::WorktreeProject
-    );
-    field!(
+        WorktreeProject = "worktreeProject": super::WorktreeProject, WorktreeProject;
         /// `sessionConfig` on `session/new|load|resume|fork`.
-        SessionConfig = "sessionConfig": super::SessionConfig
-    );
-    field!(
+        SessionConfig = "sessionConfig": super::SessionConfig, SessionConfig;
         /// `usageScopeId` on `session/usage_update`: the accounting scope.
-        UsageScopeId = "usageScopeId": crate::usage::UsageScopeId
-    );
-    field!(
+        UsageScopeId = "usageScopeId": crate::usage::UsageScopeId, Usage;
         /// `turnId` on session updates: the native turn the update belongs to.
-        TurnId = "turnId": String
-    );
-    field!(
+        TurnId = "turnId": String,;
         /// `mcpApp` on `tool_call`: the MCP app view of the called tool.
-        McpApp = "mcpApp": McpAppToolCallMeta
-    );
+        McpApp = "mcpApp": McpAppToolCallMeta, McpApps;
+    }
 }
 
 crate::wire_struct! {

@@ -35,7 +35,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::capabilities::Feature;
+use crate::capabilities::{Feature, Side};
 use crate::mcp_apps::{
     McpAppLoadRequest, McpAppLoadResponse, McpAppResourceReadRequest, McpAppResourceReadResponse,
     McpAppToolCallRequest, McpCallToolResult,
@@ -75,6 +75,8 @@ pub fn normalize_method(method: &str) -> Cow<'_, str> {
 pub trait ExtensionMethod: Serialize + DeserializeOwned + Check + Clone + std::fmt::Debug {
     /// The namespace-relative path, such as `session/steer`.
     const PATH: &'static str;
+    /// The feature that must be negotiated before it is sent.
+    const FEATURE: Feature;
     /// The result type.
     type Response: Serialize + DeserializeOwned + Check + Clone + std::fmt::Debug;
 }
@@ -85,33 +87,61 @@ pub trait ExtensionNotificationMethod:
 {
     /// The namespace-relative path, such as `subagents/event`.
     const PATH: &'static str;
+    /// The feature that must be negotiated before it is sent.
+    const FEATURE: Feature;
 }
 
 /// The feature that carries the contract method `path` (namespace-relative,
 /// such as `subagents/event`): what must be negotiated before it is sent.
-/// The one method → feature map of the crate; `acp-ext check`, the producer
-/// and `acp-ext serve` all read it. `None` for a path of no contract method.
+/// A column of the methods' one table ([`method_info`]). `None` for a path
+/// of no contract method.
 ///
 /// ```
 /// use acp_extension_core::capabilities::Feature;
 /// use acp_extension_core::methods::{ALL_METHODS, feature_of};
 ///
 /// assert_eq!(feature_of("session/steer_applied"), Some(Feature::Steering));
-/// assert!(ALL_METHODS.iter().all(|(path, _)| feature_of(path).is_some()));
+/// assert!(ALL_METHODS.iter().all(|m| feature_of(m.path) == Some(m.feature)));
 /// ```
 pub fn feature_of(path: &str) -> Option<Feature> {
-    Some(match path {
-        "subagents/event" => Feature::SubagentEvents,
-        "session/usage_update" => Feature::Usage,
-        "rate_limits/update" | "rate_limits/get" => Feature::RateLimits,
-        "session/steer" | "session/steer_applied" => Feature::Steering,
-        "session/goal" => Feature::Goal,
-        "session/history/read" => Feature::SessionHistory,
-        "subagents/list" | "subagents/cancel" | "subagents/output" => Feature::Subagents,
-        "mcp_apps/load" | "mcp_apps/resource/read" | "mcp_apps/tool/call" => Feature::McpApps,
-        "session/activity_update" => Feature::SessionActivity,
-        _ => return None,
-    })
+    method_info(path).map(|m| m.feature)
+}
+
+/// One contract method, as its one declaration gives it: the columns the
+/// rest of the crate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MethodInfo {
+    /// The namespace-relative path, such as `session/steer`.
+    pub path: &'static str,
+    /// Request or notification.
+    pub kind: MethodKind,
+    /// The feature that must be negotiated before it is sent.
+    pub feature: Feature,
+    /// The side that sends it: the client sends the contract's requests,
+    /// the agent its notifications.
+    pub sender: Side,
+}
+
+/// The declaration of the contract method `method`: a namespace-relative
+/// path (`session/steer`) or a full method in either namespace
+/// (`_ua/session/steer`); `None` for any other.
+///
+/// ```
+/// use acp_extension_core::capabilities::{Feature, Side};
+/// use acp_extension_core::methods::{MethodKind, method_info};
+///
+/// let steer = method_info("_ua/session/steer").unwrap();
+/// assert_eq!((steer.kind, steer.feature, steer.sender), (MethodKind::Request, Feature::Steering, Side::Client));
+/// assert_eq!(method_info("subagents/event").unwrap().sender, Side::Agent);
+/// assert!(method_info("session/prompt").is_none());
+/// ```
+pub fn method_info(method: &str) -> Option<&'static MethodInfo> {
+    let path = match split_method(method) {
+        Some((_, path)) => path,
+        None => method,
+    };
+    ALL_METHODS.iter().find(|m| m.path == path)
 }
 
 /// Whether a method is a request or a notification.
@@ -126,12 +156,13 @@ pub enum MethodKind {
 
 macro_rules! methods {
     (
-        requests { $( $(#[$rdoc:meta])* $rvar:ident($rty:ty) -> $resp:ty = $rpath:literal, $rlody:ident, $rua:ident; )* }
-        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nlody:ident, $nua:ident; )* }
+        requests { $( $(#[$rdoc:meta])* $rvar:ident($rty:ty) -> $resp:ty = $rpath:literal, $rfeature:ident, $handler:ident, $rlody:ident, $rua:ident; )* }
+        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident, $nlody:ident, $nua:ident; )* }
     ) => {
         $(
             impl ExtensionMethod for $rty {
                 const PATH: &'static str = $rpath;
+                const FEATURE: Feature = Feature::$rfeature;
                 type Response = $resp;
             }
             #[doc = concat!("`_lody/", $rpath, "` (request).")]
@@ -142,6 +173,7 @@ macro_rules! methods {
         $(
             impl ExtensionNotificationMethod for $nty {
                 const PATH: &'static str = $npath;
+                const FEATURE: Feature = Feature::$nfeature;
             }
             #[doc = concat!("`_lody/", $npath, "` (notification).")]
             pub const $nlody: &str = concat!("_lody/", $npath);
@@ -149,10 +181,11 @@ macro_rules! methods {
             pub const $nua: &str = concat!("_ua/", $npath);
         )*
 
-        /// Every extension method path with its kind, in contract order.
-        pub const ALL_METHODS: &[(&str, MethodKind)] = &[
-            $( ($rpath, MethodKind::Request), )*
-            $( ($npath, MethodKind::Notification), )*
+        /// Every contract method, requests then notifications, in
+        /// contract order.
+        pub const ALL_METHODS: &[MethodInfo] = &[
+            $( MethodInfo { path: $rpath, kind: MethodKind::Request, feature: Feature::$rfeature, sender: Side::Client }, )*
+            $( MethodInfo { path: $npath, kind: MethodKind::Notification, feature: Feature::$nfeature, sender: Side::Agent }, )*
         ];
 
         /// A typed extension request (params), in whichever namespace it came.
@@ -257,51 +290,59 @@ macro_rules! methods {
     };
 }
 
-methods! {
+/// The contract's methods, declared once: each row's variant, params type,
+/// result type, path, feature and (for a request) the producer's handler
+/// method, and its constants in both namespaces. `$callback` reads the
+/// columns it needs (the typed enums here, the producer's handler trait).
+macro_rules! extension_methods {
+    ($callback:ident) => {
+$callback! {
     requests {
         /// `rate_limits/get`: current rate limits (capability `rateLimits.query`).
-        RateLimitsGet(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get", LODY_RATE_LIMITS_GET, UA_RATE_LIMITS_GET;
+        RateLimitsGet(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get", RateLimits, rate_limits, LODY_RATE_LIMITS_GET, UA_RATE_LIMITS_GET;
         /// `session/steer`: inject input into the running turn (capability `steering`).
-        SessionSteer(SteerRequest) -> SteerResponse = "session/steer", LODY_SESSION_STEER, UA_SESSION_STEER;
+        SessionSteer(SteerRequest) -> SteerResponse = "session/steer", Steering, steer, LODY_SESSION_STEER, UA_SESSION_STEER;
         /// `session/goal`: goal control while a prompt may be running (capability `goal`).
-        SessionGoal(GoalControlRequest) -> GoalControlResponse = "session/goal", LODY_SESSION_GOAL, UA_SESSION_GOAL;
+        SessionGoal(GoalControlRequest) -> GoalControlResponse = "session/goal", Goal, goal, LODY_SESSION_GOAL, UA_SESSION_GOAL;
         /// `session/history/read`: trigger a native history read (capability `sessionHistory`).
-        SessionHistoryRead(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read", LODY_SESSION_HISTORY_READ, UA_SESSION_HISTORY_READ;
+        SessionHistoryRead(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read", SessionHistory, history_read, LODY_SESSION_HISTORY_READ, UA_SESSION_HISTORY_READ;
         /// `subagents/list` (capability `subagents.list`).
-        SubagentsList(SubagentsListRequest) -> SubagentsListResponse = "subagents/list", LODY_SUBAGENTS_LIST, UA_SUBAGENTS_LIST;
+        SubagentsList(SubagentsListRequest) -> SubagentsListResponse = "subagents/list", Subagents, subagents_list, LODY_SUBAGENTS_LIST, UA_SUBAGENTS_LIST;
         /// `subagents/cancel` (capability `subagents.cancel`).
-        SubagentsCancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel", LODY_SUBAGENTS_CANCEL, UA_SUBAGENTS_CANCEL;
+        SubagentsCancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel", Subagents, subagents_cancel, LODY_SUBAGENTS_CANCEL, UA_SUBAGENTS_CANCEL;
         /// `subagents/output` (capability `subagents.output`).
-        SubagentsOutput(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output", LODY_SUBAGENTS_OUTPUT, UA_SUBAGENTS_OUTPUT;
+        SubagentsOutput(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output", Subagents, subagents_output, LODY_SUBAGENTS_OUTPUT, UA_SUBAGENTS_OUTPUT;
         /// `mcp_apps/load` (capability `mcpApps`).
-        McpAppsLoad(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load", LODY_MCP_APPS_LOAD, UA_MCP_APPS_LOAD;
+        McpAppsLoad(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load", McpApps, mcp_app_load, LODY_MCP_APPS_LOAD, UA_MCP_APPS_LOAD;
         /// `mcp_apps/resource/read` (capability `mcpApps`).
-        McpAppsResourceRead(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read", LODY_MCP_APPS_RESOURCE_READ, UA_MCP_APPS_RESOURCE_READ;
+        McpAppsResourceRead(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read", McpApps, mcp_app_resource_read, LODY_MCP_APPS_RESOURCE_READ, UA_MCP_APPS_RESOURCE_READ;
         /// `mcp_apps/tool/call` (capability `mcpApps`).
-        McpAppsToolCall(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call", LODY_MCP_APPS_TOOL_CALL, UA_MCP_APPS_TOOL_CALL;
+        McpAppsToolCall(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call", McpApps, mcp_app_tool_call, LODY_MCP_APPS_TOOL_CALL, UA_MCP_APPS_TOOL_CALL;
     }
     notifications {
         /// `subagents/event`: one subagent run event (both sides `subagentEvents`).
-        SubagentEvent(SubagentEvent) = "subagents/event", LODY_SUBAGENTS_EVENT, UA_SUBAGENTS_EVENT;
+        SubagentEvent(SubagentEvent) = "subagents/event", SubagentEvents, LODY_SUBAGENTS_EVENT, UA_SUBAGENTS_EVENT;
         /// `session/usage_update`: accounted token usage (capability `usage`).
-        SessionUsageUpdate(SessionUsageUpdate) = "session/usage_update", LODY_SESSION_USAGE_UPDATE, UA_SESSION_USAGE_UPDATE;
+        SessionUsageUpdate(SessionUsageUpdate) = "session/usage_update", Usage, LODY_SESSION_USAGE_UPDATE, UA_SESSION_USAGE_UPDATE;
         /// `rate_limits/update`: pushed rate limits (capability `rateLimits`).
-        RateLimitsUpdate(RateLimitsSnapshot) = "rate_limits/update", LODY_RATE_LIMITS_UPDATE, UA_RATE_LIMITS_UPDATE;
+        RateLimitsUpdate(RateLimitsSnapshot) = "rate_limits/update", RateLimits, LODY_RATE_LIMITS_UPDATE, UA_RATE_LIMITS_UPDATE;
         /// `session/steer_applied`: a steer was applied (capability `steering`).
-        SessionSteerApplied(SteerApplied) = "session/steer_applied", LODY_SESSION_STEER_APPLIED, UA_SESSION_STEER_APPLIED;
+        SessionSteerApplied(SteerApplied) = "session/steer_applied", Steering, LODY_SESSION_STEER_APPLIED, UA_SESSION_STEER_APPLIED;
         /// `session/activity_update`: session activity level (capability `sessionActivity`).
-        SessionActivityUpdate(SessionActivityUpdate) = "session/activity_update", LODY_SESSION_ACTIVITY_UPDATE, UA_SESSION_ACTIVITY_UPDATE;
+        SessionActivityUpdate(SessionActivityUpdate) = "session/activity_update", SessionActivity, LODY_SESSION_ACTIVITY_UPDATE, UA_SESSION_ACTIVITY_UPDATE;
     }
 }
+    };
+}
+pub(crate) use extension_methods;
+
+extension_methods!(methods);
 
 /// The kind of a method given in either namespace, with or without the
 /// leading underscore; `None` for non-extension methods.
 pub fn method_kind(method: &str) -> Option<MethodKind> {
     let (_, path) = split_method(method)?;
-    ALL_METHODS
-        .iter()
-        .find(|(p, _)| *p == path)
-        .map(|(_, kind)| *kind)
+    method_info(path).map(|m| m.kind)
 }
 
 fn to_value<T: Serialize>(v: &T) -> Value {

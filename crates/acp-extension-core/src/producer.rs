@@ -427,7 +427,7 @@ impl AgentExtensions {
         &self,
         message: T,
     ) -> Result<Delivery, SendError> {
-        if let Some(w) = crate::methods::feature_of(T::PATH).and_then(|f| self.withheld(f)) {
+        if let Some(w) = self.withheld(T::FEATURE) {
             return Ok(Delivery::Withheld(w));
         }
         // Agent-only notifications stay off a plain client's wire (as
@@ -907,7 +907,10 @@ pub fn method_not_implemented(path: &str) -> Error {
 }
 
 macro_rules! handler_methods {
-    ($( $(#[$doc:meta])* $name:ident($req:ty) -> $resp:ty = $path:literal; )*) => {
+    (
+        requests { $( $(#[$doc:meta])* $var:ident($req:ty) -> $resp:ty = $path:literal, $feature:ident, $name:ident, $lody:ident, $ua:ident; )* }
+        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident, $nlody:ident, $nua:ident; )* }
+    ) => {
         /// The extension requests an agent receives, one method each; every
         /// method not overridden answers `-32601` (method not found).
         /// Override exactly the ones the agent advertises.
@@ -943,56 +946,22 @@ macro_rules! handler_methods {
                 }
             )*
         }
+
+        /// Runs `request` through `handler`'s method for it.
+        pub async fn handle_request<H: ExtensionRequestHandler + ?Sized>(
+            handler: &H,
+            request: ExtensionRequest,
+        ) -> Result<ExtensionResponse, Error> {
+            Ok(match request {
+                $( ExtensionRequest::$var(r) => ExtensionResponse::$var(handler.$name(r).await?), )*
+                #[allow(unreachable_patterns)]
+                other => return Err(method_not_implemented(other.path())),
+            })
+        }
     };
 }
 
-handler_methods! {
-    /// `session/steer` (capability `steering`, request transport).
-    steer(SteerRequest) -> SteerResponse = "session/steer";
-    /// `session/goal` (capability `goal`).
-    goal(GoalControlRequest) -> GoalControlResponse = "session/goal";
-    /// `rate_limits/get` (capability `rateLimits.query`).
-    rate_limits(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get";
-    /// `session/history/read` (capability `sessionHistory`).
-    history_read(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read";
-    /// `subagents/list` (capability `subagents.list`).
-    subagents_list(SubagentsListRequest) -> SubagentsListResponse = "subagents/list";
-    /// `subagents/cancel` (capability `subagents.cancel`).
-    subagents_cancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel";
-    /// `subagents/output` (capability `subagents.output`).
-    subagents_output(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output";
-    /// `mcp_apps/load` (capability `mcpApps`).
-    mcp_app_load(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load";
-    /// `mcp_apps/resource/read` (capability `mcpApps`).
-    mcp_app_resource_read(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read";
-    /// `mcp_apps/tool/call` (capability `mcpApps`).
-    mcp_app_tool_call(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call";
-}
-
-/// Runs `request` through `handler`'s method for it.
-pub async fn handle_request<H: ExtensionRequestHandler + ?Sized>(
-    handler: &H,
-    request: ExtensionRequest,
-) -> Result<ExtensionResponse, Error> {
-    use ExtensionRequest as R;
-    use ExtensionResponse as A;
-    Ok(match request {
-        R::SessionSteer(r) => A::SessionSteer(handler.steer(r).await?),
-        R::SessionGoal(r) => A::SessionGoal(handler.goal(r).await?),
-        R::RateLimitsGet(r) => A::RateLimitsGet(handler.rate_limits(r).await?),
-        R::SessionHistoryRead(r) => A::SessionHistoryRead(handler.history_read(r).await?),
-        R::SubagentsList(r) => A::SubagentsList(handler.subagents_list(r).await?),
-        R::SubagentsCancel(r) => A::SubagentsCancel(handler.subagents_cancel(r).await?),
-        R::SubagentsOutput(r) => A::SubagentsOutput(handler.subagents_output(r).await?),
-        R::McpAppsLoad(r) => A::McpAppsLoad(handler.mcp_app_load(r).await?),
-        R::McpAppsResourceRead(r) => {
-            A::McpAppsResourceRead(handler.mcp_app_resource_read(r).await?)
-        }
-        R::McpAppsToolCall(r) => A::McpAppsToolCall(handler.mcp_app_tool_call(r).await?),
-        #[allow(unreachable_patterns)]
-        other => return Err(method_not_implemented(other.path())),
-    })
-}
+crate::methods::extension_methods!(handler_methods);
 
 /// Serves the official adapters' requests ([`StandardRequest`]:
 /// `_session/steering`, `_session/goal`) with the same handler as the

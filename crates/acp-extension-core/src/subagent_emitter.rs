@@ -107,9 +107,9 @@ use serde_json::Value;
 
 use crate::namespace::Namespace;
 use crate::subagent_events::{
-    OutputRead, SUBAGENT_EVENT_PATH, SubagentEvent, SubagentEventType, SubagentOutput,
-    SubagentProgress, SubagentReason, SubagentReasonCode, SubagentSnapshot, SubagentState,
-    SubagentSupport, is_subagent_event, is_subagent_output,
+    OutputRead, SubagentEvent, SubagentEventType, SubagentOutput, SubagentProgress, SubagentReason,
+    SubagentReasonCode, SubagentSnapshot, SubagentState, SubagentSupport, is_subagent_event,
+    is_subagent_output,
 };
 use crate::violation::{Rule, Violation, check, child};
 use crate::wire::{EpochSeconds, Map};
@@ -356,7 +356,7 @@ impl<C: Role> AcpNotificationSink<C> {
     pub fn new(cx: agent_client_protocol::v1::ConnectionTo<C>, ns: Namespace) -> Self {
         Self {
             cx,
-            method: ns.method(SUBAGENT_EVENT_PATH),
+            method: ns.method(<SubagentEvent as crate::methods::ExtensionNotificationMethod>::PATH),
         }
     }
 

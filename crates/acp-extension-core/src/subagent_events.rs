@@ -88,16 +88,6 @@ use crate::wire::{
     SafeUint, True, Version1, check_nullable, check_opt, check_req, finish_variant, read_until_tag,
 };
 
-/// The method of a subagent event in the `lody` namespace.
-///
-/// The `ua` spelling is `Namespace::Ua.method(SUBAGENT_EVENT_PATH)`
-/// (`_ua/subagents/event`); readers accept both (see [`crate::namespace`]).
-pub const SUBAGENT_EVENT_METHOD: &str = "_lody/subagents/event";
-
-/// The namespace-relative path of the subagent event method, for
-/// [`crate::Namespace::method`].
-pub const SUBAGENT_EVENT_PATH: &str = "subagents/event";
-
 // ---------------------------------------------------------------------------
 // Snapshot
 // ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ fn constants_cover_both_namespaces() {
     // 10 requests and 5 notifications: the repository's 14 plus the seed's activity update.
     let requests = methods::ALL_METHODS
         .iter()
-        .filter(|(_, k)| *k == MethodKind::Request)
+        .filter(|m| m.kind == MethodKind::Request)
         .count();
     assert_eq!((requests, methods::ALL_METHODS.len()), (10, 15));
 }

@@ -438,7 +438,8 @@ fn method_kinds(path: &str) -> (Kind, Option<Kind>) {
 #[test]
 fn extension_messages_round_trip_and_validate() {
     let g = generator();
-    for (path, method_kind) in ALL_METHODS {
+    for m in ALL_METHODS {
+        let (path, method_kind) = (m.path, &m.kind);
         let (params_kind, result_kind) = method_kinds(path);
         assert_eq!(result_kind.is_some(), *method_kind == MethodKind::Request);
         let result = match result_kind {

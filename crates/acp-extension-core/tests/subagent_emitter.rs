@@ -1053,7 +1053,9 @@ async fn acp_sink_sends_extension_notifications_to_the_client() {
         assert!(received.iter().all(|(_, p)| is_subagent_event(p)));
     }
     assert_eq!(
-        Namespace::Lody.method(SUBAGENT_EVENT_PATH),
-        SUBAGENT_EVENT_METHOD
+        Namespace::Lody.method(
+            <SubagentEvent as acp_extension_core::methods::ExtensionNotificationMethod>::PATH
+        ),
+        acp_extension_core::methods::LODY_SUBAGENTS_EVENT
     );
 }

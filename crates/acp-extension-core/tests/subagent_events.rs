@@ -949,9 +949,14 @@ fn states_methods_and_enums() {
         .copied()
         .collect();
     assert_eq!(live, ["pending", "running"]);
-    assert_eq!(SUBAGENT_EVENT_METHOD, "_lody/subagents/event");
     assert_eq!(
-        acp_extension_core::Namespace::Ua.method(SUBAGENT_EVENT_PATH),
+        acp_extension_core::methods::LODY_SUBAGENTS_EVENT,
+        "_lody/subagents/event"
+    );
+    assert_eq!(
+        acp_extension_core::Namespace::Ua.method(
+            <SubagentEvent as acp_extension_core::methods::ExtensionNotificationMethod>::PATH
+        ),
         "_ua/subagents/event"
     );
     assert_eq!(SubagentOutput::TAGS.len(), 5);

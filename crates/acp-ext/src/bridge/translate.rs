@@ -10,6 +10,7 @@
 use std::collections::HashMap;
 
 use acp_extension_core::connection::{Direction, PendingRequests};
+use acp_extension_core::methods::ExtensionNotificationMethod;
 use acp_extension_core::namespace::{Namespace, split_method};
 use acp_extension_core::negotiation::write_namespace;
 use acp_extension_core::standard::{
@@ -17,7 +18,7 @@ use acp_extension_core::standard::{
     SteeringResponse, advertises_steering, claude_rate_limits, prompt_model_usage,
     standard_prompt_usage,
 };
-use acp_extension_core::subagent_events::{SUBAGENT_EVENT_PATH, SubagentEvent};
+use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
 use serde_json::{Map, Value, json};
 
@@ -525,7 +526,7 @@ impl Translator {
         match self.mode {
             Mode::ToStandard => {
                 let (_, path) = split_method(method)?;
-                if path == SUBAGENT_EVENT_PATH {
+                if path == SubagentEvent::PATH {
                     let event: SubagentEvent = serde_json::from_value(params.clone()).ok()?;
                     let root = event.session_id().to_owned();
                     let runs = self
@@ -568,7 +569,7 @@ impl Translator {
                         .filter_map(|e| serde_json::to_value(e).ok())
                         .map(|p| {
                             Out::ToClient(line(&json!({"jsonrpc": "2.0",
-                                "method": self.client_ns.method(SUBAGENT_EVENT_PATH), "params": p})))
+                                "method": self.client_ns.method(SubagentEvent::PATH), "params": p})))
                         })
                         .collect(),
                     // Not subagent traffic: it passes as it is, and claude's

@@ -27,7 +27,7 @@ impl Checker {
             let at = section.pointer.clone();
             self.namespace_use(dir, ns, &at, &|| format!("`_meta.{ns}`"), out);
             for key in section.fields.keys() {
-                if !KNOWN_META_KEYS.contains(&key.as_str()) {
+                if acp_extension_core::meta::meta_field_info(key).is_none() {
                     out.push(Finding::of(
                         &rules::UNKNOWN_META_KEY,
                         child(&section.pointer, key),

@@ -125,26 +125,6 @@ fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// The keys the contract defines under `_meta.<ns>` of a message.
-const KNOWN_META_KEYS: &[&str] = &[
-    "worktreeProject",
-    "turnId",
-    "forkAtTurn",
-    "steer",
-    "toolName",
-    "activity",
-    "task",
-    "goal",
-    "goalControl",
-    "notice",
-    "titleSource",
-    "messagePhase",
-    "elicitation",
-    "sessionConfig",
-    "usageScopeId",
-    "mcpApp",
-];
-
 impl Checker {
     /// A checker with no state and the default [`SequenceLimits`].
     pub fn new() -> Self {

@@ -2,32 +2,25 @@
 
 use acp_extension_core::capabilities::{
     AgentExtensionCapabilities, ConfigPolicy, Feature, GoalAction, GoalCapability,
-    RateLimitsCapability, SteeringCapability, SteeringTransport, SubagentCapability,
+    RateLimitsCapability, Side, SteeringCapability, SteeringTransport, SubagentCapability,
     TaskCapability, UpstreamTurn, VersionOneCapability,
 };
 use acp_extension_core::wire::True;
 
-/// Every agent capability key `serve` implements, in advertisement order
-/// (all of the contract's agent-side features, `mcpApps` included).
-pub const FEATURES: &[&str] = &[
-    "subagentEvents",
-    "sessionTitle",
-    "usage",
-    "rateLimits",
-    "forkAtTurn",
-    "steering",
-    "tasks",
-    "subagents",
-    "goal",
-    "compaction",
-    "sessionHistory",
-    "worktreeProject",
-    "sessionActivity",
-    "sessionConfig",
-    "mcpApps",
-];
+/// Every feature `serve` implements, in advertisement order: all of the
+/// contract's agent-side features (`mcpApps` included).
+fn implemented() -> impl Iterator<Item = Feature> {
+    Feature::ALL
+        .into_iter()
+        .filter(|f| f.side().allows(Side::Agent))
+}
 
-/// A `--only` entry that is not one of [`FEATURES`].
+/// A capability key `serve` implements.
+fn implemented_key(key: &str) -> Option<Feature> {
+    implemented().find(|f| f.key() == key)
+}
+
+/// A `--only` entry that is no feature `serve` implements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFeature(pub String);
 
@@ -37,20 +30,22 @@ impl std::fmt::Display for UnknownFeature {
             f,
             "unknown or unimplemented feature {:?}; serve implements: {}",
             self.0,
-            FEATURES.join(", ")
+            implemented()
+                .map(Feature::key)
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     }
 }
 
 impl std::error::Error for UnknownFeature {}
 
-/// Parses one `--only` entry: a capability key of [`FEATURES`].
+/// Parses one `--only` entry: the capability key of a feature `serve`
+/// implements (every agent-side feature of the contract).
 pub fn parse_feature(key: &str) -> Result<String, UnknownFeature> {
     let key = key.trim();
-    FEATURES
-        .iter()
-        .find(|f| **f == key)
-        .map(|f| (*f).to_owned())
+    implemented_key(key)
+        .map(|f| f.key().to_owned())
         .ok_or_else(|| UnknownFeature(key.to_owned()))
 }
 
@@ -58,11 +53,11 @@ pub fn parse_feature(key: &str) -> Result<String, UnknownFeature> {
 pub fn parse_features(list: &str) -> Result<Vec<String>, UnknownFeature> {
     let mut out = Vec::new();
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some(known) = FEATURES.iter().find(|f| **f == item) else {
+        let Some(known) = implemented_key(item) else {
             return Err(UnknownFeature(item.to_owned()));
         };
-        if !out.iter().any(|f: &String| f == known) {
-            out.push((*known).to_owned());
+        if !out.iter().any(|f: &String| f == known.key()) {
+            out.push(known.key().to_owned());
         }
     }
     Ok(out)
@@ -74,12 +69,11 @@ pub(crate) struct Advertised(Vec<Feature>);
 
 impl Advertised {
     pub(crate) fn new(only: Option<&[String]>) -> Result<Self, UnknownFeature> {
-        let implemented = || FEATURES.iter().filter_map(|k| Feature::from_key(k));
         match only {
             None => Ok(Self(implemented().collect())),
             Some(list) => {
                 for item in list {
-                    if !FEATURES.contains(&item.as_str()) {
+                    if implemented_key(item).is_none() {
                         return Err(UnknownFeature(item.clone()));
                     }
                 }

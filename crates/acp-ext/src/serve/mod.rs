@@ -61,7 +61,7 @@ use acp_extension_core::namespace::NamespaceSet;
 use agent_client_protocol::{Agent, Client, ConnectTo};
 use tokio::sync::watch;
 
-pub use features::{FEATURES, UnknownFeature, parse_feature, parse_features};
+pub use features::{UnknownFeature, parse_feature, parse_features};
 pub use help::{PROMPT_COMMANDS, PromptCommand, prompt_help};
 
 /// How to run the agent.
@@ -133,7 +133,7 @@ impl ServeOptions {
         self
     }
 
-    /// Advertises only `features` (capability keys; see [`FEATURES`]).
+    /// Advertises only `features` (capability keys of agent-side features).
     pub fn only<I, S>(mut self, features: I) -> Self
     where
         I: IntoIterator<Item = S>,

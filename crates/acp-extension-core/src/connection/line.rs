@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
+use crate::methods::{LODY_SUBAGENTS_EVENT, UA_SUBAGENTS_EVENT};
 use crate::namespace::Namespace;
 use crate::sequence::EventFacts;
 use crate::subagent_events::{
@@ -90,8 +91,8 @@ impl EventLine {
     /// `_lody/subagents/event` or `_ua/subagents/event`.
     pub fn method(&self) -> &'static str {
         match self.namespace {
-            Namespace::Lody => "_lody/subagents/event",
-            Namespace::Ua => "_ua/subagents/event",
+            Namespace::Lody => LODY_SUBAGENTS_EVENT,
+            Namespace::Ua => UA_SUBAGENTS_EVENT,
         }
     }
 
@@ -291,8 +292,8 @@ fn typed_envelope(text: &str) -> Option<EventEnvelope<'_>> {
 /// The namespace of a typed lane envelope's `jsonrpc` and `method`.
 fn lane_namespace(jsonrpc: &str, method: &str) -> Option<Namespace> {
     match (jsonrpc, method) {
-        ("2.0", "_lody/subagents/event") => Some(Namespace::Lody),
-        ("2.0", "_ua/subagents/event") => Some(Namespace::Ua),
+        ("2.0", LODY_SUBAGENTS_EVENT) => Some(Namespace::Lody),
+        ("2.0", UA_SUBAGENTS_EVENT) => Some(Namespace::Ua),
         _ => None,
     }
 }
@@ -338,8 +339,8 @@ impl LaneScan {
                         scan.chunk |= rest.starts_with(b"_message_chunk\"")
                             && bytes[..i].ends_with(b"\"agent");
                     }
-                    Some(b'l') => scan.method |= rest.starts_with(b"_lody/subagents/event"),
-                    Some(b'u') => scan.method |= rest.starts_with(b"_ua/subagents/event"),
+                    Some(b'l') => scan.method |= rest.starts_with(LODY_SUBAGENTS_EVENT.as_bytes()),
+                    Some(b'u') => scan.method |= rest.starts_with(UA_SUBAGENTS_EVENT.as_bytes()),
                     Some(b'c') => {
                         scan.tool_call |=
                             rest.starts_with(b"_call") && bytes[..i].ends_with(b"\"tool");
