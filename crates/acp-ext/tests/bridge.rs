@@ -268,6 +268,43 @@ fn send(t: &mut Translator, from_client: bool, v: Value) -> Vec<(&'static str, V
 }
 
 #[test]
+fn subagent_events_count_only_as_the_contract_writes_them() {
+    // `subagentEvents` needs `{"version": 1}`: read by the negotiation's
+    // own reader, an advertisement without it is no Core peer's.
+    let init = |caps: Value| {
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": caps}})
+    };
+    let mut t = Translator::new(BridgeTarget::Auto);
+    let sent = send(
+        &mut t,
+        true,
+        init(json!({"_meta": {"ua": {"subagentEvents": {"version": "1"}}}})),
+    );
+    // A plain client: the agent is not asked for standard subagents.
+    assert_eq!(
+        sent[0].1["params"]["clientCapabilities"].get("subagents"),
+        None
+    );
+
+    let mut t = Translator::new(BridgeTarget::Auto);
+    send(
+        &mut t,
+        true,
+        init(json!({"_meta": {"ua": {"subagentEvents": {"version": 1}}}})),
+    );
+    send(
+        &mut t,
+        false,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"_meta": {"ua": {"subagentEvents": {}}}}}}),
+    );
+    // The agent writes no subagent events: its standard updates are
+    // translated for the Core client.
+    assert_eq!(t.mode(), Mode::ToCore);
+}
+
+#[test]
 fn a_core_steer_to_a_standard_agent_is_confirmed_only_when_injected() {
     let mut t = Translator::new(BridgeTarget::Auto);
     let init = send(

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use acp_extension_core::connection::{Direction, PendingRequests};
 use acp_extension_core::methods::ExtensionNotificationMethod;
 use acp_extension_core::namespace::{Namespace, split_method};
-use acp_extension_core::negotiation::write_namespace;
+use acp_extension_core::negotiation::{supports_subagent_events, write_namespace};
 use acp_extension_core::standard::{
     CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
     SteeringResponse, advertises_steering, claude_rate_limits, prompt_model_usage,
@@ -152,16 +152,6 @@ fn object_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, 
     Some(here)
 }
 
-/// Whether `_meta.ua` or `_meta.lody` of `caps` holds `feature`.
-fn core_feature(caps: &Value, feature: &str) -> bool {
-    Namespace::ALL.iter().any(|ns| {
-        caps.get("_meta")
-            .and_then(|m| m.get(ns.key()))
-            .and_then(|m| m.get(feature))
-            .is_some_and(Value::is_object)
-    })
-}
-
 impl Translator {
     /// A bridge writing `target` to its client.
     pub fn new(target: BridgeTarget) -> Self {
@@ -276,7 +266,7 @@ impl Translator {
         let client = match self.target {
             BridgeTarget::Core => ClientDialect::Core,
             BridgeTarget::Standard => ClientDialect::Standard,
-            BridgeTarget::Auto if core_feature(&caps, "subagentEvents") => ClientDialect::Core,
+            BridgeTarget::Auto if supports_subagent_events(&caps) => ClientDialect::Core,
             BridgeTarget::Auto
                 if acp_extension_core::standard::client_reads_subagent_updates(&caps) =>
             {
@@ -292,9 +282,7 @@ impl Translator {
         match client {
             // A Core agent writes subagent events only to a client that
             // advertised them; a standard agent reads `subagents`.
-            ClientDialect::Standard
-                if !core_feature(&Value::Object(caps.clone()), "subagentEvents") =>
-            {
+            ClientDialect::Standard if !supports_subagent_events(&Value::Object(caps.clone())) => {
                 let Some(section) = object_at(msg, &["params", "clientCapabilities", "_meta", ns])
                 else {
                     return false;
@@ -323,7 +311,7 @@ impl Translator {
             .and_then(Value::as_str)
             .unwrap_or("agent")
             .to_owned();
-        let agent = if core_feature(&caps, "subagentEvents") {
+        let agent = if supports_subagent_events(&caps) {
             ClientDialect::Core
         } else {
             ClientDialect::Standard
