@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use acp_extension_core::connection::EventParse;
+use acp_extension_core::connection::Reads;
 use acp_extension_core::state::{ConnectionState, Direction, SessionState, StateLimits};
 use acp_extension_core::usage::ModelUsage;
 use serde_json::Value;
@@ -73,25 +73,21 @@ pub fn fold_reader(
     // the fold reads every event, so each is built with its line, but a
     // chunk of plain text or a tool call, which the fold reads from the
     // line.
-    input::read_parallel(
-        reader,
-        format,
-        EventParse::OutputOnDemand,
-        |item| match item {
-            Item::Record(r) => {
-                state.set_line(Some(r.line));
-                state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
-            }
-            Item::Event { line, parsed } => {
-                state.set_line(Some(*line));
-                state.parsed(Direction::Unknown, parsed);
-            }
-            Item::Problem { line, finding } => {
-                state.set_line(Some(*line));
-                state.unreadable(finding.rule, &finding.message);
-            }
-        },
-    )?;
+    let reads = Reads::of(&[&state]);
+    input::read_parallel(reader, format, reads, |item| match item {
+        Item::Record(r) => {
+            state.set_line(Some(r.line));
+            state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
+        }
+        Item::Event { line, read } => {
+            state.set_line(Some(*line));
+            state.follow_read(Direction::Unknown, read);
+        }
+        Item::Problem { line, finding } => {
+            state.set_line(Some(*line));
+            state.unreadable(finding.rule, &finding.message);
+        }
+    })?;
     Ok(state)
 }
 

@@ -741,7 +741,7 @@ fn malformed_standard_updates_are_recorded_where_check_reports_them() {
 fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
     use acp_ext::check::input::{Format, Item, read_parallel};
     use acp_ext::state::fold_reader;
-    use acp_extension_core::connection::EventParse;
+    use acp_extension_core::connection::Reads;
     use acp_extension_core::state::{ConnectionState, Direction, StateLimits};
     use std::fs::File;
     use std::io::BufReader;
@@ -752,33 +752,24 @@ fn every_corpus_file_folds_the_same_when_no_change_is_listed() {
         // `state` folds without listing changes; fold again listing them.
         let unlisted = fold_reader(open(&file), Format::Auto, StateLimits::unbounded()).unwrap();
         let mut listed = ConnectionState::new();
-        read_parallel(
-            open(&file),
-            Format::Auto,
-            EventParse::OutputOnDemand,
-            |item| {
-                let made = match item {
-                    Item::Record(r) => {
-                        listed.set_line(Some(r.line));
-                        listed.message_with_method(
-                            r.direction,
-                            &r.message,
-                            r.request_method.as_deref(),
-                        )
-                    }
-                    Item::Event { line, parsed } => {
-                        listed.set_line(Some(*line));
-                        listed.parsed(Direction::Unknown, parsed)
-                    }
-                    Item::Problem { line, finding } => {
-                        listed.set_line(Some(*line));
-                        listed.unreadable(finding.rule, &finding.message)
-                    }
-                    other => panic!("an item fold_reader does not fold: {other:?}"),
-                };
-                changes += made.len();
-            },
-        )
+        read_parallel(open(&file), Format::Auto, Reads::Fold, |item| {
+            let made = match item {
+                Item::Record(r) => {
+                    listed.set_line(Some(r.line));
+                    listed.message_with_method(r.direction, &r.message, r.request_method.as_deref())
+                }
+                Item::Event { line, read } => {
+                    listed.set_line(Some(*line));
+                    listed.follow_read(Direction::Unknown, read)
+                }
+                Item::Problem { line, finding } => {
+                    listed.set_line(Some(*line));
+                    listed.unreadable(finding.rule, &finding.message)
+                }
+                other => panic!("an item fold_reader does not fold: {other:?}"),
+            };
+            changes += made.len();
+        })
         .unwrap();
         let name = file.display();
         assert_eq!(listed.accounting(), unlisted.accounting(), "{name}");

@@ -4,11 +4,11 @@
 //! reads today), and each line straight into a typed envelope around
 //! [`SubagentEvent`] (no tree; what a typed lane would read, falling back to
 //! the tree for the lines that are not valid events), and
-//! [`parse_line`], the follower's parse (the typed lane where it applies,
-//! else the tree). One thread, the file
+//! [`Line::read`], the follower's read (the event verified without a tree
+//! where it applies, else the tree). One thread, the file
 //! in memory, no output: the floor under `acp-ext check` and
 //! `acp-ext state` on the same file. Then the fold alone: a
-//! [`ConnectionState`] following the lines `parse_line` read beforehand
+//! [`ConnectionState`] following the lines `Line::read` read beforehand
 //! (`fold parsed`), writing the folded state as JSON into memory with
 //! `serde_json::to_writer`, and dropping the state and the lines (`drop`).
 //!
@@ -21,7 +21,7 @@
 
 use std::time::{Duration, Instant};
 
-use acp_extension_core::connection::{Direction, ParsedLine, parse_line};
+use acp_extension_core::connection::{Direction, Line, Reads};
 use acp_extension_core::state::ConnectionState;
 use acp_extension_core::subagent_events::SubagentEvent;
 use serde::Deserialize;
@@ -80,17 +80,20 @@ fn main() {
         let t = Instant::now();
         lane_events = 0;
         for l in &lines {
-            let parsed = parse_line(l.as_bytes());
-            lane_events += usize::from(matches!(parsed, ParsedLine::Event(_)));
+            let parsed = Line::read(l.as_bytes(), Reads::Event);
+            lane_events += usize::from(parsed.tree().is_none() && parsed.not_json().is_none());
             std::hint::black_box(parsed);
         }
         lane.push(t.elapsed());
-        let parsed: Vec<ParsedLine> = lines.iter().map(|l| parse_line(l.as_bytes())).collect();
+        let parsed: Vec<Line> = lines
+            .iter()
+            .map(|l| Line::read(l.as_bytes(), Reads::Event))
+            .collect();
         let t = Instant::now();
         let mut state = ConnectionState::new();
         for (i, p) in parsed.iter().enumerate() {
             state.set_line(Some(i as u64 + 1));
-            std::hint::black_box(state.parsed(Direction::Unknown, p));
+            std::hint::black_box(state.follow_read(Direction::Unknown, p));
         }
         fold.push(t.elapsed());
         let mut out = Vec::with_capacity(64 << 20);
@@ -107,7 +110,7 @@ fn main() {
     for (name, times) in [
         ("value tree", tree),
         ("typed envelope", typed),
-        ("parse_line", lane),
+        ("Line::read", lane),
         ("fold parsed", fold),
         ("to_writer", to_writer),
         ("drop", dropped),
@@ -121,7 +124,7 @@ fn main() {
     }
     println!("typed envelope took {typed_ok} of {} lines", lines.len());
     println!(
-        "parse_line read {lane_events} of {} lines as typed events",
+        "Line::read verified {lane_events} of {} lines as events",
         lines.len()
     );
 }

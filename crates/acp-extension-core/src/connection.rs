@@ -18,19 +18,14 @@
 //!   need memory run here, once per message, so that every observer sees
 //!   the same [`SequenceFinding`]s.
 //!
-//! A line is parsed once, by [`parse_line`] (on any thread): a valid
-//! subagent event notification is read straight into its type and its
-//! JSON tree is built only if an observer asks ([`Params::tree`]);
-//! [`Connection::follow_parsed`] follows either reading to the same
-//! messages and verdicts. With [`parse_line_with`] and
-//! [`EventParse::OnDemand`] such a line is only sifted (verified without
-//! building anything) and its event built when first asked for: the
-//! sequence rules read their [`EventLine::facts`] from the text, so a
-//! follower whose observers never ask (`acp-ext check`) builds no event.
-//! With [`EventParse::OutputOnDemand`] only an `agent_message_chunk` of
-//! plain text and a `tool_call` or `tool_call_update` are sifted: the
-//! consumer state folds them from the line, and every other event is built
-//! with its line (`acp-ext state`).
+//! A line is read once, by [`Line::read`] (on any thread): a valid
+//! subagent event notification is verified while read and its JSON tree
+//! built only if an observer asks ([`Params::tree`]);
+//! [`Connection::follow_read`] follows it to the same messages and
+//! verdicts as its tree. Each observer declares what it reads of such an
+//! event ([`Observer::reads`]): a linter only the run rules' facts (the
+//! event is then not built at all), the consumer state what it folds
+//! (plain text chunks and tool calls straight from the line).
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext
@@ -78,7 +73,9 @@ use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
 mod line;
 mod message;
 pub(crate) use line::SiftedOutput;
+#[doc(hidden)]
 pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
+pub use line::{Line, Reads};
 use message::NULL;
 pub use message::{Answer, Call, Invalid, Message, Params};
 
@@ -272,6 +269,12 @@ pub trait Observer {
     fn unreadable(&mut self, connection: &Connection, rule: &str, message: &str) {
         let _ = (connection, rule, message);
     }
+
+    /// What it reads of a subagent event verified while its line was read
+    /// ahead ([`Line::read`]): the whole event unless it says less.
+    fn reads(&self) -> Reads {
+        Reads::Event
+    }
 }
 
 /// One followed connection; see the [module docs](self).
@@ -394,6 +397,20 @@ impl Connection {
         self.follow_parsed(direction, &parse_line(line.as_bytes()), observers)
     }
 
+    /// Follows one line read ahead by [`Line::read`] (on this thread or
+    /// another): a JSON tree as [`Connection::follow`] does, a verified
+    /// event without one (the same classification, sequence rules and
+    /// observers), and bytes that are not JSON as `not-json`.
+    pub fn follow_read(
+        &mut self,
+        direction: Direction,
+        line: &Line,
+        observers: &mut [&mut dyn Observer],
+    ) {
+        self.follow_parsed(direction, line.parsed(), observers)
+    }
+
+    #[doc(hidden)]
     /// Follows one line read by [`parse_line`] (on this thread or another):
     /// a JSON tree as [`Connection::follow`] does, a typed event without
     /// one (the same classification, sequence rules and observers), and

@@ -162,15 +162,14 @@
 //!   reason), reads both advertisements and runs the sequence rules once. To run your own
 //!   observer (a timeline, a linter) over the same parse, follow the connection with both:
 //!   `connection.follow(direction, &msg, &mut [&mut state, &mut mine])`, then
-//!   `state.take_changes()`. Lines of text go through `connection::parse_line` (any thread)
-//!   and `connection.follow_parsed`: a valid subagent event is then read straight into its
-//!   type and observers get its JSON tree (`message.params()`) only if they ask. Observers
-//!   that never read the event itself (a linter of run order) can take
-//!   `parse_line_with(line, EventParse::OnDemand)`: the event is then verified without
-//!   being built, and built only if asked for (`message.event()`). A fold on another
-//!   thread than the parse takes `EventParse::OutputOnDemand`: events are built with their
-//!   line, but an `agent_message_chunk` of plain text and a `tool_call` or
-//!   `tool_call_update`, which the state folds straight from the line. `acp-ext check`'s rules, `watch`'s timeline and `probe`'s turn
+//!   `state.take_changes()`. Lines of text can be read ahead, on any thread, with
+//!   `connection::Line::read(bytes, Reads::of(&[&state, &mine]))` and followed with
+//!   `connection.follow_read`: a valid subagent event is then verified while read, and
+//!   observers get its JSON tree (`call.params.tree()`) only if they ask. Each observer
+//!   declares what it reads of such an event (`Observer::reads`): a linter of run order
+//!   only the run facts (the event is then never built), the state what it folds (plain
+//!   text chunks and tool calls straight from the line). A linter's rules, a live
+//!   timeline and a probe's turn
 //!   tracking are such observers, so what `check` reports and what the state records come
 //!   from the same classification and the same sequence verdicts.
 //! - **What it holds.** Per session: the title and its origin (authority, lowest first:

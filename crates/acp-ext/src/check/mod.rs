@@ -69,7 +69,7 @@ use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
 pub use acp_extension_core::connection::Direction;
-use acp_extension_core::connection::{Call, Connection, Message, Observer, ParsedLine};
+use acp_extension_core::connection::{Call, Connection, Line, Message, Observer, Reads};
 use acp_extension_core::sequence::SequenceLimits;
 use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
@@ -182,12 +182,12 @@ impl Checker {
         self.take_findings()
     }
 
-    /// Checks one line as
-    /// [`parse_line`](acp_extension_core::connection::parse_line) read it
-    /// (perhaps on another thread): the findings of its JSON tree.
-    pub fn parsed(&mut self, direction: Direction, line: &ParsedLine) -> Vec<Finding> {
+    /// Checks one line read ahead by [`Line::read`] (perhaps on another
+    /// thread; read it for [`Reads::RunFacts`], what the checker reads):
+    /// the findings of its JSON tree.
+    pub fn follow_read(&mut self, direction: Direction, line: &Line) -> Vec<Finding> {
         let mut own = self.own.take().unwrap_or_default();
-        own.follow_parsed(direction, line, &mut [self]);
+        own.follow_read(direction, line, &mut [self]);
         self.own = Some(own);
         self.take_findings()
     }
@@ -303,5 +303,10 @@ impl Observer for Checker {
             .find(|r| r.id == rule)
             .unwrap_or(&rules::NOT_JSON);
         self.observed.push(Finding::of(info, "", message));
+    }
+
+    /// The rules read only a verified event's run facts: it is never built.
+    fn reads(&self) -> Reads {
+        Reads::RunFacts
     }
 }

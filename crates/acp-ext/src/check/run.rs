@@ -23,7 +23,7 @@ use super::input::{self, Format, Item};
 use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
 use super::{Checker, Direction, Finding, Severity};
 use crate::output::Style;
-use acp_extension_core::connection::EventParse;
+use acp_extension_core::connection::Reads;
 use acp_extension_core::sequence::SequenceLimits;
 
 /// How `check` reads and prints.
@@ -147,15 +147,16 @@ fn check_ticking<R: BufRead + Send>(
                 on(r.line, f);
             }
         }
-        Item::Event { line, parsed } => {
+        Item::Event { line, read } => {
             tick();
-            for f in checker.parsed(Direction::Unknown, parsed) {
+            for f in checker.follow_read(Direction::Unknown, read) {
                 on(*line, f);
             }
         }
         Item::Problem { line, finding } => on(*line, finding.clone()),
     };
-    input::read_parallel_batches(reader, format, EventParse::OnDemand, each, settled)
+    let reads = Reads::of(&[&Checker::new()]);
+    input::read_parallel_batches(reader, format, reads, each, settled)
 }
 
 /// The `--json` output of [`check_files`]: the first write error is kept,

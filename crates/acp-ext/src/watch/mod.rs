@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use acp_extension_core::connection::{Connection, Message, Observer, ParsedLine};
+use acp_extension_core::connection::{Connection, Message, Observer};
 use acp_extension_core::state::{ConnectionState, Direction};
 use acp_extension_core::subagent_events::SubagentEventPayload;
 use ratatui::Terminal;
@@ -183,14 +183,7 @@ impl App {
         let (line, direction, message) = match item {
             Item::Record(r) => (r.line, r.direction, r.message),
             // Watch keeps each message's JSON for its detail view.
-            Item::Event { line, parsed } => {
-                let message = match parsed {
-                    ParsedLine::Event(e) => e.to_value(),
-                    ParsedLine::Value(v) => v,
-                    _ => Value::Null,
-                };
-                (line, Direction::Unknown, message)
-            }
+            Item::Event { line, read } => (line, Direction::Unknown, read.to_value()),
             Item::Problem { line, finding } => {
                 let index = self.entries.len();
                 self.entries.push(Entry {

@@ -1,5 +1,5 @@
 //! `check`'s findings are the same whichever way a line is read: as a JSON
-//! tree (`Checker::message`) or as `parse_line_with` reads it
+//! tree (`Checker::message`) or as `Line::read` reads it
 //! (`Checker::parsed`), where a valid subagent event skips the tree and
 //! with it the shape and `_meta` rules, whether the event is built with the
 //! line or sifted (what `check` does: then no rule builds it). Streams here mix typed-lane events
@@ -7,7 +7,7 @@
 //! report on.
 
 use super::*;
-use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
+use acp_extension_core::connection::{Line, ParsedLine, Reads};
 
 fn event(ns: &str, run: &str, kind: &str, payload: Value) -> Value {
     let mut params = json!({"version": 1, "sessionId": "s", "runId": run, "type": kind});
@@ -121,18 +121,18 @@ fn typed_events_get_the_findings_of_their_trees() {
         let (mut tree, mut lane, mut sifted) = (Checker::new(), Checker::new(), Checker::new());
         for message in start.iter().chain(&events(ns)) {
             let text = message.to_string();
-            let parsed = parse_line_with(text.as_bytes(), EventParse::Now);
-            typed += usize::from(matches!(parsed, ParsedLine::Event(_)));
+            let parsed = Line::read(text.as_bytes(), Reads::Event);
+            typed += usize::from(matches!(parsed.parsed(), ParsedLine::Event(_)));
             let expected = tree.message(Direction::Unknown, message);
-            let got = lane.parsed(Direction::Unknown, &parsed);
+            let got = lane.follow_read(Direction::Unknown, &parsed);
             assert_eq!(got, expected, "{text}");
-            let on_demand = parse_line_with(text.as_bytes(), EventParse::OnDemand);
+            let on_demand = Line::read(text.as_bytes(), Reads::RunFacts);
             assert_eq!(
-                sifted.parsed(Direction::Unknown, &on_demand),
+                sifted.follow_read(Direction::Unknown, &on_demand),
                 expected,
                 "{text}"
             );
-            if let ParsedLine::Event(line) = &on_demand {
+            if let ParsedLine::Event(line) = on_demand.parsed() {
                 assert!(!line.is_built(), "a rule built the sifted event: {text}");
             }
             found.extend(expected.iter().map(|f| f.rule));

@@ -20,6 +20,7 @@ use crate::wire::Key;
 use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
 
+#[doc(hidden)]
 /// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
 /// followed with [`Connection::follow_parsed`](super::Connection::follow_parsed):
 /// the parse may run on another thread than the connection.
@@ -34,6 +35,7 @@ pub enum ParsedLine {
     NotJson(String),
 }
 
+#[doc(hidden)]
 /// When the typed lane of [`parse_line_with`] builds the event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -57,6 +59,7 @@ pub enum EventParse {
     OutputOnDemand,
 }
 
+#[doc(hidden)]
 /// A `_<ns>/subagents/event` notification read straight into its type,
 /// with no JSON tree; see [`parse_line`] for which lines are read so.
 ///
@@ -209,6 +212,121 @@ impl EventLine {
     }
 }
 
+/// What an observer reads of a subagent event that the connection
+/// verified while reading its line ([`Observer::reads`](super::Observer::reads)).
+/// A line read ahead of following it ([`Line::read`]) is read for what its
+/// follower's observers read ([`Reads::of`]); everything they observe is
+/// the same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[non_exhaustive]
+pub enum Reads {
+    /// The facts the run rules read (run id, state, sequence): the event
+    /// is verified without being built, and built only if asked (a
+    /// linter).
+    RunFacts,
+    /// What the consumer state folds: a chunk of plain text and a tool
+    /// call from the line as it stands, every other event built with its
+    /// line.
+    Fold,
+    /// The whole event, built with its line.
+    #[default]
+    Event,
+}
+
+impl Reads {
+    /// What a follower whose observers are `observers` reads: the most
+    /// any of them reads ([`Reads::Event`] for none).
+    pub fn of(observers: &[&dyn super::Observer]) -> Self {
+        observers
+            .iter()
+            .map(|o| o.reads())
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn parse(self) -> EventParse {
+        match self {
+            Reads::RunFacts => EventParse::OnDemand,
+            Reads::Fold => EventParse::OutputOnDemand,
+            Reads::Event => EventParse::Now,
+        }
+    }
+}
+
+/// One line of traffic (without its newline) read ahead of following it,
+/// on any thread, and followed with
+/// [`Connection::follow_read`](super::Connection::follow_read).
+///
+/// A valid subagent event notification whose text holds nothing for a
+/// `_meta` or epoch rule is verified while read, and its JSON tree built
+/// only if an observer asks ([`super::Params::event`]); every other line
+/// is a JSON tree, or bytes that are not JSON.
+///
+/// ```
+/// use acp_extension_core::connection::{Connection, Direction, Line, Reads};
+///
+/// let text = br#"{"jsonrpc":"2.0","method":"_ua/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
+/// let line = Line::read(text, Reads::Event);
+/// assert!(line.tree().is_none()); // verified: no tree built
+/// assert_eq!(line.to_value()["params"]["runId"], "r");
+/// assert!(Line::read(b"{oops", Reads::Event).not_json().is_some());
+///
+/// let mut connection = Connection::new();
+/// connection.follow_read(Direction::AgentToClient, &line, &mut []);
+/// assert_eq!(connection.values(), 1);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line(ParsedLine);
+
+impl Line {
+    /// Reads `bytes` for observers that read `reads`.
+    pub fn read(bytes: &[u8], reads: Reads) -> Self {
+        Self(parse_line_with(bytes, reads.parse()))
+    }
+
+    /// Why the bytes are not one JSON value, when they are not.
+    pub fn not_json(&self) -> Option<&str> {
+        match &self.0 {
+            ParsedLine::NotJson(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The JSON tree, when one was built: `None` for a verified event and
+    /// for bytes that are not JSON.
+    pub fn tree(&self) -> Option<&Value> {
+        match &self.0 {
+            ParsedLine::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The JSON tree, however the line was read (built from the text of a
+    /// verified event; `null` for bytes that are not JSON).
+    pub fn to_value(&self) -> Value {
+        match &self.0 {
+            ParsedLine::Value(v) => v.clone(),
+            ParsedLine::Event(e) => e.to_value(),
+            ParsedLine::NotJson(_) => Value::Null,
+        }
+    }
+
+    /// The JSON tree when one was built; the line itself otherwise.
+    pub fn into_tree(self) -> Result<Value, Self> {
+        match self.0 {
+            ParsedLine::Value(v) => Ok(v),
+            other => Err(Self(other)),
+        }
+    }
+
+    /// How the line was read (for the lanes' differential tests).
+    #[doc(hidden)]
+    pub fn parsed(&self) -> &ParsedLine {
+        &self.0
+    }
+}
+
+#[doc(hidden)]
 /// Parses one line of JSON-RPC traffic (without its newline), building a
 /// typed lane event with the line ([`EventParse::Now`]).
 ///
@@ -239,6 +357,7 @@ pub fn parse_line(bytes: &[u8]) -> ParsedLine {
     parse_line_with(bytes, EventParse::Now)
 }
 
+#[doc(hidden)]
 /// [`parse_line`], choosing when a typed lane event is built: the lines
 /// taken, and everything a follower observes, are the same either way.
 ///

@@ -171,7 +171,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::Side;
-use crate::connection::{Connection, Message, Observer, Pairing, ParsedLine};
+use crate::connection::{Connection, Line, Message, Observer, Pairing, Reads};
 use crate::negotiation::NamespaceReader;
 use crate::sequence::{self, SequenceFinding};
 
@@ -700,6 +700,12 @@ impl Observer for ConnectionState {
         self.account(&out, from);
         self.observed = out;
     }
+
+    /// The state folds a chunk of plain text and a tool call straight from
+    /// the line, and builds every other event.
+    fn reads(&self) -> Reads {
+        Reads::Fold
+    }
 }
 
 impl Default for ConnectionState {
@@ -857,11 +863,12 @@ impl ConnectionState {
         self.follow_own(|c, o| c.follow_with_method(direction, message, request_method, o))
     }
 
-    /// Folds one line as [`parse_line`](crate::connection::parse_line) read
-    /// it (perhaps on another thread): a subagent event read straight into
-    /// its type folds as its JSON tree would, without building one.
-    pub fn parsed(&mut self, direction: Direction, line: &ParsedLine) -> Vec<Change> {
-        self.follow_own(|c, o| c.follow_parsed(direction, line, o))
+    /// Folds one line read ahead by [`Line::read`] (perhaps on another
+    /// thread; read it for [`Reads::Fold`], what the state reads): a
+    /// verified subagent event folds as its JSON tree would, without
+    /// building one.
+    pub fn follow_read(&mut self, direction: Direction, line: &Line) -> Vec<Change> {
+        self.follow_own(|c, o| c.follow_read(direction, line, o))
     }
 
     /// Runs `f` on the state's own connection with the state as its

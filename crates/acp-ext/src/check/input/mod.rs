@@ -45,7 +45,7 @@ use std::fmt;
 use std::io::{self, BufRead, Read};
 
 use crate::transcript::RecordLine;
-use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
+use acp_extension_core::connection::{Line, Reads};
 use acp_extension_core::methods::{MethodKind, method_kind};
 use acp_extension_core::namespace::split_method;
 use serde::Deserialize;
@@ -139,14 +139,14 @@ impl Record {
 pub enum Item {
     /// A message to check.
     Record(Record),
-    /// A `_<ns>/subagents/event` notification read straight into its type
-    /// (a [`ParsedLine::Event`]; [`read_parallel`] only, JSON-RPC lines):
-    /// follow it with `Connection::follow_parsed`.
+    /// A `_<ns>/subagents/event` notification verified while read, with no
+    /// JSON tree ([`read_parallel`] only, JSON-RPC lines): follow it with
+    /// `Connection::follow_read`.
     Event {
         /// 1-based line.
         line: u64,
-        /// The parsed line.
-        parsed: ParsedLine,
+        /// The line as read.
+        read: Line,
     },
     /// A problem of the input itself (not JSON, too large).
     Problem {
@@ -164,18 +164,17 @@ pub enum Item {
 ///
 /// JSON-RPC lines (the format of ACP's stdio, and of most large files) are
 /// read and cut into blocks and parsed on one thread with
-/// [`parse_line_with`](acp_extension_core::connection::parse_line_with)
-/// and `events` (the calling thread parses a block too when its next one
+/// [`Line::read`] for what the follower's observers read (the calling thread parses a block too when its next one
 /// is not ready, rather than wait): a valid subagent event notification
 /// arrives as an [`Item::Event`], every other line as [`read`] gives it.
 /// Other formats are read and parsed on one thread of their own.
 pub fn read_parallel<R: BufRead + Send>(
     reader: R,
     format: Format,
-    events: EventParse,
+    reads: Reads,
     sink: impl FnMut(&Item),
 ) -> io::Result<()> {
-    read_parallel_batches(reader, format, events, sink, || {})
+    read_parallel_batches(reader, format, reads, sink, || {})
 }
 
 /// [`read_parallel`], calling `settled` after each batch of items (the
@@ -185,7 +184,7 @@ pub fn read_parallel<R: BufRead + Send>(
 pub fn read_parallel_batches<R: BufRead + Send>(
     mut reader: R,
     format: Format,
-    events: EventParse,
+    reads: Reads,
     mut sink: impl FnMut(&Item),
     mut settled: impl FnMut(),
 ) -> io::Result<()> {
@@ -199,7 +198,7 @@ pub fn read_parallel_batches<R: BufRead + Send>(
                     reader,
                     Vec::new(),
                     1,
-                    events,
+                    reads,
                     &mut sink,
                     &mut settled,
                 );
@@ -213,7 +212,7 @@ pub fn read_parallel_batches<R: BufRead + Send>(
         f => (f, Vec::new()),
     };
     if format == Format::JsonRpc {
-        return pipeline::parallel_lines(reader, first, 0, events, &mut sink, &mut settled);
+        return pipeline::parallel_lines(reader, first, 0, reads, &mut sink, &mut settled);
     }
     let chained = io::Cursor::new(first).chain(reader);
     one_reader_thread(io::BufReader::new(chained), format, &mut sink, &mut settled)
@@ -346,18 +345,19 @@ impl<R: Read> Blocks<R> {
 }
 
 /// One JSON-RPC line, as [`read`] reads it, with the typed lane.
-fn parse_jsonrpc_line(bytes: &[u8], line: u64, events: EventParse, sink: &mut dyn FnMut(Item)) {
+fn parse_jsonrpc_line(bytes: &[u8], line: u64, reads: Reads, sink: &mut dyn FnMut(Item)) {
     let text = bytes.trim_ascii();
     if text.is_empty() {
         return;
     }
-    match parse_line_with(text, events) {
-        ParsedLine::NotJson(e) => sink(not_json(line, "", e)),
-        ParsedLine::Value(v) if !v.as_object().is_some_and(is_jsonrpc) => {
-            classify(v, "", line, sink)
-        }
-        ParsedLine::Value(v) => sink(Item::Record(Record::new(line, Direction::Unknown, v))),
-        parsed => sink(Item::Event { line, parsed }),
+    let read = Line::read(text, reads);
+    if let Some(why) = read.not_json() {
+        return sink(not_json(line, "", why.to_owned()));
+    }
+    match read.into_tree() {
+        Ok(v) if !v.as_object().is_some_and(is_jsonrpc) => classify(v, "", line, sink),
+        Ok(v) => sink(Item::Record(Record::new(line, Direction::Unknown, v))),
+        Err(read) => sink(Item::Event { line, read }),
     }
 }
 
@@ -745,10 +745,9 @@ mod tests {
     /// An item as `read` would give it: a typed event as its JSON record.
     fn as_read(item: Item) -> Item {
         match item {
-            Item::Event {
-                line,
-                parsed: ParsedLine::Event(e),
-            } => Item::Record(Record::new(line, Direction::Unknown, e.to_value())),
+            Item::Event { line, read } => {
+                Item::Record(Record::new(line, Direction::Unknown, read.to_value()))
+            }
             other => other,
         }
     }
@@ -851,9 +850,9 @@ mod tests {
         text.push_str(&format!("{{\"x\":\"{}\"}}\n", "a".repeat(MAX_VALUE_BYTES)));
         text.push_str(&event(1));
         let serial = records(&text, Format::Auto);
-        for events in [EventParse::Now, EventParse::OnDemand] {
+        for reads in [Reads::Event, Reads::RunFacts] {
             let mut parallel = Vec::new();
-            read_parallel(text.as_bytes(), Format::Auto, events, |i| {
+            read_parallel(text.as_bytes(), Format::Auto, reads, |i| {
                 parallel.push(i.clone())
             })
             .unwrap();
@@ -888,20 +887,15 @@ mod tests {
         let text = numbered_events(60 * BLOCK_BYTES / 140);
         for slow in [false, true] {
             let mut lines = Vec::new();
-            read_parallel(
-                text.as_bytes(),
-                Format::Auto,
-                EventParse::OnDemand,
-                |item| {
-                    let Item::Event { line, .. } = item else {
-                        panic!("not an event: {item:?}")
-                    };
-                    if slow && line % 500 == 0 {
-                        std::thread::sleep(std::time::Duration::from_millis(2));
-                    }
-                    lines.push(*line);
-                },
-            )
+            read_parallel(text.as_bytes(), Format::Auto, Reads::RunFacts, |item| {
+                let Item::Event { line, .. } = item else {
+                    panic!("not an event: {item:?}")
+                };
+                if slow && line % 500 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                lines.push(*line);
+            })
             .unwrap();
             let expected: Vec<u64> = (1..=text.lines().count() as u64).collect();
             assert_eq!(lines, expected, "slow consumer: {slow}");
@@ -941,7 +935,7 @@ mod tests {
             let result = read_parallel(
                 io::BufReader::new(Live(read, Vec::new())),
                 Format::JsonRpc,
-                EventParse::OnDemand,
+                Reads::RunFacts,
                 |item| {
                     let Item::Event { line, .. } = item else {
                         panic!("not an event: {item:?}")
@@ -982,7 +976,7 @@ mod tests {
         let result = read_parallel(
             io::BufReader::new(FailsAfter(text.as_bytes())),
             Format::JsonRpc,
-            EventParse::Now,
+            Reads::Event,
             |_| seen += 1,
         );
         assert_eq!(result.unwrap_err().to_string(), "the disk went away");
@@ -996,7 +990,7 @@ mod tests {
         let text = numbered_events(20 * BLOCK_BYTES / 140);
         let outcome = std::panic::catch_unwind(|| {
             let mut seen = 0;
-            let _ = read_parallel(text.as_bytes(), Format::Auto, EventParse::Now, |_| {
+            let _ = read_parallel(text.as_bytes(), Format::Auto, Reads::Event, |_| {
                 seen += 1;
                 assert!(seen < 3000, "the consumer gives up");
             });

@@ -18,7 +18,7 @@ use std::io::{self, BufRead, Read};
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
-use acp_extension_core::connection::EventParse;
+use acp_extension_core::connection::Reads;
 
 use super::{Block, Blocks, Item, parse_jsonrpc_line, too_large};
 
@@ -29,13 +29,13 @@ const READ_AHEAD: usize = 2;
 const IN_FLIGHT: usize = 4;
 
 /// Parses every line of `block`.
-fn parse_block(block: &Block, events: EventParse) -> Vec<Item> {
+fn parse_block(block: &Block, reads: Reads) -> Vec<Item> {
     let mut items = Vec::with_capacity(block.lines.len());
     for (line, range) in &block.lines {
         match range {
-            Some(r) => parse_jsonrpc_line(&block.text[r.clone()], *line, events, &mut |i| {
-                items.push(i)
-            }),
+            Some(r) => {
+                parse_jsonrpc_line(&block.text[r.clone()], *line, reads, &mut |i| items.push(i))
+            }
             None => items.push(too_large(*line)),
         }
     }
@@ -119,7 +119,7 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
     mut reader: R,
     first: Vec<u8>,
     lines_before: u64,
-    events: EventParse,
+    reads: Reads,
     sink: &mut dyn FnMut(&Item),
     settled: &mut dyn FnMut(),
 ) -> io::Result<()> {
@@ -134,7 +134,7 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
             .name("acp-ext-parse".into())
             .spawn_scoped(scope, move || {
                 let blocks = Blocks::new(io::Cursor::new(first).chain(&mut reader), lines_before);
-                parser(shared, blocks, events, &used_rx)
+                parser(shared, blocks, reads, &used_rx)
             })?;
         let stop = StopOnPanic(shared);
         let mut next = 0;
@@ -151,7 +151,7 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
                     // Not parsed yet: parse the oldest block waiting,
                     // rather than wait.
                     drop(q);
-                    let items = parse_block(&block, events);
+                    let items = parse_block(&block, reads);
                     q = shared.lock();
                     q.put_parsed(number, block, items, false);
                     continue;
@@ -188,7 +188,7 @@ pub(super) fn parallel_lines<R: BufRead + Send>(
 fn parser<R: io::Read>(
     shared: &Shared,
     mut blocks: Blocks<R>,
-    events: EventParse,
+    reads: Reads,
     used: &Receiver<Vec<Item>>,
 ) -> io::Result<()> {
     let _stop = StopOnPanic(shared);
@@ -207,7 +207,7 @@ fn parser<R: io::Read>(
             if let Some((n, block)) = q.read.pop_front() {
                 drop(q);
                 while used.try_recv().is_ok() {}
-                let items = parse_block(&block, events);
+                let items = parse_block(&block, reads);
                 q = shared.lock();
                 q.put_parsed(n, block, items, true);
                 shared.changed.notify_all();
