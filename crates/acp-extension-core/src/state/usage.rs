@@ -81,11 +81,15 @@ impl ConnectionState {
         match &u.model_usage {
             Some(rows) => {
                 for (model, row) in rows {
-                    let kept = match scope.model_usage.get(model) {
+                    let mut kept = match scope.model_usage.get(model) {
                         Some(old) => keep_max(old, row),
                         None if scope.model_usage.len() < models_cap => row.clone(),
                         None => continue,
                     };
+                    // A scope row holds the counters and the cost alone:
+                    // `contextWindow` (informational) and unknown keys go.
+                    kept.context_window = None;
+                    kept.extra.clear();
                     if let Some(c) = kept.cost_usd.map(|c| c.get()) {
                         let high = scope.highest_cost_usd.entry(model.clone()).or_insert(c);
                         *high = high.max(c);

@@ -547,7 +547,8 @@ pub struct ScopeUsage {
     pub usage: ModelUsage,
     /// Cumulative per-model totals, as last reported; a counter or cost
     /// that fell keeps its higher value (an absent `costUSD` stays absent:
-    /// unknown, not free).
+    /// unknown, not free). Each row holds the counters and the cost alone:
+    /// `contextWindow` and unknown keys are dropped.
     pub model_usage: IndexMap<String, ModelUsage>,
     /// Per model, the highest `costUSD` ever reported in this scope: a cost
     /// once seen is not lost when a later update leaves it out.

@@ -52,6 +52,21 @@ fn usage_scopes_sum_never_add_delta_and_report_decreases() {
 }
 
 #[test]
+fn a_scope_row_keeps_the_counters_and_the_cost_alone() {
+    let mut u = usage_update("s", Some("a"), 10, Some(0.1));
+    u["params"]["modelUsage"]["m"]["contextWindow"] = json!(200000);
+    u["params"]["modelUsage"]["m"]["vendorCounter"] = json!(7);
+    let (state, _) = fold(&[(A2C, u)]);
+    let scope = &state.session("s").unwrap().usage.scopes["scope:a"];
+    // The row as written by hand from the rule: counters and cost only.
+    assert_eq!(
+        serde_json::to_value(&scope.model_usage["m"]).unwrap(),
+        json!({"inputTokens": 10, "outputTokens": 1, "cacheReadInputTokens": 0, "costUSD": 0.1})
+    );
+    assert_eq!(invalid_rules(&state), Vec::<String>::new());
+}
+
+#[test]
 fn the_total_sums_cumulative_model_usage_never_the_operations() {
     // Three operations of 100, 200 and 50 input tokens, as an accumulator
     // reports them: `usage` is each operation, `modelUsage` the running total.
