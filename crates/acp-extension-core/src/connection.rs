@@ -28,8 +28,8 @@
 //! (plain text chunks and tool calls straight from the line).
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
-//! consumer state ([`crate::state::ConnectionState`]) is one, `acp-ext
-//! check`'s rules are another, and a tool that wants both runs them in one
+//! consumer state ([`crate::state::ConnectionState`]) is one, a linter's
+//! rules are another, and a tool that wants both runs them in one
 //! pass over one parse.
 //!
 //! ```
@@ -873,7 +873,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
 
 /// An `initialize` result by its shape (fixtures keep it without its
 /// request).
-pub fn looks_like_initialize_result(result: &Value) -> bool {
+pub(crate) fn looks_like_initialize_result(result: &Value) -> bool {
     result.get("agentCapabilities").is_some()
         || (result.get("protocolVersion").is_some()
             && (result.get("capabilities").is_some() || result.get("info").is_some()))
@@ -905,7 +905,7 @@ pub(crate) fn is_prompt_receipt(result: &Value, v2: bool) -> bool {
 
 /// A prompt's steer id: `_meta.<ns>.steer.id`, else the vendors'
 /// `_meta.claudeCode.steer.id` or `_meta.codex.steer.id`.
-pub fn prompt_steer_id(params: &Value) -> Option<&str> {
+pub(crate) fn prompt_steer_id(params: &Value) -> Option<&str> {
     let meta = params.get("_meta").and_then(Value::as_object)?;
     namespace::read_key(meta, "steer")
         .map(|(_, s)| s)
@@ -917,11 +917,9 @@ pub fn prompt_steer_id(params: &Value) -> Option<&str> {
 
 /// A `_session/steering` request's id: its `steerId` when given (Core
 /// clients add one), else `request:<JSON-RPC id>`.
-pub fn standard_steer_id(params: &Value, id: &Value) -> String {
+pub(crate) fn standard_steer_id(params: &Value, id: &Value) -> String {
     params
         .get("steerId")
         .and_then(Value::as_str)
         .map_or_else(|| format!("request:{id}"), str::to_owned)
 }
-
-pub use crate::validate::resembles;

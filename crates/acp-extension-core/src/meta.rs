@@ -454,7 +454,7 @@ pub enum EpochRule {
 
 impl EpochRule {
     /// The rule's id (`epoch-milliseconds`, `epoch-fractional`,
-    /// `epoch-zero`), the same in `acp-ext check` and the consumer state.
+    /// `epoch-zero`), the same in a linter and the consumer state.
     pub fn id(self) -> &'static str {
         match self {
             EpochRule::Milliseconds => "epoch-milliseconds",
@@ -480,7 +480,7 @@ pub struct EpochFinding {
 /// extension payload (`extension`: the params or result of a `_lody/…`
 /// method) every such key, elsewhere those inside `_meta.<ns>` sections
 /// (not the capability advertisements'). `at` is the part's pointer. One
-/// rule for `acp-ext check` and the consumer state.
+/// rule for a linter and the consumer state.
 ///
 /// ```
 /// use acp_extension_core::meta::{EpochRule, epoch_findings};
@@ -526,7 +526,7 @@ pub struct Section<'a> {
 
 /// Every `_meta.<ns>` section inside `value`, at any depth, in document
 /// order; `at` is `value`'s own pointer. The one walk over `_meta` the
-/// epoch rules, the connection's sequence rules and `acp-ext check` share.
+/// epoch rules, the connection's sequence rules and a linter share.
 ///
 /// ```
 /// use acp_extension_core::meta::sections;

@@ -354,7 +354,7 @@ pub fn write_namespace(reader_capabilities: &Value) -> Namespace {
 
 /// Which namespaces a peer reads, from its capabilities: the one the other
 /// side must write to it ([`write_namespace`]), and any it advertised a
-/// section in. `acp-ext check` (`namespace-mismatch`) and the consumer
+/// section in. A linter (`namespace-mismatch`) and the consumer
 /// state judge a contract method or `_meta` section by this one rule.
 ///
 /// ```

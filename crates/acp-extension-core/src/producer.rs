@@ -71,7 +71,7 @@
 //! `session/prompt` handler that awaits its whole turn there blocks every
 //! later message of the connection: a `session/steer` sent mid-turn is
 //! handled only after the turn ended, answered `failed`, and no
-//! `steer_applied` follows (`acp-ext check` reports
+//! `steer_applied` follows (a linter reports
 //! `steer-answered-after-turn`). Move the prompt's responder into a task
 //! with `cx.spawn` and return at once, so that the steer's handler runs
 //! while the turn does:
@@ -300,7 +300,7 @@ impl AgentExtensions {
     /// Whether to send the extension notifications an agent sends on its
     /// own (usage, activity, rate limits, steer applied) to a client that
     /// advertised no extension at all ([`AgentExtensions::client_is_plain`]).
-    /// Off by default, as `acp-ext serve` does: such a client has no use
+    /// Off by default: such a client has no use
     /// for them, and some print a "Method not found" dump for each; they
     /// withheld ([`Withheld::PlainClient`]). `_meta` fields on
     /// standard messages are not affected.
@@ -500,7 +500,7 @@ impl AgentExtensions {
     ///
     /// For events built elsewhere: by a [`SubagentEmitter`] of the agent's
     /// own that is not bound to this handle (one that keeps its runs
-    /// beside other per-run state, as `acp-ext serve` does). The handle's
+    /// beside other per-run state). The handle's
     /// own runs ([`AgentExtensions::subagent_emitter`]) come here too.
     pub fn subagent_event(&self, event: SubagentEvent) -> Result<Delivery, SendError> {
         match self.subagent_dialect() {

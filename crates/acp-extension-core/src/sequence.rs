@@ -4,10 +4,11 @@
 //! A single message can be valid and still break the contract in context:
 //! an output event for a run that never had a snapshot, a cumulative usage
 //! total that falls, a steer answered after its turn ended. These rules
-//! need memory. [`SequenceTracker`] holds that memory for one connection,
-//! bounded by [`SequenceLimits`], and reports each break as a [`SequenceFinding`].
+//! need memory. A [`Connection`](crate::connection::Connection) holds that
+//! memory for one connection, bounded by [`SequenceLimits`], and reports
+//! each break as a [`SequenceFinding`] of the message that broke it.
 //!
-//! It is the one implementation of these rules: `acp-ext check` reports its
+//! It is the one implementation of these rules: a linter reports its
 //! findings, and the consumer state ([`crate::state`]) records them as
 //! changes and uses its verdicts to decide what to fold.
 //!
@@ -30,18 +31,26 @@
 //! instance) is accepted too; any other event after it is not.
 //!
 //! ```
-//! use acp_extension_core::sequence::{SequenceRule, SequenceTracker};
-//! use serde_json::json;
+//! use acp_extension_core::connection::{Connection, Direction, Message};
+//! use acp_extension_core::sequence::SequenceRule;
+//! use serde_json::{json, Value};
 //!
-//! let mut t = SequenceTracker::new();
+//! let mut c = Connection::new();
+//! let mut follow = |params: Value| {
+//!     let event = json!({"jsonrpc": "2.0", "method": "_ua/subagents/event", "params": params});
+//!     match c.classify(Direction::AgentToClient, &event, None).remove(0) {
+//!         Message::Call(call) => (call.run_accepted, call.sequence),
+//!         _ => unreachable!(),
+//!     }
+//! };
 //! let support = json!({"stream": [], "progress": false, "outputRead": "none", "cancel": false});
-//! let done = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
-//!     "snapshot": {"state": "completed", "support": support}});
-//! assert!(t.subagent_event(&done).accepted);
-//! let late = json!({"version": 1, "sessionId": "s", "runId": "r", "type": "progress", "progress": {}});
-//! let verdict = t.subagent_event(&late);
-//! assert!(!verdict.accepted);
-//! assert_eq!(verdict.findings[0].rule, SequenceRule::SubagentAfterTerminal);
+//! let (accepted, _) = follow(json!({"version": 1, "sessionId": "s", "runId": "r",
+//!     "type": "snapshot", "snapshot": {"state": "completed", "support": support}}));
+//! assert!(accepted);
+//! let (accepted, findings) = follow(json!({"version": 1, "sessionId": "s", "runId": "r",
+//!     "type": "progress", "progress": {}}));
+//! assert!(!accepted);
+//! assert!(findings.iter().any(|f| f.rule == SequenceRule::SubagentAfterTerminal));
 //! ```
 
 use std::collections::{HashMap, VecDeque};
@@ -112,8 +121,8 @@ impl SequenceLimits {
     }
 }
 
-/// One sequence rule. Its [`id`](SequenceRule::id) is the rule id `acp-ext
-/// check` prints.
+/// One sequence rule. Its [`id`](SequenceRule::id) is the rule id a linter
+/// prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SequenceRule {
@@ -178,7 +187,7 @@ impl SequenceRule {
 
 /// Whether `rule` is one of the usage rules (a consumer folds the update
 /// anyway and words the record itself).
-pub fn is_usage_rule(rule: SequenceRule) -> bool {
+pub(crate) fn is_usage_rule(rule: SequenceRule) -> bool {
     matches!(
         rule,
         SequenceRule::UsageTotalDecreased
@@ -216,6 +225,7 @@ impl SequenceFinding {
     }
 }
 
+#[doc(hidden)]
 /// What the run lifecycle rules read of a subagent event: the same facts
 /// whether the event is the params as JSON (valid or not) or the typed
 /// [`SubagentEvent`], so that one rule reads both.
@@ -297,7 +307,7 @@ impl<'a> From<&'a SubagentEvent> for EventFacts<'a> {
 /// What [`SequenceTracker::subagent_event`] decided about one event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
-pub struct RunVerdict {
+pub(crate) struct RunVerdict {
     /// Whether a consumer folds the event: the run has a snapshot (this one
     /// or an earlier one) and is not final, or the event repeats its
     /// terminal state. Rejected events are reported in `findings`.
@@ -369,13 +379,6 @@ impl TerminalState {
             _ => None,
         }
     }
-}
-
-/// Whether `state` is one of the final run states (`completed`, `failed`,
-/// `cancelled`). `unknown` is not: observation was lost, the run may still
-/// report.
-pub fn is_terminal_run_state(state: &str) -> bool {
-    TerminalState::of(Some(state)).is_some()
 }
 
 /// One steer sent on `session/steer`.
@@ -564,32 +567,8 @@ impl TrackedState {
 ///
 /// Feed it the events in connection order. Every method is cheap (hash
 /// lookups) and never panics, whatever the JSON.
-///
-/// # Example
-///
-/// ```
-/// use acp_extension_core::sequence::{SequenceRule, SequenceTracker};
-/// use serde_json::json;
-///
-/// let mut seq = SequenceTracker::new();
-/// let support = json!({"stream": [], "progress": false, "outputRead": "none", "cancel": false});
-/// // Output before the run's first snapshot is not folded.
-/// let early = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
-///     "type": "output", "update": {}}));
-/// assert!(!early.accepted);
-/// assert_eq!(early.findings[0].rule, SequenceRule::SubagentFirstNotSnapshot);
-/// // A snapshot starts it; after a terminal state nothing more is folded.
-/// for state in ["running", "completed"] {
-///     let v = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
-///         "type": "snapshot", "snapshot": {"state": state, "support": support}}));
-///     assert!(v.accepted && v.findings.is_empty());
-/// }
-/// let late = seq.subagent_event(&json!({"version": 1, "sessionId": "s", "runId": "r",
-///     "type": "snapshot", "snapshot": {"state": "running", "support": support}}));
-/// assert_eq!(late.findings[0].rule, SequenceRule::SubagentAfterTerminal);
-/// ```
 #[derive(Debug, Default, Clone)]
-pub struct SequenceTracker {
+pub(crate) struct SequenceTracker {
     limits: SequenceLimits,
     sessions: Sessions,
     scopes: BoundedMap<ScopeState>,
@@ -625,22 +604,12 @@ fn cost_differs(a: f64, b: f64) -> bool {
 }
 
 impl SequenceTracker {
-    /// A tracker with the default [`SequenceLimits`].
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// A tracker with these capacities.
     pub fn with_limits(limits: SequenceLimits) -> Self {
         Self {
             limits,
             ..Self::default()
         }
-    }
-
-    /// Its capacities.
-    pub fn limits(&self) -> SequenceLimits {
-        self.limits
     }
 
     /// Forgets everything (a new `initialize` starts a new connection).
@@ -1115,7 +1084,7 @@ mod tests {
 
     #[test]
     fn unknown_is_not_terminal_and_a_repeated_terminal_state_is_accepted() {
-        let mut t = SequenceTracker::new();
+        let mut t = SequenceTracker::default();
         let snap = |state: &str| {
             serde_json::json!({"version": 1, "sessionId": "s", "runId": "r", "type": "snapshot",
                 "snapshot": {"state": state}})
@@ -1129,12 +1098,12 @@ mod tests {
         let other = t.subagent_event(&snap("completed"));
         assert!(!other.accepted);
         assert_eq!(other.findings[0].rule, SequenceRule::SubagentAfterTerminal);
-        assert!(!is_terminal_run_state("unknown"));
+        assert!(TerminalState::of(Some("unknown")).is_none());
     }
 
     #[test]
     fn events_of_a_run_without_snapshot_are_rejected_every_time() {
-        let mut t = SequenceTracker::new();
+        let mut t = SequenceTracker::default();
         let progress = serde_json::json!({"version": 1, "sessionId": "s", "runId": "r",
             "type": "progress", "progress": {}});
         for _ in 0..2 {

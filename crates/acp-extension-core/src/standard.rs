@@ -356,7 +356,7 @@ pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
 /// pointer inside the `_claude/rateLimit` object: a `utilization` outside
 /// 0..1 is clamped (rule `utilization-clamped`), a `resetsAt` over 10^12
 /// is read as milliseconds (`epoch-milliseconds`). The consumer state
-/// records each (folded) and `acp-ext check` warns of each, by this rule.
+/// records each (folded) and a linter warns of each, by this rule.
 ///
 /// ```
 /// use acp_extension_core::standard::claude_rate_limit_adjustments;
@@ -614,7 +614,7 @@ struct StandardChild {
 
 /// Standard subagent traffic (`subagent_update` on a parent session, and
 /// each child session's own `session/update`s) read as Core subagent
-/// events, for a client that reads `subagents/event`: what `acp-ext bridge`
+/// events, for a client that reads `subagents/event`: what a bridge
 /// writes for a Core client in front of an official adapter
 /// (as the official adapters are documented, adapter to Core).
 ///

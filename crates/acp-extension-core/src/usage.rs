@@ -1052,8 +1052,7 @@ struct FoldStep {
     rows: IndexMap<String, ModelUsage>,
 }
 
-/// Feeds JSON Lines snapshots through `acc`, the engine of
-/// `acp-ext usage fold`.
+/// Feeds JSON Lines snapshots through `acc`.
 ///
 /// Each input line is `{"sessionId", "operationId", "rows": {model:
 /// ModelUsage}}` (other keys ignored). For each line exactly one line is

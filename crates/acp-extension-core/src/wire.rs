@@ -289,7 +289,7 @@ number_wrapper!(
     /// (the Lody host rejects a fractional or zero `resetsAtEpochSeconds`),
     /// so everything this crate writes is whole: [`EpochSeconds::now`],
     /// `From<SystemTime>` and [`EpochSeconds::from_secs`] truncate to the
-    /// second. `acp-ext check` warns on fractions, on zero and on values
+    /// second. A linter warns on fractions, on zero and on values
     /// that look like milliseconds.
     ///
     /// ```

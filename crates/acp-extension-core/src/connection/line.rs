@@ -46,7 +46,7 @@ pub enum EventParse {
     /// When first asked ([`EventLine::event`]): the line is verified with
     /// the sift (the typed parse's verdict, building nothing), and the
     /// facts the run rules read ([`EventLine::facts`]) are located in its
-    /// text. For followers that read only those facts (`acp-ext check`):
+    /// text. For followers that read only those facts (a linter):
     /// the output the state would fold from the line is not located, so a
     /// fold builds the event.
     OnDemand,
@@ -55,7 +55,7 @@ pub enum EventParse {
     /// [`EventParse::OnDemand`] and not built: an `agent_message_chunk`
     /// of text in a line with no escape at all, and a `tool_call` or
     /// `tool_call_update` (whose text the state keeps as it came). For a
-    /// fold on another thread than the parse (`acp-ext state`).
+    /// fold on another thread than the parse.
     OutputOnDemand,
 }
 

@@ -487,7 +487,7 @@ impl ConnectionState {
         out.add(|| Change::Negotiated { side });
     }
 
-    /// The epoch rules `acp-ext check` applies ([`crate::meta::epoch_findings`]),
+    /// The epoch rules a linter applies ([`crate::meta::epoch_findings`]),
     /// recorded. A time in milliseconds is read as seconds: the value to
     /// fold instead is returned (`None`: fold it as sent).
     pub(super) fn epoch_records(

@@ -42,8 +42,8 @@ pub(super) fn is_legacy(method: &str) -> bool {
 
 /// Whether `method` is a legacy `_acp_ext:*` method the state reads
 /// (`session_usage_update`, `session_rate_limits`, `codex_proposed_plan`).
-/// Any other `_acp_ext:*` method is unknown, to the state and to
-/// `acp-ext check` alike.
+/// Any other `_acp_ext:*` method is unknown, to the state and to a
+/// linter alike.
 pub fn is_legacy_method(method: &str) -> bool {
     is_legacy(method)
 }

@@ -9,8 +9,7 @@
 //! [`ConnectionState::response`]). Each call returns the [`Change`]s it
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
-//! friends, or serialized whole with any serde serializer (`acp-ext state
-//! --json` prints it with `serde_json::to_writer`).
+//! friends, or serialized whole with any serde serializer.
 //!
 //! Nothing is dropped silently: every input value is folded (it changed
 //! the state), ignored (transcript content and calls the state does not
@@ -18,13 +17,13 @@
 //! in [`IgnoredCounts`]) or recorded ([`ConnectionState::accounting`]).
 //! A session that sent anything is in the state. A malformed
 //! extension payload, a sequence rule break ([`crate::sequence`], the same
-//! code `acp-ext check` runs), an unknown session update or a value that is
+//! code a linter runs), an unknown session update or a value that is
 //! no message becomes a [`Change::Invalid`] naming the method, the JSON
 //! pointer, the rule and the value's index (and line, with
 //! [`ConnectionState::set_line`]), and is kept in
 //! [`ConnectionState::invalid`]; [`ConnectionState::accounting`] counts
 //! them. A contract method its receiver does not read is recorded and not
-//! folded, as `acp-ext check` reports it: written in a namespace the
+//! folded, as a linter reports it: written in a namespace the
 //! receiver did not advertise (`namespace-mismatch`, by
 //! [`crate::negotiation::NamespaceReader`]), or of a feature a peer that
 //! must advertise it did not (`not-advertised`; `not-negotiated` for
@@ -156,7 +155,7 @@ mod view;
 
 use runs::EventSource;
 
-pub use crate::connection::{Direction, resembles};
+pub use crate::connection::Direction;
 pub use legacy::is_legacy_method;
 pub use updates::{
     call_has_rules, call_violations, is_known_session_update, result_violation, result_words,
@@ -1099,7 +1098,7 @@ impl ConnectionState {
     }
 
     /// The negotiation rules a contract method passes before it is folded,
-    /// as `acp-ext check` judges them: written in a namespace its receiver
+    /// as a linter judges them: written in a namespace its receiver
     /// reads ([`NamespaceReader`], `namespace-mismatch`), and its feature
     /// advertised by each peer that must, once that peer's initialize was
     /// seen (`not-advertised`; subagent events keep their own rule,

@@ -75,7 +75,7 @@ const AIR_UPDATES: &[&str] = &[
 
 /// Whether the state reads a `session/update` with this `sessionUpdate`
 /// tag: ACP v1's and v2's updates, AIR's, and custom ones (`_` first,
-/// read as transcript). `acp-ext check` warns on any other
+/// read as transcript). A linter warns on any other
 /// (`unknown-session-update`), as the state records it.
 pub fn is_known_session_update(tag: &str) -> bool {
     is_standard_update(tag) || AIR_UPDATES.contains(&tag) || is_custom_update(tag)
@@ -112,7 +112,7 @@ pub(super) fn ext_key<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
 /// whose `sessionId` is a non-empty string, with an `update` object. An
 /// update that breaks it is placed in no session (not in the current one,
 /// nor the only one: a client cannot tell where it belongs); the state
-/// records it and `acp-ext check` reports it, both by this rule.
+/// records it and a linter reports it, both by this rule.
 ///
 /// ```
 /// use acp_extension_core::state::session_update_parts;
@@ -202,7 +202,7 @@ pub fn call_has_rules(method: &str) -> bool {
 /// the message: `session/load`, `session/resume`, `session/close`,
 /// `session/delete` and `session/prompt` need params with a non-empty
 /// string `sessionId`. The state records each and folds nothing of the
-/// call; `acp-ext check` reports each (`shape`); both by this rule.
+/// call; a linter reports each (`shape`); both by this rule.
 ///
 /// ```
 /// use acp_extension_core::state::call_violations;
@@ -236,7 +236,7 @@ pub fn call_violations(method: &str, params: &Value) -> Vec<Violation> {
 /// `session/resume`, `session/prompt`) never with `null`; `session/new` and
 /// `session/fork` name the session with a non-empty string `sessionId`; a
 /// vendor's own `_…` method may answer anything. The state records such a
-/// result and folds nothing of it; `acp-ext check` reports it; both by
+/// result and folds nothing of it; a linter reports it; both by
 /// this rule.
 ///
 /// ```
@@ -295,7 +295,7 @@ pub fn result_violation(method: &str, result: &Value) -> Option<Violation> {
 /// an object with a string `type` (else the list is not reported). The
 /// state records each (folding a `notice` with its defaults, and a
 /// `usage_update`'s occupancy without a bad cost; nothing of the others)
-/// and `acp-ext check` reports each (`shape`), both by this rule.
+/// and a linter reports each (`shape`), both by this rule.
 ///
 /// ```
 /// use acp_extension_core::state::standard_update_violations;

@@ -27,6 +27,7 @@ use schemars::JsonSchema;
 /// hash (foldhash) with a random seed, so that a peer cannot choose ids
 /// that collide.
 #[derive(Debug, Clone, Default)]
+#[doc(hidden)]
 pub struct IdHashing(foldhash::fast::RandomState);
 
 impl BuildHasher for IdHashing {

@@ -427,12 +427,14 @@ fn a_v2_initialize_response_is_read_without_its_request() {
 #[test]
 fn a_capability_fragment_is_not_session_metadata() {
     assert!(
-        resembles(&json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}}}))
-            .is_some_and(|s| s.contains("capability"))
+        acp_extension_core::validate::resembles(
+            &json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}}})
+        )
+        .is_some_and(|s| s.contains("capability"))
     );
     // Session metadata stays what it is.
     assert_eq!(
-        resembles(&json!({"_meta": {"lody": {"turnId": "t1"}}})),
+        acp_extension_core::validate::resembles(&json!({"_meta": {"lody": {"turnId": "t1"}}})),
         None
     );
 }

@@ -550,7 +550,7 @@ fn payload_shape(v: &Value) -> Option<Shape> {
         "elicitation/create"
     } else if has("action") && has("sessionId") {
         "_lody/session/goal"
-    } else if let Some(shape) = acp_extension_core::state::resembles(v) {
+    } else if let Some(shape) = acp_extension_core::validate::resembles(v) {
         return Some(Shape::Part(shape));
     } else if o.get("stopReason").is_some_and(Value::is_string) {
         return Some(Shape::Answer("session/prompt"));
