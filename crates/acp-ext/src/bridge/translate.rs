@@ -20,6 +20,7 @@ use acp_extension_core::standard::{
 };
 use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::dialect::ClientDialect;
@@ -370,7 +371,7 @@ impl Translator {
     fn standard_request(&mut self, method: &str, id: &Value, params: &Value) -> Option<Out> {
         match method {
             STEERING_METHOD => {
-                let r: SteeringRequest = serde_json::from_value(params.clone()).ok()?;
+                let r = SteeringRequest::deserialize(params).ok()?;
                 let steer_id = r.steer_id.clone().unwrap_or_else(|| format!("bridge:{id}"));
                 let core = r.to_core(steer_id);
                 self.pending.insert(
@@ -515,7 +516,7 @@ impl Translator {
             Mode::ToStandard => {
                 let (_, path) = split_method(method)?;
                 if path == SubagentEvent::PATH {
-                    let event: SubagentEvent = serde_json::from_value(params.clone()).ok()?;
+                    let event = SubagentEvent::deserialize(params).ok()?;
                     let root = event.session_id().to_owned();
                     let runs = self
                         .to_standard
@@ -537,7 +538,7 @@ impl Translator {
                         params.get("sessionId").and_then(Value::as_str),
                         params
                             .get("usage")
-                            .and_then(|u| serde_json::from_value::<ModelUsage>(u.clone()).ok()),
+                            .and_then(|u| ModelUsage::deserialize(u).ok()),
                     )
                 {
                     self.last_usage.insert(sid.to_owned(), usage);
