@@ -11,6 +11,11 @@ traits and their items. Items of trait implementations (derives, `From`,
 not counted. Prints the total, the types (structs, enums, unions, type
 aliases) and the count by kind.
 """
+
+import collections
+import json
+import sys
+
 d = json.load(open(sys.argv[1]))
 idx = d["index"]
 # trait-impl items are not part of the crate's own surface
@@ -22,7 +27,6 @@ for it in idx.values():
         if imp.get("trait") is not None or imp.get("synthetic") or imp.get("blanket_impl"):
             for i in imp.get("items", []):
                 impl_items.add(str(i))
-hidden = 0
 count = collections.Counter()
 for k, it in idx.items():
     if it.get("crate_id") != 0: continue
@@ -32,12 +36,8 @@ for k, it in idx.items():
     if k in impl_items: continue
     vis = it.get("visibility")
     if vis not in ("public", "default"): continue
-    attrs = " ".join(str(a) for a in it.get("attrs", []))
-    if "hidden" in attrs and "doc" in attrs:
-        hidden += 1
-        continue
     count[kind] += 1
 total = sum(count.values())
 types = sum(count[k] for k in ("struct", "enum", "union", "type_alias"))
-print(f"items {total} types {types} (hidden left out: {hidden})")
+print(f"items {total} types {types}")
 print(dict(count.most_common()))
