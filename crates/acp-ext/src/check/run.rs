@@ -134,6 +134,7 @@ fn check_ticking<R: BufRead + Send>(
     settled: impl FnMut(),
 ) -> io::Result<()> {
     let mut checker = Checker::with_limits(options.limits);
+    let reads = Reads::of(&[&checker]);
     // Lines are parsed on another thread while the rules run on this one;
     // the rules read only a typed event's facts, so it is sifted, not
     // built.
@@ -155,7 +156,6 @@ fn check_ticking<R: BufRead + Send>(
         }
         Item::Problem { line, finding } => on(*line, finding.clone()),
     };
-    let reads = Reads::of(&[&Checker::new()]);
     input::read_parallel_batches(reader, format, reads, each, settled)
 }
 
