@@ -62,7 +62,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::capabilities::{Feature, Side};
-use crate::methods::{method_info, method_kind};
+use crate::methods::{ContractMethod, contract_method, method_info};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::{SequenceFinding, SequenceLimits, SequenceTracker, TrackedState};
@@ -619,9 +619,7 @@ impl Connection {
         let method = m.method;
         let params = &m.params;
         let sid = m.session_id();
-        let path = split_method(method)
-            .filter(|_| method_kind(method).is_some())
-            .map(|(_, p)| p);
+        let path = contract_method(method);
         // A session-scoped notification of the agent's (every
         // agent-to-client contract method that names a session).
         if m.direction != Direction::ClientToAgent
@@ -667,7 +665,7 @@ impl Connection {
                     out.extend(self.seq.native_id(sid, id, "/params/update/toolCallId"));
                 }
             }
-            (_, Some("subagents/event")) => {
+            (_, Some(ContractMethod::SubagentEvent)) => {
                 // A verified event's facts are read from its type (or,
                 // sifted, from its text): its JSON tree is never built
                 // here.
@@ -684,22 +682,31 @@ impl Connection {
                 run_accepted = v.accepted;
                 out.extend(v.findings);
             }
-            (_, Some("session/usage_update")) => out.extend(self.seq.usage_update(params.tree())),
-            (_, Some("session/steer")) => {
+            (_, Some(ContractMethod::SessionUsageUpdate)) => {
+                out.extend(self.seq.usage_update(params.tree()))
+            }
+            (_, Some(ContractMethod::SessionSteer)) => {
                 if let (Some(sid), Some(id)) =
                     (sid, params.tree().get("steerId").and_then(Value::as_str))
                 {
                     self.seq.steer_sent(sid, id, true);
                 }
             }
-            (_, Some("session/steer_applied")) => {
+            (_, Some(ContractMethod::SessionSteerApplied)) => {
                 if let (Some(sid), Some(id)) =
                     (sid, params.tree().get("steerId").and_then(Value::as_str))
                 {
                     out.extend(self.seq.steer_applied(sid, id, self.client_seen));
                 }
             }
-            (_, Some("subagents/list" | "subagents/cancel" | "subagents/output")) => {
+            (
+                _,
+                Some(
+                    ContractMethod::SubagentsList
+                    | ContractMethod::SubagentsCancel
+                    | ContractMethod::SubagentsOutput,
+                ),
+            ) => {
                 if let (Some(sid), Some(task)) =
                     (sid, params.tree().get("taskId").and_then(Value::as_str))
                 {
@@ -731,9 +738,7 @@ impl Connection {
         };
         let method = request.method.as_str();
         let sid = request.session_id.as_deref();
-        let path = split_method(method)
-            .filter(|_| method_kind(method).is_some())
-            .map(|(_, p)| p);
+        let path = contract_method(method);
         if let Some(result) = m.result() {
             match (method, path) {
                 ("session/new" | "session/fork", _) => {
@@ -741,7 +746,7 @@ impl Connection {
                         self.seq.session_started(new);
                     }
                 }
-                (_, Some("subagents/list")) => {
+                (_, Some(ContractMethod::SubagentsList)) => {
                     let tasks = result.get("tasks").and_then(Value::as_array);
                     if let (Some(sid), Some(tasks)) = (sid, tasks) {
                         for (i, task) in tasks.iter().enumerate() {
@@ -766,7 +771,7 @@ impl Connection {
             let v2 = self.version.is_some_and(|v| v >= 2);
             if method == "session/prompt" && !m.result().is_some_and(|r| is_prompt_receipt(r, v2)) {
                 out.extend(self.seq.prompt_answered(sid));
-            } else if path == Some("session/steer")
+            } else if path == Some(ContractMethod::SessionSteer)
                 && let Some(id) = request.steer_id.as_deref()
             {
                 let injected = m
@@ -881,7 +886,7 @@ pub(crate) fn looks_like_initialize_result(result: &Value) -> bool {
 
 /// The steer a request carries, if any.
 fn steer_id_of(method: &str, params: &Value, id: &Value) -> Option<String> {
-    if split_method(method).is_some_and(|(_, p)| p == "session/steer") {
+    if contract_method(method) == Some(ContractMethod::SessionSteer) {
         params
             .get("steerId")
             .and_then(Value::as_str)

@@ -112,6 +112,8 @@ pub fn feature_of(path: &str) -> Option<Feature> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MethodInfo {
+    /// Which method it is.
+    pub method: ContractMethod,
     /// The namespace-relative path, such as `session/steer`.
     pub path: &'static str,
     /// Request or notification.
@@ -184,9 +186,19 @@ macro_rules! methods {
         /// Every contract method, requests then notifications, in
         /// contract order.
         pub const ALL_METHODS: &[MethodInfo] = &[
-            $( MethodInfo { path: $rpath, kind: MethodKind::Request, feature: Feature::$rfeature, sender: Side::Client }, )*
-            $( MethodInfo { path: $npath, kind: MethodKind::Notification, feature: Feature::$nfeature, sender: Side::Agent }, )*
+            $( MethodInfo { method: ContractMethod::$rvar, path: $rpath, kind: MethodKind::Request, feature: Feature::$rfeature, sender: Side::Client }, )*
+            $( MethodInfo { method: ContractMethod::$nvar, path: $npath, kind: MethodKind::Notification, feature: Feature::$nfeature, sender: Side::Agent }, )*
         ];
+
+        /// Each contract method by name, requests then notifications, as
+        /// [`MethodInfo::method`] names it: what a rule matches on instead
+        /// of the path's text.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ContractMethod {
+            $( #[doc = concat!("`", $rpath, "`.")] $rvar, )*
+            $( #[doc = concat!("`", $npath, "`.")] $nvar, )*
+        }
 
         /// A typed extension request (params), in whichever namespace it came.
         #[derive(Debug, Clone, PartialEq)]
@@ -337,6 +349,20 @@ $callback! {
 pub(crate) use extension_methods;
 
 extension_methods!(methods);
+
+/// The contract method a full method names (`_ua/session/steer`, in
+/// either namespace); `None` for a bare path and for any other method.
+///
+/// ```
+/// use acp_extension_core::methods::{ContractMethod, contract_method};
+///
+/// assert_eq!(contract_method("_lody/session/steer"), Some(ContractMethod::SessionSteer));
+/// assert_eq!(contract_method("session/steer"), None);
+/// ```
+pub fn contract_method(method: &str) -> Option<ContractMethod> {
+    let (_, path) = split_method(method)?;
+    method_info(path).map(|m| m.method)
+}
 
 /// The kind of a method given in either namespace, with or without the
 /// leading underscore; `None` for non-extension methods.

@@ -11,7 +11,10 @@ use crate::capabilities::Feature;
 use crate::connection::{EventLine, SiftedOutput};
 use crate::connection::{prompt_steer_id, standard_steer_id};
 use crate::meta::MetaError;
-use crate::methods::{ExtensionNotification, ExtensionRequest, ExtensionResponse, method_kind};
+use crate::methods::{
+    ContractMethod, ExtensionNotification, ExtensionRequest, ExtensionResponse, contract_method,
+    method_kind,
+};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::sequence::SequenceFinding;
@@ -331,16 +334,16 @@ impl ConnectionState {
                 }
             }
             _ => {
-                let Some((_, path)) = split_method(method) else {
+                let Some(contract) = contract_method(method) else {
                     return;
                 };
-                match (path, outcome) {
-                    ("session/steer", _) => {
+                match (contract, outcome) {
+                    (ContractMethod::SessionSteer, _) => {
                         if let (Some(sid), Some(steer_id)) = (sid, call.steer_id.as_deref()) {
                             self.steer_answer(sid, steer_id, outcome, out);
                         }
                     }
-                    ("rate_limits/get", Ok(result)) => {
+                    (ContractMethod::RateLimitsGet, Ok(result)) => {
                         match ExtensionResponse::parse(method, result) {
                             Ok(ExtensionResponse::RateLimitsGet(snapshot)) => {
                                 self.upsert_rate_limits(snapshot, Dialect::Extension, out)
@@ -352,7 +355,7 @@ impl ConnectionState {
                         }
                     }
                     // A failed query keeps every row's data, marked stale.
-                    ("rate_limits/get", Err(_)) => {
+                    (ContractMethod::RateLimitsGet, Err(_)) => {
                         let ids: Vec<String> = self
                             .rate_limits
                             .iter_mut()
@@ -715,7 +718,7 @@ impl ConnectionState {
             Err(e) => {
                 let sid = sid.map(str::to_owned);
                 if let Some(sid) = sid.as_deref()
-                    && split_method(method).map(|(_, p)| p) == Some("session/usage_update")
+                    && contract_method(method) == Some(ContractMethod::SessionUsageUpdate)
                     && let Some(stripped) = legacy::without_bad_scope(params, &e.violations)
                     && let Ok(Some((_, n))) = ExtensionNotification::parse(method, &stripped)
                 {
@@ -738,7 +741,7 @@ impl ConnectionState {
                 self.violations(out, method, sid.as_deref(), "/params", &e.violations, false);
                 // An output event that cannot be read still means the live
                 // run it names has output the state does not hold.
-                if split_method(method).map(|(_, p)| p) == Some("subagents/event")
+                if contract_method(method) == Some(ContractMethod::SubagentEvent)
                     && str_at(params, "type") == Some("output")
                     && let (Some(sid), Some(run_id)) = (sid, str_at(params, "runId"))
                     && let Some(run) = self.run_mut(&sid, run_id)
