@@ -553,13 +553,26 @@ fn handle(mut stream: TcpStream, log: &Mutex<Option<std::fs::File>>) {
             .get("model")
             .and_then(Value::as_str)
             .unwrap_or("claude-mock");
-        let extra = "anthropic-ratelimit-unified-status: allowed_warning\r\n\
-                     anthropic-ratelimit-unified-5h-utilization: 0.91\r\n\
-                     anthropic-ratelimit-unified-5h-reset: 1790092800\r\n\
-                     anthropic-ratelimit-unified-5h-status: allowed_warning\r\n\
-                     anthropic-ratelimit-unified-5h-surpassed-threshold: 0.9\r\n\
-                     anthropic-ratelimit-unified-representative-claim: five_hour\r\n\
-                     anthropic-ratelimit-unified-reset: 1790092800\r\n";
+        // The CLI keeps a window only while its reset is ahead, so the
+        // resets are set from the clock: the five-hour window resets at
+        // the next full hour plus two, the seven-day one in five days.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let five_hour = (now / 3600 + 2) * 3600;
+        let seven_day = (now / 3600 + 120) * 3600;
+        let extra = format!(
+            "anthropic-ratelimit-unified-status: allowed_warning\r\n\
+             anthropic-ratelimit-unified-5h-utilization: 0.91\r\n\
+             anthropic-ratelimit-unified-5h-reset: {five_hour}\r\n\
+             anthropic-ratelimit-unified-5h-status: allowed_warning\r\n\
+             anthropic-ratelimit-unified-5h-surpassed-threshold: 0.9\r\n\
+             anthropic-ratelimit-unified-7d-utilization: 0.4\r\n\
+             anthropic-ratelimit-unified-7d-reset: {seven_day}\r\n\
+             anthropic-ratelimit-unified-7d-status: allowed\r\n\
+             anthropic-ratelimit-unified-representative-claim: five_hour\r\n\
+             anthropic-ratelimit-unified-reset: {five_hour}\r\n"
+        );
         let body = if req.body.get("stream").and_then(Value::as_bool) == Some(true) {
             messages_stream(&reply, model)
         } else {
@@ -577,7 +590,7 @@ fn handle(mut stream: TcpStream, log: &Mutex<Option<std::fs::File>>) {
         } else {
             "application/json"
         };
-        (reply, ct, extra.to_owned(), body)
+        (reply, ct, extra, body)
     } else if path.contains(":streamGenerateContent") {
         let reply = decide(&gemini_conversation(&req.body), "gemini");
         let mut s = String::new();

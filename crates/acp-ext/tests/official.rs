@@ -487,11 +487,36 @@ fn claude_agent_acp_offline() {
             .is_some_and(|c| c["amount"].as_f64().unwrap() > 0.0),
         "{cost:?}"
     );
-    // `_claude/rateLimit` is a rate-limit row, as official-adapters.md maps
-    // it: `claude:<type>` of provider `anthropic`; 0.91 is 91 %.
-    let row = &r.state.rate_limits()["claude:five_hour"];
-    assert_eq!(row.rate_limit.scope.provider_id, "anthropic");
-    assert!((row.rate_limit.windows[0].used_percent.get() - 91.0).abs() < 1e-9);
+    // `_claude/rateLimit` is a rate-limit row per window, as
+    // official-adapters.md maps it: `claude:<type>` of provider `anthropic`;
+    // 0.91 is 91 %. The CLI sends the mock's two windows under
+    // `unifiedWindows` (the seven-day one only there), each with the reset
+    // the mock set: the five-hour one at a full hour, the week's 118 hours
+    // after it.
+    assert!(
+        r.record.contains("\"unifiedWindows\""),
+        "claude sent no unifiedWindows"
+    );
+    let rows = r.state.rate_limits();
+    assert_eq!(
+        rows.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["claude:five_hour", "claude:seven_day"]
+    );
+    let window = |id: &str| {
+        let row = &rows[id].rate_limit;
+        assert_eq!(row.scope.provider_id, "anthropic");
+        assert_eq!(row.windows.len(), 1, "{id}");
+        let w = &row.windows[0];
+        let resets = w.resets_at_epoch_seconds.expect("a reset time").get();
+        let length = w.window_duration_seconds.map(|s| s.get());
+        (w.used_percent.get(), length, resets)
+    };
+    let (five, five_len, five_reset) = window("claude:five_hour");
+    let (week, week_len, week_reset) = window("claude:seven_day");
+    assert!((five - 91.0).abs() < 1e-9 && (week - 40.0).abs() < 1e-9);
+    assert_eq!((five_len, week_len), (Some(18_000.0), Some(604_800.0)));
+    assert_eq!(five_reset % 3600.0, 0.0);
+    assert_eq!(week_reset - five_reset, 118.0 * 3600.0);
     assert_eq!(s.usage.turn_totals.turns, 5);
 }
 
