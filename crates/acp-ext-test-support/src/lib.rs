@@ -32,8 +32,8 @@ use acp_ext::bridge::{BridgeTarget, Out, Translator};
 use acp_ext::check::input::{self, Format, Item};
 use acp_ext::check::{Checker, Finding, RuleInfo};
 use acp_ext::watch;
+use acp_extension_core::connection::sequence::SequenceLimits;
 use acp_extension_core::connection::{Connection, Direction};
-use acp_extension_core::sequence::SequenceLimits;
 use acp_extension_core::state::{ConnectionState, StateLimits};
 use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 

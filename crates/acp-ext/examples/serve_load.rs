@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use acp_ext::serve::{self, ServeOptions, TaskMonitor};
+use acp_extension_core::methods::{ContractMethod, contract_method};
 use agent_client_protocol::Lines;
 use cap::Cap;
 use futures::channel::mpsc;
@@ -134,7 +135,7 @@ impl Routing {
         {
             found.extend(Self::owner(&mut self.turns, "turn", turn, sid));
         }
-        if method.ends_with("subagents/event")
+        if contract_method(method) == Some(ContractMethod::SubagentEvent)
             && let Some(run) = params["runId"].as_str()
         {
             found.extend(Self::owner(&mut self.runs, "run", run, sid));

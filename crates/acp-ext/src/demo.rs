@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use acp_extension_core::capabilities::Feature;
+use acp_extension_core::methods::{ContractMethod, contract_method, method_info};
 use acp_extension_core::namespace::{self, split_method};
 use serde_json::Value;
 
@@ -42,22 +43,8 @@ impl Exercised {
     /// Records the features one message exercises.
     pub fn observe(&mut self, message: &Value) {
         if let Some(method) = message.get("method").and_then(Value::as_str) {
-            if let Some((_, path)) = split_method(method) {
-                let f = match path {
-                    "subagents/event" => Some(Feature::SubagentEvents),
-                    "session/usage_update" => Some(Feature::Usage),
-                    "rate_limits/get" | "rate_limits/update" => Some(Feature::RateLimits),
-                    "session/steer" | "session/steer_applied" => Some(Feature::Steering),
-                    "session/goal" => Some(Feature::Goal),
-                    "session/history/read" => Some(Feature::SessionHistory),
-                    p if p.starts_with("subagents/") => Some(Feature::Subagents),
-                    p if p.starts_with("mcp_apps/") => Some(Feature::McpApps),
-                    "session/activity_update" => Some(Feature::SessionActivity),
-                    _ => None,
-                };
-                if let Some(f) = f {
-                    self.seen.insert(f.key());
-                }
+            if let Some(info) = split_method(method).and_then(|(_, path)| method_info(path)) {
+                self.seen.insert(info.feature.key());
             }
             if method == "elicitation/create" {
                 self.seen.insert(Feature::Elicitation.key());
@@ -127,7 +114,7 @@ pub fn describe(event: &WireEvent) -> String {
             s.push_str(update);
         }
         if let Some(t) = m.pointer("/params/type").and_then(Value::as_str)
-            && method.ends_with("subagents/event")
+            && contract_method(method) == Some(ContractMethod::SubagentEvent)
         {
             let run = m
                 .pointer("/params/runId")

@@ -14,7 +14,7 @@
 //!   requests; a fixture may name the method instead, and an `initialize`
 //!   result on its own is recognised);
 //! - both peers' [`Advertisement`]s, read from the `initialize` exchange;
-//! - the sequence rules' verdicts ([`crate::sequence`]): the rules that
+//! - the sequence rules' verdicts ([`sequence`]): the rules that
 //!   need memory run here, once per message, so that every observer sees
 //!   the same [`SequenceFinding`]s.
 //!
@@ -58,20 +58,19 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::{Feature, Side};
 use crate::methods::{ContractMethod, contract_method, method_info};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
-use crate::sequence::{SequenceFinding, SequenceLimits, SequenceTracker, TrackedState};
-use crate::subagent_events::SubagentEvent;
-use crate::violation::child;
 use crate::wire::bounded::{BoundedMap, BoundedSet, id_hash};
+use sequence::{SequenceLimits, SequenceTracker, TrackedState};
 
 mod line;
 mod message;
+pub mod sequence;
 pub(crate) use line::SiftedOutput;
 #[doc(hidden)]
 pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
@@ -554,7 +553,7 @@ impl Connection {
                     self.version = None;
                     self.seq.reset();
                 }
-                let (sequence, run_accepted) = self.call_sequence(c);
+                let (sequence, run_accepted) = self.seq.call(c, self.client_seen);
                 c.sequence = sequence;
                 c.run_accepted = run_accepted;
             }
@@ -593,7 +592,8 @@ impl Connection {
                         self.version = r.get("protocolVersion").and_then(Value::as_u64);
                     }
                 }
-                a.sequence = self.answer_sequence(a);
+                let v2 = self.version.is_some_and(|v| v >= 2);
+                a.sequence = self.seq.answer(a, v2);
             }
             Message::Invalid(_) => {}
         }
@@ -609,207 +609,6 @@ impl Connection {
         let first = !self.named_sessions.contains(h);
         self.named_sessions.insert(h, self.limits.sessions);
         first
-    }
-
-    /// The sequence rules of a call, once per message: its findings, and
-    /// whether a subagent event is folded.
-    fn call_sequence(&mut self, m: &Call<'_>) -> (Vec<SequenceFinding>, bool) {
-        let mut out = Vec::new();
-        let mut run_accepted = true;
-        let method = m.method;
-        let params = &m.params;
-        let sid = m.session_id();
-        let path = contract_method(method);
-        // A session-scoped notification of the agent's (every
-        // agent-to-client contract method that names a session).
-        if m.direction != Direction::ClientToAgent
-            && path.is_some()
-            && Direction::of_method(method) == Direction::AgentToClient
-            && let Some(sid) = sid
-        {
-            out.extend(self.seq.session_notification(sid, self.client_seen));
-        }
-        match (method, path) {
-            ("session/load" | "session/resume", _) => {
-                if let Some(sid) = sid {
-                    self.seq.session_started(sid);
-                }
-            }
-            ("session/close" | "session/delete", _) => {
-                if let Some(sid) = sid {
-                    self.seq.session_closed(sid);
-                }
-            }
-            ("session/prompt", _) if m.direction != Direction::AgentToClient => {
-                if let Some(sid) = sid {
-                    self.seq.prompt_sent(sid);
-                    if let Some(id) = prompt_steer_id(params.tree()) {
-                        self.seq.steer_sent(sid, id, false);
-                    }
-                }
-            }
-            ("session/update", _) => {
-                let update = params.tree().get("update").unwrap_or(&NULL);
-                // ACP v2: an idle `state_update` ends foreground work.
-                if let Some(sid) = sid
-                    && update.get("sessionUpdate").and_then(Value::as_str) == Some("state_update")
-                    && update.get("state").and_then(Value::as_str) == Some("idle")
-                {
-                    out.extend(self.seq.prompt_answered(sid));
-                }
-                if let (Some(sid), Some("tool_call" | "tool_call_update"), Some(id)) = (
-                    sid,
-                    update.get("sessionUpdate").and_then(Value::as_str),
-                    update.get("toolCallId").and_then(Value::as_str),
-                ) {
-                    out.extend(self.seq.native_id(sid, id, "/params/update/toolCallId"));
-                }
-            }
-            (_, Some(ContractMethod::SubagentEvent)) => {
-                // A verified event's facts are read from its type (or,
-                // sifted, from its text): its JSON tree is never built
-                // here.
-                let v = match params.line() {
-                    Some(line) => self.seq.subagent_event(line.facts()),
-                    // An event that breaks the contract is none of its
-                    // run's (an invalid snapshot does not start it); it is
-                    // recorded where it is folded.
-                    None if SubagentEvent::deserialize(params.tree()).is_err() => {
-                        Default::default()
-                    }
-                    None => self.seq.subagent_event(params.tree()),
-                };
-                run_accepted = v.accepted;
-                out.extend(v.findings);
-            }
-            (_, Some(ContractMethod::SessionUsageUpdate)) => {
-                out.extend(self.seq.usage_update(params.tree()))
-            }
-            (_, Some(ContractMethod::SessionSteer)) => {
-                if let (Some(sid), Some(id)) =
-                    (sid, params.tree().get("steerId").and_then(Value::as_str))
-                {
-                    self.seq.steer_sent(sid, id, true);
-                }
-            }
-            (_, Some(ContractMethod::SessionSteerApplied)) => {
-                if let (Some(sid), Some(id)) =
-                    (sid, params.tree().get("steerId").and_then(Value::as_str))
-                {
-                    out.extend(self.seq.steer_applied(sid, id, self.client_seen));
-                }
-            }
-            (
-                _,
-                Some(
-                    ContractMethod::SubagentsList
-                    | ContractMethod::SubagentsCancel
-                    | ContractMethod::SubagentsOutput,
-                ),
-            ) => {
-                if let (Some(sid), Some(task)) =
-                    (sid, params.tree().get("taskId").and_then(Value::as_str))
-                {
-                    out.extend(self.seq.native_id(sid, task, "/params/taskId"));
-                }
-            }
-            _ => {}
-        }
-        if path.is_none() {
-            self.meta_native_ids(sid, params.tree(), "/params", &mut out);
-        }
-        if m.bare_event {
-            // Bare events are read as `subagents/event` notifications above;
-            // their pointers have no `/params` prefix.
-            for f in &mut out {
-                if let Some(rest) = f.pointer.strip_prefix("/params") {
-                    f.pointer = rest.to_owned();
-                }
-            }
-        }
-        (out, run_accepted)
-    }
-
-    /// The sequence rules of an answer, once per message.
-    fn answer_sequence(&mut self, m: &Answer<'_>) -> Vec<SequenceFinding> {
-        let mut out = Vec::new();
-        let Some(request) = &m.request else {
-            return out;
-        };
-        let method = request.method.as_str();
-        let sid = request.session_id.as_deref();
-        let path = contract_method(method);
-        if let Some(result) = m.result() {
-            match (method, path) {
-                ("session/new" | "session/fork", _) => {
-                    if let Some(new) = result.get("sessionId").and_then(Value::as_str) {
-                        self.seq.session_started(new);
-                    }
-                }
-                (_, Some(ContractMethod::SubagentsList)) => {
-                    let tasks = result.get("tasks").and_then(Value::as_array);
-                    if let (Some(sid), Some(tasks)) = (sid, tasks) {
-                        for (i, task) in tasks.iter().enumerate() {
-                            if let Some(id) = task.get("taskId").and_then(Value::as_str) {
-                                out.extend(self.seq.native_id(
-                                    sid,
-                                    id,
-                                    &format!("/result/tasks/{i}/taskId"),
-                                ));
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if path.is_none() {
-                let rsid = result.get("sessionId").and_then(Value::as_str);
-                self.meta_native_ids(rsid, result, "/result", &mut out);
-            }
-        }
-        if let Some(sid) = sid {
-            let v2 = self.version.is_some_and(|v| v >= 2);
-            if method == "session/prompt" && !m.result().is_some_and(|r| is_prompt_receipt(r, v2)) {
-                out.extend(self.seq.prompt_answered(sid));
-            } else if path == Some(ContractMethod::SessionSteer)
-                && let Some(id) = request.steer_id.as_deref()
-            {
-                let injected = m
-                    .result()
-                    .and_then(|r| r.get("outcome"))
-                    .and_then(Value::as_str)
-                    == Some("injected");
-                out.extend(self.seq.steer_answered(sid, id, injected));
-            }
-        }
-        out
-    }
-
-    /// Native ids in `_meta.<ns>` sections of a standard message: a
-    /// task's `taskId`, a `turnId`.
-    fn meta_native_ids(
-        &mut self,
-        sid: Option<&str>,
-        value: &Value,
-        at: &str,
-        out: &mut Vec<SequenceFinding>,
-    ) {
-        let Some(sid) = sid else { return };
-        let found = crate::meta::sections(value, at);
-        for section in found.iter().filter(|s| !s.capabilities) {
-            let (at, map) = (&section.pointer, section.fields);
-            if let Some(id) = map
-                .get("task")
-                .and_then(|t| t.get("taskId"))
-                .and_then(Value::as_str)
-            {
-                let at = child(&child(at, "task"), "taskId");
-                out.extend(self.seq.native_id(sid, id, &at));
-            }
-            if let Some(id) = map.get("turnId").and_then(Value::as_str) {
-                out.extend(self.seq.native_id(sid, id, &child(at, "turnId")));
-            }
-        }
     }
 }
 
@@ -868,7 +667,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     // is a bare subagent event, read as the contract's notification.
     let mut call = Call::new(
         Direction::AgentToClient,
-        crate::methods::LODY_SUBAGENTS_EVENT,
+        crate::methods::ContractMethod::SubagentEvent.method(crate::namespace::Namespace::Lody),
         None,
         Params::tree_of(value, value),
     );

@@ -162,13 +162,12 @@
 //!    payload types, from every area);
 //! 3. [`validate`]: whole messages and payloads by [`validate::Kind`],
 //!    dispatching to every area;
-//! 4. [`sequence`]: the rules that need memory of earlier messages (run
-//!    lifecycle, usage scopes, steering), one implementation that `acp-ext
-//!    check` and the consumer state share;
-//! 5. the connection layers: [`connection`], the one follower of a
+//! 4. the connection layers: [`connection`], the one follower of a
 //!    connection (each message parsed and classified once, responses
-//!    paired with their requests, both advertisements, the sequence rules
-//!    run once) that hands each message to its observers; [`producer`] for agents,
+//!    paired with their requests, both advertisements, and the rules that
+//!    need memory of earlier messages, [`connection::sequence`]: run
+//!    lifecycle, usage scopes, steering, run once, through one dispatch)
+//!    that hands each message to its observers; [`producer`] for agents,
 //!    [`producer::AgentExtensions`] writing every extension message of one
 //!    negotiated connection in its namespace, and
 //!    [`producer::ExtensionRequestHandler`] for the requests an agent
@@ -216,9 +215,6 @@ pub mod usage;
 
 // Whole-message validation on top: it dispatches by kind to every area.
 pub mod validate;
-
-// Sequence rules: what a message may do given the ones before it.
-pub mod sequence;
 
 // The connection layers: one connection followed (classified, paired,
 // observed), the agent's handle on one negotiated connection, and the

@@ -158,8 +158,8 @@ pub enum MethodKind {
 
 macro_rules! methods {
     (
-        requests { $( $(#[$rdoc:meta])* $rvar:ident($rty:ty) -> $resp:ty = $rpath:literal, $rfeature:ident, $handler:ident, $rlody:ident, $rua:ident; )* }
-        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident, $nlody:ident, $nua:ident; )* }
+        requests { $( $(#[$rdoc:meta])* $rvar:ident($rty:ty) -> $resp:ty = $rpath:literal, $rfeature:ident, $handler:ident; )* }
+        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident; )* }
     ) => {
         $(
             impl ExtensionMethod for $rty {
@@ -167,20 +167,12 @@ macro_rules! methods {
                 const FEATURE: Feature = Feature::$rfeature;
                 type Response = $resp;
             }
-            #[doc = concat!("`_lody/", $rpath, "` (request).")]
-            pub const $rlody: &str = concat!("_lody/", $rpath);
-            #[doc = concat!("`_ua/", $rpath, "` (request).")]
-            pub const $rua: &str = concat!("_ua/", $rpath);
         )*
         $(
             impl ExtensionNotificationMethod for $nty {
                 const PATH: &'static str = $npath;
                 const FEATURE: Feature = Feature::$nfeature;
             }
-            #[doc = concat!("`_lody/", $npath, "` (notification).")]
-            pub const $nlody: &str = concat!("_lody/", $npath);
-            #[doc = concat!("`_ua/", $npath, "` (notification).")]
-            pub const $nua: &str = concat!("_ua/", $npath);
         )*
 
         /// Every contract method, requests then notifications, in
@@ -198,6 +190,30 @@ macro_rules! methods {
         pub enum ContractMethod {
             $( #[doc = concat!("`", $rpath, "`.")] $rvar, )*
             $( #[doc = concat!("`", $npath, "`.")] $nvar, )*
+        }
+
+        impl ContractMethod {
+            /// The namespace-relative path (`subagents/event`).
+            pub const fn path(self) -> &'static str {
+                match self {
+                    $( Self::$rvar => $rpath, )*
+                    $( Self::$nvar => $npath, )*
+                }
+            }
+
+            /// The full method name in `ns` (`_ua/subagents/event`).
+            pub const fn method(self, ns: Namespace) -> &'static str {
+                match (self, ns) {
+                    $(
+                        (Self::$rvar, Namespace::Lody) => concat!("_lody/", $rpath),
+                        (Self::$rvar, Namespace::Ua) => concat!("_ua/", $rpath),
+                    )*
+                    $(
+                        (Self::$nvar, Namespace::Lody) => concat!("_lody/", $npath),
+                        (Self::$nvar, Namespace::Ua) => concat!("_ua/", $npath),
+                    )*
+                }
+            }
         }
 
         /// A typed extension request (params), in whichever namespace it came.
@@ -304,44 +320,44 @@ macro_rules! methods {
 
 /// The contract's methods, declared once: each row's variant, params type,
 /// result type, path, feature and (for a request) the producer's handler
-/// method, and its constants in both namespaces. `$callback` reads the
+/// method. `$callback` reads the
 /// columns it needs (the typed enums here, the producer's handler trait).
 macro_rules! extension_methods {
     ($callback:ident) => {
 $callback! {
     requests {
         /// `rate_limits/get`: current rate limits (capability `rateLimits.query`).
-        RateLimitsGet(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get", RateLimits, rate_limits, LODY_RATE_LIMITS_GET, UA_RATE_LIMITS_GET;
+        RateLimitsGet(RateLimitsGetRequest) -> RateLimitsSnapshot = "rate_limits/get", RateLimits, rate_limits;
         /// `session/steer`: inject input into the running turn (capability `steering`).
-        SessionSteer(SteerRequest) -> SteerResponse = "session/steer", Steering, steer, LODY_SESSION_STEER, UA_SESSION_STEER;
+        SessionSteer(SteerRequest) -> SteerResponse = "session/steer", Steering, steer;
         /// `session/goal`: goal control while a prompt may be running (capability `goal`).
-        SessionGoal(GoalControlRequest) -> GoalControlResponse = "session/goal", Goal, goal, LODY_SESSION_GOAL, UA_SESSION_GOAL;
+        SessionGoal(GoalControlRequest) -> GoalControlResponse = "session/goal", Goal, goal;
         /// `session/history/read`: trigger a native history read (capability `sessionHistory`).
-        SessionHistoryRead(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read", SessionHistory, history_read, LODY_SESSION_HISTORY_READ, UA_SESSION_HISTORY_READ;
+        SessionHistoryRead(SessionHistoryReadRequest) -> EmptyResponse = "session/history/read", SessionHistory, history_read;
         /// `subagents/list` (capability `subagents.list`).
-        SubagentsList(SubagentsListRequest) -> SubagentsListResponse = "subagents/list", Subagents, subagents_list, LODY_SUBAGENTS_LIST, UA_SUBAGENTS_LIST;
+        SubagentsList(SubagentsListRequest) -> SubagentsListResponse = "subagents/list", Subagents, subagents_list;
         /// `subagents/cancel` (capability `subagents.cancel`).
-        SubagentsCancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel", Subagents, subagents_cancel, LODY_SUBAGENTS_CANCEL, UA_SUBAGENTS_CANCEL;
+        SubagentsCancel(SubagentCancelRequest) -> EmptyResponse = "subagents/cancel", Subagents, subagents_cancel;
         /// `subagents/output` (capability `subagents.output`).
-        SubagentsOutput(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output", Subagents, subagents_output, LODY_SUBAGENTS_OUTPUT, UA_SUBAGENTS_OUTPUT;
+        SubagentsOutput(SubagentOutputRequest) -> SubagentOutputResponse = "subagents/output", Subagents, subagents_output;
         /// `mcp_apps/load` (capability `mcpApps`).
-        McpAppsLoad(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load", McpApps, mcp_app_load, LODY_MCP_APPS_LOAD, UA_MCP_APPS_LOAD;
+        McpAppsLoad(McpAppLoadRequest) -> McpAppLoadResponse = "mcp_apps/load", McpApps, mcp_app_load;
         /// `mcp_apps/resource/read` (capability `mcpApps`).
-        McpAppsResourceRead(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read", McpApps, mcp_app_resource_read, LODY_MCP_APPS_RESOURCE_READ, UA_MCP_APPS_RESOURCE_READ;
+        McpAppsResourceRead(McpAppResourceReadRequest) -> McpAppResourceReadResponse = "mcp_apps/resource/read", McpApps, mcp_app_resource_read;
         /// `mcp_apps/tool/call` (capability `mcpApps`).
-        McpAppsToolCall(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call", McpApps, mcp_app_tool_call, LODY_MCP_APPS_TOOL_CALL, UA_MCP_APPS_TOOL_CALL;
+        McpAppsToolCall(McpAppToolCallRequest) -> McpCallToolResult = "mcp_apps/tool/call", McpApps, mcp_app_tool_call;
     }
     notifications {
         /// `subagents/event`: one subagent run event (both sides `subagentEvents`).
-        SubagentEvent(SubagentEvent) = "subagents/event", SubagentEvents, LODY_SUBAGENTS_EVENT, UA_SUBAGENTS_EVENT;
+        SubagentEvent(SubagentEvent) = "subagents/event", SubagentEvents;
         /// `session/usage_update`: accounted token usage (capability `usage`).
-        SessionUsageUpdate(SessionUsageUpdate) = "session/usage_update", Usage, LODY_SESSION_USAGE_UPDATE, UA_SESSION_USAGE_UPDATE;
+        SessionUsageUpdate(SessionUsageUpdate) = "session/usage_update", Usage;
         /// `rate_limits/update`: pushed rate limits (capability `rateLimits`).
-        RateLimitsUpdate(RateLimitsSnapshot) = "rate_limits/update", RateLimits, LODY_RATE_LIMITS_UPDATE, UA_RATE_LIMITS_UPDATE;
+        RateLimitsUpdate(RateLimitsSnapshot) = "rate_limits/update", RateLimits;
         /// `session/steer_applied`: a steer was applied (capability `steering`).
-        SessionSteerApplied(SteerApplied) = "session/steer_applied", Steering, LODY_SESSION_STEER_APPLIED, UA_SESSION_STEER_APPLIED;
+        SessionSteerApplied(SteerApplied) = "session/steer_applied", Steering;
         /// `session/activity_update`: session activity level (capability `sessionActivity`).
-        SessionActivityUpdate(SessionActivityUpdate) = "session/activity_update", SessionActivity, LODY_SESSION_ACTIVITY_UPDATE, UA_SESSION_ACTIVITY_UPDATE;
+        SessionActivityUpdate(SessionActivityUpdate) = "session/activity_update", SessionActivity;
     }
 }
     };

@@ -908,8 +908,8 @@ pub fn method_not_implemented(path: &str) -> Error {
 
 macro_rules! handler_methods {
     (
-        requests { $( $(#[$doc:meta])* $var:ident($req:ty) -> $resp:ty = $path:literal, $feature:ident, $name:ident, $lody:ident, $ua:ident; )* }
-        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident, $nlody:ident, $nua:ident; )* }
+        requests { $( $(#[$doc:meta])* $var:ident($req:ty) -> $resp:ty = $path:literal, $feature:ident, $name:ident; )* }
+        notifications { $( $(#[$ndoc:meta])* $nvar:ident($nty:ty) = $npath:literal, $nfeature:ident; )* }
     ) => {
         /// The extension requests an agent receives, one method each; every
         /// method not overridden answers `-32601` (method not found).

@@ -112,6 +112,7 @@ use crate::subagent_events::{
     is_subagent_output,
 };
 use crate::violation::{Rule, Violation, check, child};
+use crate::wire::WireEnum;
 use crate::wire::{EpochSeconds, Map};
 
 // ---------------------------------------------------------------------------

@@ -87,6 +87,7 @@ use crate::wire::{
     EpochSeconds, FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, NonNegF64, SafeInt,
     SafeUint, True, Version1, check_nullable, check_opt, check_req, finish_variant, read_until_tag,
 };
+use crate::wire::{WireEnum, WireObject};
 
 // ---------------------------------------------------------------------------
 // Snapshot
@@ -484,10 +485,11 @@ pub struct SubagentEmbeddedResourceContents {
     pub extra: Map,
 }
 
-impl SubagentEmbeddedResourceContents {
-    /// Keys of this object that the contract defines.
-    pub const KEYS: &'static [&'static str] = &["uri", "mimeType", "text", "blob", "_meta"];
+impl WireObject for SubagentEmbeddedResourceContents {
+    const KEYS: &'static [&'static str] = &["uri", "mimeType", "text", "blob", "_meta"];
+}
 
+impl SubagentEmbeddedResourceContents {
     /// Text contents at `uri`.
     pub fn new_text(uri: impl Into<String>, text: impl Into<String>) -> Self {
         Self::with(uri.into(), Some(text.into()), None)
@@ -1445,7 +1447,8 @@ pub struct SubagentEvent {
 
 impl SubagentEvent {
     /// Envelope keys, always written first.
-    pub const ENVELOPE_KEYS: &'static [&'static str] = &["version", "sessionId", "runId", "type"];
+    pub(crate) const ENVELOPE_KEYS: &'static [&'static str] =
+        &["version", "sessionId", "runId", "type"];
 
     /// An event of `session_id` / `run_id` carrying `payload`.
     pub fn new(

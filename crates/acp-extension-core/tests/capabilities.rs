@@ -11,6 +11,7 @@ use acp_extension_core::capabilities::{
 };
 use acp_extension_core::namespace::NamespaceSet;
 use acp_extension_core::validate::{Check, check};
+use acp_extension_core::wire::WireObject;
 use acp_extension_core::wire::{Map, True};
 use agent_client_protocol::v1::schema::{AgentCapabilities, ClientCapabilities};
 use serde::Serialize;

@@ -19,11 +19,11 @@
 
 mod common;
 
+use acp_extension_core::connection::sequence::EventFacts;
 use acp_extension_core::connection::{
     Connection, Direction, EventParse, Message, Observer, ParsedLine, parse_line, parse_line_with,
 };
 use acp_extension_core::meta::{epoch_findings, sections};
-use acp_extension_core::sequence::EventFacts;
 use acp_extension_core::state::ConnectionState;
 use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::validate::{Kind, validate_value};

@@ -7,6 +7,7 @@ use common::{rejects, round_trip};
 
 use acp_extension_core::mcp_apps::*;
 use acp_extension_core::wire::Map;
+use acp_extension_core::wire::WireEnum;
 use serde_json::{Value, json};
 
 fn app() -> Value {

@@ -24,17 +24,35 @@ fn normalize_matches_every_reference_vector() {
 }
 
 #[test]
-fn constants_cover_both_namespaces() {
-    assert_eq!(methods::LODY_SUBAGENTS_EVENT, "_lody/subagents/event");
-    assert_eq!(methods::UA_SUBAGENTS_EVENT, "_ua/subagents/event");
+fn every_method_is_named_in_both_namespaces() {
+    use acp_extension_core::Namespace;
+    use methods::ContractMethod;
     assert_eq!(
-        methods::LODY_MCP_APPS_RESOURCE_READ,
+        ContractMethod::SubagentEvent.method(Namespace::Lody),
+        "_lody/subagents/event"
+    );
+    assert_eq!(
+        ContractMethod::SubagentEvent.method(Namespace::Ua),
+        "_ua/subagents/event"
+    );
+    assert_eq!(
+        ContractMethod::McpAppsResourceRead.method(Namespace::Lody),
         "_lody/mcp_apps/resource/read"
     );
     assert_eq!(
-        methods::UA_SESSION_ACTIVITY_UPDATE,
+        ContractMethod::SessionActivityUpdate.method(Namespace::Ua),
         "_ua/session/activity_update"
     );
+    // Each row's full names are its path behind the namespace's prefix,
+    // and lead back to the row.
+    for m in methods::ALL_METHODS {
+        assert_eq!(m.method.path(), m.path);
+        for ns in Namespace::ALL {
+            let full = m.method.method(ns);
+            assert_eq!(full, format!("_{}/{}", ns.key(), m.path));
+            assert_eq!(methods::contract_method(full), Some(m.method));
+        }
+    }
     // 10 requests and 5 notifications: the repository's 14 plus the seed's activity update.
     let requests = methods::ALL_METHODS
         .iter()

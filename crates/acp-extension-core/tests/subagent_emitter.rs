@@ -1056,6 +1056,6 @@ async fn acp_sink_sends_extension_notifications_to_the_client() {
         Namespace::Lody.method(
             <SubagentEvent as acp_extension_core::methods::ExtensionNotificationMethod>::PATH
         ),
-        acp_extension_core::methods::LODY_SUBAGENTS_EVENT
+        "_lody/subagents/event"
     );
 }

@@ -4,6 +4,7 @@
 use acp_extension_core::subagent_events::*;
 use acp_extension_core::validate::check;
 use acp_extension_core::wire::{MaybeUndefined, NonEmptyString};
+use acp_extension_core::wire::{WireEnum, WireObject};
 use serde_json::{Value, json};
 
 /// Reads a vector file from the nearest `shared/vectors/` above this crate
@@ -950,7 +951,8 @@ fn states_methods_and_enums() {
         .collect();
     assert_eq!(live, ["pending", "running"]);
     assert_eq!(
-        acp_extension_core::methods::LODY_SUBAGENTS_EVENT,
+        acp_extension_core::methods::ContractMethod::SubagentEvent
+            .method(acp_extension_core::Namespace::Lody),
         "_lody/subagents/event"
     );
     assert_eq!(

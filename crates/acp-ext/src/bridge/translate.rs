@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use acp_extension_core::connection::{Direction, PendingRequests};
-use acp_extension_core::methods::ExtensionNotificationMethod;
+use acp_extension_core::methods::{ContractMethod, ExtensionNotificationMethod, contract_method};
 use acp_extension_core::namespace::{Namespace, split_method};
 use acp_extension_core::negotiation::{supports_subagent_events, write_namespace};
 use acp_extension_core::standard::{
@@ -384,13 +384,13 @@ impl Translator {
                 );
                 let params = serde_json::to_value(core).ok()?;
                 Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
-                    "method": self.agent_ns.method("session/steer"), "params": params}))))
+                    "method": ContractMethod::SessionSteer.method(self.agent_ns), "params": params}))))
             }
             GOAL_METHOD => {
                 self.pending
                     .insert(Direction::ClientToAgent, id, Pending::Goal, PENDING_CAP);
                 Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
-                    "method": self.agent_ns.method("session/goal"), "params": params}))))
+                    "method": ContractMethod::SessionGoal.method(self.agent_ns), "params": params}))))
             }
             _ => None,
         }
@@ -398,8 +398,7 @@ impl Translator {
 
     /// A Core client's request to a standard agent.
     fn core_request(&mut self, method: &str, id: &Value, params: &Value) -> Option<Out> {
-        let (_, path) = split_method(method)?;
-        if path != "session/steer" {
+        if contract_method(method) != Some(ContractMethod::SessionSteer) {
             return None;
         }
         let session_id = params.get("sessionId")?.as_str()?.to_owned();
@@ -455,7 +454,7 @@ impl Translator {
                     // adapters send none; "applied" means "accepted").
                     Some("injected" | "startedNewTurn") => vec![
                         Out::ToClient(line(&json!({"jsonrpc": "2.0",
-                            "method": self.client_ns.method("session/steer_applied"),
+                            "method": ContractMethod::SessionSteerApplied.method(self.client_ns),
                             "params": {"sessionId": session_id, "steerId": steer_id}}))),
                         Out::ToClient(line(&json!({"jsonrpc": "2.0", "id": id,
                             "result": {"outcome": "injected"}}))),
@@ -492,7 +491,7 @@ impl Translator {
                 let params = serde_json::to_value(update).ok()?;
                 Some(vec![
                     Out::ToClient(line(&json!({"jsonrpc": "2.0",
-                        "method": ns.method("session/usage_update"), "params": params}))),
+                        "method": ContractMethod::SessionUsageUpdate.method(ns), "params": params}))),
                     Out::ToClient(line(msg)),
                 ])
             }
@@ -533,7 +532,7 @@ impl Translator {
                             .collect(),
                     );
                 }
-                if path == "session/usage_update"
+                if contract_method(method) == Some(ContractMethod::SessionUsageUpdate)
                     && let (Some(sid), Some(usage)) = (
                         params.get("sessionId").and_then(Value::as_str),
                         params
@@ -558,7 +557,7 @@ impl Translator {
                         .filter_map(|e| serde_json::to_value(e).ok())
                         .map(|p| {
                             Out::ToClient(line(&json!({"jsonrpc": "2.0",
-                                "method": self.client_ns.method(SubagentEvent::PATH), "params": p})))
+                                "method": ContractMethod::SubagentEvent.method(self.client_ns), "params": p})))
                         })
                         .collect(),
                     // Not subagent traffic: it passes as it is, and claude's
@@ -568,7 +567,7 @@ impl Translator {
                 };
                 if let Some(limits) = limits {
                     out.push(Out::ToClient(line(&json!({"jsonrpc": "2.0",
-                        "method": self.client_ns.method("rate_limits/update"), "params": limits}))));
+                        "method": ContractMethod::RateLimitsUpdate.method(self.client_ns), "params": limits}))));
                 }
                 Some(out)
             }

@@ -1,6 +1,7 @@
 //! `_meta.<ns>` fields on standard messages and the time and percentage rules inside contract payloads.
 
 use super::*;
+use acp_extension_core::wire::WireEnum;
 
 impl Checker {
     /// Rules that look at every `_meta.<ns>` section and at the contract

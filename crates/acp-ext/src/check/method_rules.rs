@@ -1,6 +1,8 @@
 //! Extension methods and standard calls: shapes, advertisement and options, steering, results.
 
 use super::*;
+use acp_extension_core::methods::ContractMethod;
+use acp_extension_core::wire::WireEnum;
 
 impl Checker {
     /// The rules of a request or notification. Params are read only by
@@ -162,8 +164,11 @@ impl Checker {
             &what
         };
         let options = self.need(feature, needs, at, out).cloned();
-        match path {
-            "rate_limits/get" => {
+        let Some(contract) = acp_extension_core::methods::contract_method(method) else {
+            return;
+        };
+        match contract {
+            ContractMethod::RateLimitsGet => {
                 if let Some(FeatureOptions::RateLimits(c)) = &options
                     && c.query.is_none()
                 {
@@ -174,7 +179,7 @@ impl Checker {
                     ));
                 }
             }
-            "session/steer" => {
+            ContractMethod::SessionSteer => {
                 if let Some(FeatureOptions::Steering(c)) = &options
                     && c.transport != SteeringTransport::Request
                 {
@@ -188,7 +193,7 @@ impl Checker {
                     ));
                 }
             }
-            "session/goal" => {
+            ContractMethod::SessionGoal => {
                 if let Some(FeatureOptions::Goal(c)) = &options
                     && let Some(action) = str_at(call.params.tree(), "action")
                 {
@@ -207,11 +212,13 @@ impl Checker {
                     }
                 }
             }
-            "subagents/list" | "subagents/cancel" | "subagents/output" => {
+            ContractMethod::SubagentsList
+            | ContractMethod::SubagentsCancel
+            | ContractMethod::SubagentsOutput => {
                 if let Some(FeatureOptions::Subagents(c)) = &options {
-                    let (flag, set) = match path {
-                        "subagents/list" => ("list", c.list.is_some()),
-                        "subagents/cancel" => ("cancel", c.cancel.is_some()),
+                    let (flag, set) = match contract {
+                        ContractMethod::SubagentsList => ("list", c.list.is_some()),
+                        ContractMethod::SubagentsCancel => ("cancel", c.cancel.is_some()),
                         _ => ("output", c.output.is_some()),
                     };
                     if !set {

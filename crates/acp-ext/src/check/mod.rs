@@ -69,9 +69,9 @@ use serde_json::Value;
 
 pub use crate::finding::{Finding, Severity};
 pub use acp_extension_core::connection::Direction;
+use acp_extension_core::connection::sequence::SequenceLimits;
+use acp_extension_core::connection::sequence::{SequenceFinding, TrackedState};
 use acp_extension_core::connection::{Call, Connection, Line, Message, Observer, Reads};
-use acp_extension_core::sequence::SequenceLimits;
-use acp_extension_core::sequence::{SequenceFinding, TrackedState};
 pub use rules::RuleInfo;
 
 impl From<SequenceFinding> for Finding {

@@ -224,8 +224,10 @@ pub const UNKNOWN_SESSION: RuleInfo = RuleInfo::new(
 );
 
 /// The rule of the table that a sequence rule of the library is.
-pub fn of_sequence(rule: acp_extension_core::sequence::SequenceRule) -> &'static RuleInfo {
-    use acp_extension_core::sequence::SequenceRule as S;
+pub fn of_sequence(
+    rule: acp_extension_core::connection::sequence::SequenceRule,
+) -> &'static RuleInfo {
+    use acp_extension_core::connection::sequence::SequenceRule as S;
     match rule {
         S::SubagentFirstNotSnapshot => &SUBAGENT_FIRST_NOT_SNAPSHOT,
         S::SubagentAfterTerminal => &SUBAGENT_AFTER_TERMINAL,

@@ -24,7 +24,7 @@ use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, 
 use super::{Checker, Direction, Finding, Severity};
 use crate::output::Style;
 use acp_extension_core::connection::Reads;
-use acp_extension_core::sequence::SequenceLimits;
+use acp_extension_core::connection::sequence::SequenceLimits;
 
 /// How `check` reads and prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,6 +27,7 @@ use acp_extension_core::capabilities::{
     ClientExtensionCapabilities, ElicitationCapability, Feature, SteeringTransport,
     VersionOneCapability,
 };
+use acp_extension_core::methods::ContractMethod;
 use acp_extension_core::namespace::{self, Namespace, NamespaceSet};
 use acp_extension_core::negotiation::{Advertisement, Negotiated, Side, negotiate};
 use acp_extension_core::wire::True;
@@ -1115,7 +1116,7 @@ async fn prompts(
             ))
         } else if steer_by_request && options.client == ClientDialect::Core {
             Some((
-                init.ns.method("session/steer"),
+                ContractMethod::SessionSteer.method(init.ns).to_owned(),
                 json!({"sessionId": session_id, "steerId": format!("probe-steer-{}", i + 1),
                     "prompt": content}),
             ))
@@ -1256,13 +1257,22 @@ async fn queries(
     let (negotiated, ns) = (&init.negotiated, init.ns);
     let mut queries = Vec::new();
     if negotiated.rate_limits().is_some_and(|r| r.query.is_some()) {
-        queries.push(("rate_limits/get", json!({"sessionId": session_id})));
+        queries.push((
+            ContractMethod::RateLimitsGet,
+            json!({"sessionId": session_id}),
+        ));
     }
     if negotiated.subagents().is_some_and(|s| s.list.is_some()) {
-        queries.push(("subagents/list", json!({"sessionId": session_id})));
+        queries.push((
+            ContractMethod::SubagentsList,
+            json!({"sessionId": session_id}),
+        ));
     }
     if negotiated.is_active(Feature::SessionHistory) {
-        queries.push(("session/history/read", json!({"sessionId": session_id})));
+        queries.push((
+            ContractMethod::SessionHistoryRead,
+            json!({"sessionId": session_id}),
+        ));
     }
     // A plain client sends nothing of the extensions: each query the agent
     // advertised is reported as skipped, and why.
@@ -1270,7 +1280,7 @@ async fn queries(
         let forks = negotiated.is_active(Feature::ForkAtTurn) && last_turn.is_some();
         let skipped = queries
             .iter()
-            .map(|(path, _)| ns.method(path))
+            .map(|(method, _)| method.method(ns).to_owned())
             .chain(forks.then(|| "session/fork (_meta.forkAtTurn)".to_owned()));
         for method in skipped {
             let q = QueryResult {
@@ -1308,8 +1318,8 @@ async fn queries(
         };
         rec.record(|o| o.queries.push(q));
     }
-    for (path, params) in queries {
-        let method = ns.method(path);
+    for (method, params) in queries {
+        let method = method.method(ns).to_owned();
         let r = request(cx, &method, params, timeout).await;
         let q = QueryResult {
             method,

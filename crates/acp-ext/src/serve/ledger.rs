@@ -19,6 +19,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use crate::time;
+use acp_extension_core::wire::WireEnum;
 
 /// The default model id of a session (overridable through `sessionConfig.modelId`).
 pub(crate) const DEFAULT_MODEL: &str = "serve-model-1";

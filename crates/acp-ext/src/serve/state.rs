@@ -1,5 +1,6 @@
 //! Connection and session state.
 
+use acp_extension_core::methods::ContractMethod;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
@@ -429,7 +430,9 @@ impl Shared {
 
     /// Sends a subagent event of a run serve's ledger keeps.
     pub(crate) fn subagent_event(&self, event: SubagentEvent) {
-        self.send("subagents/event", |ext| ext.subagent_event(event));
+        self.send(ContractMethod::SubagentEvent.path(), |ext| {
+            ext.subagent_event(event)
+        });
     }
 
     /// Sends `_<ns>/session/activity_update` if the session's level changed.
@@ -440,7 +443,7 @@ impl Shared {
         }
         live.activity = level;
         if self.has(Feature::SessionActivity) {
-            self.send("session/activity_update", |ext| {
+            self.send(ContractMethod::SessionActivityUpdate.path(), |ext| {
                 ext.activity_update(SessionActivityUpdate::new(session_id, level.0, level.1))
             });
         }

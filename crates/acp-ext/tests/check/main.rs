@@ -14,7 +14,7 @@ use acp_ext::check::input::{self, Format, Item};
 use acp_ext::check::run::{Options, check_reader};
 use acp_ext::check::{Checker, Direction, Finding, Severity, rules};
 use acp_extension_core::capabilities::Feature;
-use acp_extension_core::sequence::SequenceLimits;
+use acp_extension_core::connection::sequence::SequenceLimits;
 use common::{EXE, corpus_files, read_jsonl, shared};
 use serde_json::{Value, json};
 

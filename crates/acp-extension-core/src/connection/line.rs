@@ -10,15 +10,21 @@ use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::methods::{LODY_SUBAGENTS_EVENT, UA_SUBAGENTS_EVENT};
+use crate::connection::sequence::EventFacts;
+use crate::methods::ContractMethod;
 use crate::namespace::Namespace;
-use crate::sequence::EventFacts;
 use crate::subagent_events::{
     EventKey, KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType, sifted_keys,
 };
 use crate::wire::Key;
+use crate::wire::WireEnum;
 use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
+
+/// The two spellings of the subagent event's method, which the scanner
+/// looks for in a line's bytes.
+const LODY_SUBAGENTS_EVENT: &str = ContractMethod::SubagentEvent.method(Namespace::Lody);
+const UA_SUBAGENTS_EVENT: &str = ContractMethod::SubagentEvent.method(Namespace::Ua);
 
 #[doc(hidden)]
 /// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Direction;
 use super::line::EventLine;
-use crate::sequence::SequenceFinding;
+use crate::connection::sequence::SequenceFinding;
 use crate::subagent_events::SubagentEvent;
 
 pub(super) const NULL: Value = Value::Null;
@@ -51,7 +51,7 @@ pub struct Call<'a> {
     pub run_accepted: bool,
     /// Its position in a batch, when it came in one.
     pub batch_index: Option<usize>,
-    /// The sequence rules it broke ([`crate::sequence`]), each once.
+    /// The sequence rules it broke ([`crate::connection::sequence`]), each once.
     pub sequence: Vec<SequenceFinding>,
 }
 

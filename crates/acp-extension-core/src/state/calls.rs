@@ -8,6 +8,7 @@ use super::legacy;
 use super::tasks;
 use super::*;
 use crate::capabilities::Feature;
+use crate::connection::sequence::SequenceFinding;
 use crate::connection::{EventLine, SiftedOutput};
 use crate::connection::{prompt_steer_id, standard_steer_id};
 use crate::meta::MetaError;
@@ -17,7 +18,6 @@ use crate::methods::{
 };
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
-use crate::sequence::SequenceFinding;
 use crate::standard::STEERING_METHOD;
 use crate::subagent_events::SubagentEvent;
 

@@ -27,7 +27,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::methods::ExtensionNotification;
+use crate::methods::{ContractMethod, ExtensionNotification};
+use crate::namespace::Namespace;
 use crate::standard::epoch_seconds as epoch;
 use crate::violation::Violation;
 
@@ -258,7 +259,10 @@ impl ConnectionState {
         if method == RATE_LIMITS {
             let (mapped, adjusted) = rate_limits_params(p, self.agent_name());
             self.violations(out, method, None, "", &adjusted, true);
-            match ExtensionNotification::parse("_lody/rate_limits/update", &mapped) {
+            match ExtensionNotification::parse(
+                ContractMethod::RateLimitsUpdate.method(Namespace::Lody),
+                &mapped,
+            ) {
                 Ok(Some((_, ExtensionNotification::RateLimitsUpdate(snapshot)))) => {
                     self.upsert_rate_limits(snapshot, Dialect::Legacy, out)
                 }
@@ -302,7 +306,10 @@ impl ConnectionState {
             mapped.insert("modelUsage".into(), rows);
         }
         let mapped = Value::Object(mapped);
-        match ExtensionNotification::parse("_lody/session/usage_update", &mapped) {
+        match ExtensionNotification::parse(
+            ContractMethod::SessionUsageUpdate.method(Namespace::Lody),
+            &mapped,
+        ) {
             Ok(Some((_, ExtensionNotification::SessionUsageUpdate(u)))) => {
                 self.usage_update(method, &u, &mapped, Dialect::Legacy, out)
             }

@@ -16,7 +16,7 @@
 //! model, [`Change::Transcript`] and [`Change::Seen`], each kind counted
 //! in [`IgnoredCounts`]) or recorded ([`ConnectionState::accounting`]).
 //! A session that sent anything is in the state. A malformed
-//! extension payload, a sequence rule break ([`crate::sequence`], the same
+//! extension payload, a sequence rule break ([`crate::connection::sequence`], the same
 //! code a linter runs), an unknown session update or a value that is
 //! no message becomes a [`Change::Invalid`] naming the method, the JSON
 //! pointer, the rule and the value's index (and line, with
@@ -170,9 +170,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::capabilities::Side;
+use crate::connection::sequence::{self, SequenceFinding};
 use crate::connection::{Connection, Line, Message, Observer, Pairing, Reads};
 use crate::negotiation::NamespaceReader;
-use crate::sequence::{self, SequenceFinding};
 
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;

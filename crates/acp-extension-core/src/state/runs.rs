@@ -24,6 +24,7 @@ use crate::subagent_events::{
     SubagentContentBlock, SubagentEvent, SubagentEventPayload, SubagentOutput,
 };
 use crate::wire::MaybeUndefined;
+use crate::wire::WireObject;
 
 /// Where a Core event came from, for what the fold keeps as it came (a
 /// tool call, its keys in their order).

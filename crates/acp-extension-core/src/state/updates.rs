@@ -10,6 +10,7 @@ use crate::namespace::{self};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::session::{ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState};
 use crate::violation::{Rule, Violation};
+use crate::wire::WireEnum;
 
 /// The session updates of ACP v1 (schema 1.17, unstable ones included).
 const STANDARD_UPDATES: &[&str] = &[

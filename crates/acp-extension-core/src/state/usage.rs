@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::str_at;
 use super::*;
+use crate::connection::sequence::SequenceRule;
 use crate::rate_limits::RateLimitsSnapshot;
-use crate::sequence::SequenceRule;
 use crate::usage::{ModelUsage, SessionUsageUpdate, keep_max, sum_model_usage};
 
 impl ConnectionState {

@@ -20,6 +20,7 @@ use crate::usage::{ModelUsage, UsageDelta};
 use crate::wire::MaybeUndefined;
 use crate::wire::scan::quote_or_backslash;
 
+use crate::wire::WireEnum;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 

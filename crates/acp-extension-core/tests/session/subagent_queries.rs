@@ -1,6 +1,7 @@
 //! subagent queries
 
 use super::*;
+use acp_extension_core::wire::WireEnum;
 
 #[test]
 fn subagent_task_round_trips() {

@@ -3,6 +3,8 @@
 //! value classified by shape into the JSON-RPC message it stands for.
 
 use super::*;
+use acp_extension_core::Namespace;
+use acp_extension_core::methods::ContractMethod;
 
 struct Counting<R> {
     inner: R,
@@ -524,8 +526,9 @@ fn payload_shape(v: &Value) -> Option<Shape> {
     let has = |k: &str| o.contains_key(k);
     // A bare subagent event has `sessionId` and (for output) `update`:
     // it is read before the session-update shape it resembles.
+    let lody = |m: ContractMethod| m.method(Namespace::Lody);
     let method = if has("runId") && has("type") && has("version") {
-        "_lody/subagents/event"
+        lody(ContractMethod::SubagentEvent)
     } else if has("sessionUpdate") && o["sessionUpdate"].is_string()
         || (has("sessionId") && o.get("update").is_some_and(Value::is_object))
     {
@@ -535,21 +538,21 @@ fn payload_shape(v: &Value) -> Option<Shape> {
     } else if has("clientCapabilities") {
         "initialize"
     } else if has("sessionId") && o.get("usage").is_some_and(Value::is_object) {
-        "_lody/session/usage_update"
+        lody(ContractMethod::SessionUsageUpdate)
     } else if o.get("rateLimits").is_some_and(Value::is_array) {
-        "_lody/rate_limits/update"
+        lody(ContractMethod::RateLimitsUpdate)
     } else if has("backgroundTaskCount") {
-        "_lody/session/activity_update"
+        lody(ContractMethod::SessionActivityUpdate)
     } else if has("steerId") && has("sessionId") {
         if has("prompt") {
-            "_lody/session/steer"
+            lody(ContractMethod::SessionSteer)
         } else {
-            "_lody/session/steer_applied"
+            lody(ContractMethod::SessionSteerApplied)
         }
     } else if has("requestedSchema") {
         "elicitation/create"
     } else if has("action") && has("sessionId") {
-        "_lody/session/goal"
+        lody(ContractMethod::SessionGoal)
     } else if let Some(shape) = acp_extension_core::validate::resembles(v) {
         return Some(Shape::Part(shape));
     } else if o.get("stopReason").is_some_and(Value::is_string) {

@@ -1,6 +1,7 @@
 //! `/limits`: a rate-limit update.
 
 use super::*;
+use acp_extension_core::methods::ContractMethod;
 
 impl Turn {
     pub(super) fn limits(&mut self) -> Step {
@@ -18,7 +19,9 @@ impl Turn {
             .flat_map(|l| l.windows.iter().map(|w| f64::from(w.used_percent)))
             .collect();
         self.shared
-            .send("rate_limits/update", |ext| ext.rate_limits_update(snapshot));
+            .send(ContractMethod::RateLimitsUpdate.path(), |ext| {
+                ext.rate_limits_update(snapshot)
+            });
         self.final_answer(&format!(
             "Rate limits: 5-hour window {}% used, weekly window {}% used.",
             used.first().copied().unwrap_or_default(),

@@ -11,6 +11,7 @@
 //! `subagents`, `tasks` (`/background`, `/schedule`, `/compact`), `goal`,
 //! `ask`, `title`, `steering` (`/slow`), `limits`, `fail`.
 
+use acp_extension_core::methods::ContractMethod;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -616,7 +617,9 @@ impl Turn {
             && self.shared.has(Feature::Usage)
         {
             self.shared
-                .send("session/usage_update", |ext| ext.usage_update(update));
+                .send(ContractMethod::SessionUsageUpdate.path(), |ext| {
+                    ext.usage_update(update)
+                });
         }
         Ok(())
     }

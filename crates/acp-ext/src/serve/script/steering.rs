@@ -1,6 +1,7 @@
 //! `/slow`: a long turn that takes steers; applying a steer.
 
 use super::*;
+use acp_extension_core::methods::ContractMethod;
 use agent_client_protocol::v1::schema::SessionId;
 
 impl Turn {
@@ -35,9 +36,10 @@ impl Turn {
     pub(super) fn apply_steer(&self, steer: &Steer, announce: bool) {
         let sid = SessionId::new(self.session_id.as_str());
         if !steer.standard {
-            self.shared.send("session/steer_applied", |ext| {
-                ext.steer_applied(&sid, steer.steer_id.clone())
-            });
+            self.shared
+                .send(ContractMethod::SessionSteerApplied.path(), |ext| {
+                    ext.steer_applied(&sid, steer.steer_id.clone())
+                });
         }
         if announce {
             self.say("commentary", &format!("Steering applied: {}", steer.text));

@@ -1,6 +1,7 @@
 //! `/background`, `/schedule` (tasks that outlive their turn) and `/compact`.
 
 use super::*;
+use acp_extension_core::wire::WireEnum;
 
 impl Turn {
     pub(super) fn background(&mut self, kind: TaskKind, secs: f64) -> Step {
