@@ -23,7 +23,6 @@
 //! ```
 
 pub(crate) mod bounded;
-pub(crate) mod scan;
 #[doc(hidden)]
 pub mod sift;
 

@@ -18,7 +18,6 @@ use crate::subagent_events::{
 };
 use crate::wire::Key;
 use crate::wire::WireEnum;
-use crate::wire::scan::quote_or_backslash;
 use crate::wire::sift::{SiftSeed, sifting};
 
 /// The two spellings of the subagent event's method, which the scanner
@@ -813,7 +812,7 @@ impl Scan<'_> {
         let start = self.at;
         let mut escaped = false;
         loop {
-            let i = self.at + quote_or_backslash(self.bytes.get(self.at..)?)?;
+            let i = self.at + memchr::memchr2(b'"', b'\\', self.bytes.get(self.at..)?)?;
             if self.bytes[i] == b'"' {
                 self.at = i + 1;
                 let span = Span {

@@ -4,8 +4,6 @@
 //! contract's own types ([`GoalSnapshot`], [`ModelUsage`], [`RateLimit`],
 //! [`SubagentSnapshot`], [`TaskMeta`]) appear as they travel.
 
-use std::hash::{BuildHasher, Hasher};
-
 use indexmap::IndexMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -18,75 +16,16 @@ use crate::session::{
 use crate::subagent_events::{SubagentSnapshot, SubagentState};
 use crate::usage::{ModelUsage, UsageDelta};
 use crate::wire::MaybeUndefined;
-use crate::wire::scan::quote_or_backslash;
 
 use crate::wire::WireEnum;
 #[cfg(feature = "schema")]
 use schemars::JsonSchema;
 
-/// How the state's maps keyed by ids ([`IdMap`]) hash their keys: a fast
-/// hash (foldhash) with a random seed, so that a peer cannot choose ids
-/// that collide.
-#[derive(Debug, Clone, Default)]
-#[doc(hidden)]
-pub struct IdHashing(foldhash::fast::RandomState);
-
-impl BuildHasher for IdHashing {
-    type Hasher = IdHasher;
-
-    fn build_hasher(&self) -> IdHasher {
-        IdHasher(self.0.build_hasher())
-    }
-}
-
-/// The [`Hasher`] of [`IdHashing`].
-#[derive(Clone)]
-pub struct IdHasher(foldhash::fast::FoldHasher<'static>);
-
-impl std::fmt::Debug for IdHasher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("IdHasher")
-    }
-}
-
-impl Hasher for IdHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.write(bytes)
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.0.write_u8(i)
-    }
-    #[inline]
-    fn write_u16(&mut self, i: u16) {
-        self.0.write_u16(i)
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.0.write_u32(i)
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.0.write_u64(i)
-    }
-    #[inline]
-    fn write_u128(&mut self, i: u128) {
-        self.0.write_u128(i)
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.0.write_usize(i)
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0.finish()
-    }
-}
-
 /// A map keyed by ids (session ids, run ids, tool call ids, …), in
-/// insertion order: what the state holds per session and per run.
-pub type IdMap<V> = IndexMap<String, V, IdHashing>;
+/// insertion order: what the state holds per session and per run. Keys are
+/// hashed with a random seed (std's `RandomState`), so that a peer cannot
+/// choose ids that collide.
+pub type IdMap<V> = IndexMap<String, V>;
 
 /// Where a session's title came from, in order of authority (see
 /// [`SessionState::title`]).
@@ -1135,7 +1074,7 @@ impl PlainWalk<'_> {
     fn string(&mut self) -> Option<(usize, usize)> {
         (self.byte()? == b'"').then_some(())?;
         let start = self.at + 1;
-        let end = start + quote_or_backslash(self.bytes.get(start..)?)?;
+        let end = start + memchr::memchr2(b'"', b'\\', self.bytes.get(start..)?)?;
         (self.bytes.get(end) == Some(&b'"')).then_some(())?;
         self.at = end + 1;
         Some((start, end))

@@ -6,10 +6,11 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 /// A 64-bit hash of an id, with a seed drawn once per process
-/// (foldhash's quality hasher): ids come from the peer, and a random seed
-/// keeps them from choosing collisions.
+/// (std's `RandomState`): ids come from the peer, and a random seed keeps
+/// them from choosing collisions.
 pub(crate) fn id_hash(s: &str) -> u64 {
-    static SEED: LazyLock<foldhash::quality::RandomState> = LazyLock::new(Default::default);
+    static SEED: LazyLock<std::collections::hash_map::RandomState> =
+        LazyLock::new(Default::default);
     SEED.hash_one(s)
 }
 

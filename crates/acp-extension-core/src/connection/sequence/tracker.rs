@@ -185,7 +185,7 @@ struct SessionMemory {
 /// The sessions of one connection, least recently used dropped first.
 #[derive(Debug, Default, Clone)]
 struct Sessions {
-    map: HashMap<String, SessionMemory, foldhash::fast::RandomState>,
+    map: HashMap<String, SessionMemory>,
     tick: u64,
 }
 
