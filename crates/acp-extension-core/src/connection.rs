@@ -16,7 +16,7 @@
 //! - both peers' [`Advertisement`]s, read from the `initialize` exchange;
 //! - the sequence rules' verdicts ([`sequence`]): the rules that
 //!   need memory run here, once per message, so that every observer sees
-//!   the same [`SequenceFinding`]s.
+//!   the same [`SequenceFinding`](sequence::SequenceFinding)s.
 //!
 //! A line is read once, by [`Line::read`] (on any thread): a valid
 //! subagent event notification is verified while read and its JSON tree
@@ -355,11 +355,6 @@ impl Connection {
         self.advertisement(side).map(|a| a.supports(feature))
     }
 
-    /// Whether client-to-agent traffic was seen (some rules need it).
-    pub fn client_seen(&self) -> bool {
-        self.client_seen
-    }
-
     /// Requests awaiting their response.
     pub fn pending_requests(&self) -> impl Iterator<Item = &Request> {
         self.pending.values()
@@ -367,7 +362,7 @@ impl Connection {
 
     /// Forgets every pending request (the connection was lost: no answer
     /// will come).
-    pub fn forget_pending(&mut self) {
+    pub(crate) fn forget_pending(&mut self) {
         self.pending.clear();
     }
 

@@ -207,7 +207,7 @@ pub fn write_key(meta: &mut Map, ns: Namespace, key: &str, value: Value) {
 
 /// Removes `_meta.<ns>.<key>` from both namespaces; returns the value that
 /// reading would have produced.
-pub fn remove_key(meta: &mut Map, key: &str) -> Option<Value> {
+pub(crate) fn remove_key(meta: &mut Map, key: &str) -> Option<Value> {
     let mut found = None;
     for ns in Namespace::ALL {
         if let Some(Value::Object(m)) = meta.get_mut(ns.key())

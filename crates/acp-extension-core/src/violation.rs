@@ -195,7 +195,7 @@ impl Rule {
 }
 
 /// Appends `key` to a JSON pointer, escaping `~` and `/` (RFC 6901).
-pub fn push_child(path: &mut String, key: &str) {
+pub(crate) fn push_child(path: &mut String, key: &str) {
     path.push('/');
     for c in key.chars() {
         match c {

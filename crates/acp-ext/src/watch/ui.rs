@@ -357,8 +357,7 @@ fn run_lines(
                 Style::new().fg(Color::Gray),
             ));
         }
-        for (tool, call) in run.tool_calls.iter().rev().take(4) {
-            let call = call.value();
+        for (tool, call) in run.tool_calls().rev().take(4) {
             let status = call.get("status").and_then(|s| s.as_str()).unwrap_or("?");
             let title = call.get("title").and_then(|s| s.as_str()).unwrap_or("");
             lines.push(Line::styled(
@@ -366,7 +365,7 @@ fn run_lines(
                 Style::new().fg(Color::Gray),
             ));
         }
-        if text_lines.is_empty() && run.tool_calls.is_empty() {
+        if text_lines.is_empty() && run.tool_calls().len() == 0 {
             lines.push(Line::styled(
                 format!("{indent}    (no output)"),
                 Style::new().fg(Color::Gray),

@@ -324,11 +324,9 @@ pub struct RunState {
     /// that follows a tool call or a plan, or that has another `messageId`,
     /// starts on a new line (bounded mode keeps the tail).
     pub text: String,
-    /// Tool calls by id, updates merged into them, each kept as compact
-    /// JSON text ([`CompactObject`]): every key as it came (but
-    /// `sessionUpdate`), in the order the agent sent them, a key an update
-    /// brings anew after the others.
-    pub tool_calls: IdMap<CompactObject>,
+    /// Tool calls by id (read them with [`RunState::tool_calls`]), each
+    /// kept as its compact JSON text: a run may hold tens of thousands.
+    pub(crate) tool_calls: IdMap<CompactObject>,
     /// The latest plan (replaced whole).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<Value>,
@@ -470,6 +468,24 @@ impl RunState {
             .rev()
             .map(str::trim)
             .find(|l| !l.is_empty())
+    }
+
+    /// Its tool calls by id, updates merged into them: every key as it
+    /// came (but `sessionUpdate`), in the order the agent sent them, a key
+    /// an update brings anew after the others. In the order the calls
+    /// began; serialized, the run's `toolCalls` object.
+    pub fn tool_calls(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = (&str, Map<String, Value>)> + ExactSizeIterator + '_ {
+        self.tool_calls
+            .iter()
+            .map(|(id, call)| (id.as_str(), call.value()))
+    }
+
+    /// The tool call `id`, updates merged into it (see
+    /// [`RunState::tool_calls`]).
+    pub fn tool_call(&self, id: &str) -> Option<Map<String, Value>> {
+        self.tool_calls.get(id).map(CompactObject::value)
     }
 }
 
@@ -939,19 +955,10 @@ pub struct Invalid {
 
 /// A JSON object kept as its compact text: a run may hold tens of
 /// thousands of tool calls, and a JSON tree of each costs several times
-/// its text. Read it back with [`CompactObject::value`] (or
-/// [`CompactObject::get`] for one key); it serializes as the object.
-///
-/// ```
-/// use acp_extension_core::state::CompactObject;
-/// use serde_json::json;
-///
-/// let call = CompactObject::new(json!({"title": "Read", "status": "completed"}).as_object().unwrap());
-/// assert_eq!(call.get("status"), Some(json!("completed")));
-/// assert_eq!(call.as_str(), r#"{"title":"Read","status":"completed"}"#);
-/// ```
+/// its text. Read it back with [`CompactObject::value`]; it serializes as
+/// the object.
 #[derive(Debug, Clone)]
-pub struct CompactObject(Box<str>);
+pub(crate) struct CompactObject(Box<str>);
 
 impl CompactObject {
     /// The compact text of `object`.
@@ -995,11 +1002,6 @@ impl CompactObject {
     /// The object, parsed.
     pub fn value(&self) -> Map<String, Value> {
         serde_json::from_str(&self.0).unwrap_or_default()
-    }
-
-    /// One key's value, parsed.
-    pub fn get(&self, key: &str) -> Option<Value> {
-        self.value().remove(key)
     }
 }
 
@@ -1180,12 +1182,6 @@ impl PlainWalk<'_> {
 impl PartialEq for CompactObject {
     fn eq(&self, other: &Self) -> bool {
         self.as_str() == other.as_str()
-    }
-}
-
-impl PartialEq<Value> for CompactObject {
-    fn eq(&self, other: &Value) -> bool {
-        other.as_object() == Some(&self.value())
     }
 }
 

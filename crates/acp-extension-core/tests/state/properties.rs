@@ -138,7 +138,9 @@ proptest! {
             prop_assert_eq!(&got.text, texts.get(run_id).map_or("", String::as_str));
             prop_assert_eq!(&got.progress, &progress.get(run_id).cloned().unwrap_or_default());
             let want_tools = tools.get(run_id).cloned().unwrap_or_default();
-            prop_assert_eq!(&got.tool_calls, &want_tools);
+            let got_tools: IndexMap<String, Value> =
+                got.tool_calls().map(|(id, call)| (id.to_owned(), Value::Object(call))).collect();
+            prop_assert_eq!(&got_tools, &want_tools);
         }
         // And the emitter's current runs are among them, with its snapshot.
         for (_, run) in e.runs() {

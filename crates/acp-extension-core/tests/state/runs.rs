@@ -84,7 +84,7 @@ fn runs_fold_snapshots_progress_and_output() {
     assert_eq!(run.text, "hello world\nsecond line");
     assert_eq!(run.last_line(), Some("second line"));
     assert_eq!(
-        run.tool_calls["t"],
+        Value::Object(run.tool_call("t").unwrap()),
         json!({"toolCallId": "t", "title": "Read", "status": "completed", "rawOutput": "ok"})
     );
     assert_eq!(run.plan.as_ref().unwrap()["entries"], json!([]));

@@ -295,7 +295,7 @@ fn a_v2_childs_whole_messages_content_chunks_and_plans_reach_its_run() {
     ]);
     let run = &s.session("s").unwrap().subagent_runs["child"];
     assert_eq!(run.text, "Reading files\nDone.");
-    let call = run.tool_calls["c1"].value();
+    let call = run.tool_call("c1").unwrap();
     assert_eq!(
         call["content"],
         json!([{"type": "content", "content": {"type": "text", "text": "a.rs"}},
