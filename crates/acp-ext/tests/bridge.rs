@@ -496,6 +496,50 @@ fn lines_it_does_not_translate_pass_byte_for_byte() {
 }
 
 #[test]
+fn the_bridge_reads_messages_and_advertisements_as_the_connection_does() {
+    // Each element of a batch is a message of its own to the connection;
+    // the bridge passes the batch as it is.
+    let mut t = Translator::new(BridgeTarget::Standard);
+    let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}]\n";
+    assert_eq!(t.from_client(batch), [Out::ToAgent(batch.to_vec())]);
+    assert_eq!(t.translated, [0, 0]);
+
+    // The agent's steering advertisement, read by the negotiation: only a
+    // valid one that steers by request gains the standard flag.
+    let steering = |steering: Value| {
+        let mut t = Translator::new(BridgeTarget::Standard);
+        let sent = send(
+            &mut t,
+            true,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": 1, "clientCapabilities": {"subagents": {}}}}),
+        );
+        // The standard client is asked for Core events, typed.
+        assert_eq!(
+            sent[0].1["params"]["clientCapabilities"]["_meta"]["lody"]["subagentEvents"],
+            json!({"version": 1})
+        );
+        let back = send(
+            &mut t,
+            false,
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+                "agentCapabilities": {"_meta": {"ua": {"subagentEvents": {"version": 1},
+                    "steering": steering}}}}}),
+        );
+        assert_eq!(t.mode(), Mode::ToStandard);
+        back[0].1["result"].pointer("/_meta/steering").cloned()
+    };
+    let valid = json!({"version": 1, "transport": "request", "upstreamTurn": "same",
+        "configPolicy": "active"});
+    assert_eq!(steering(valid), Some(json!({"supported": true})));
+    assert_eq!(
+        steering(json!({"version": 1, "transport": "request"})),
+        None,
+        "an advertisement the negotiation rejects steers nothing"
+    );
+}
+
+#[test]
 fn the_agents_exit_status_is_the_bridges() {
     let out = std::process::Command::new(EXE)
         .args(["bridge", "--", "sh", "-c", "exit 3"])

@@ -70,6 +70,12 @@
 //!   pass as they are), child permission requests are not re-routed to the
 //!   root.
 //!
+//! Each line is read once and followed by the library's
+//! [`Connection`](acp_extension_core::connection::Connection), as the
+//! peers wrote it: the connection tells calls from answers, pairs each
+//! answer with its request, and reads both advertisements with the
+//! negotiation's reader.
+//!
 //! Batches, lines that are not JSON, and every message not named above
 //! pass unchanged. Requests are never invented: a translated request keeps
 //! its id, so responses pair as they would without the bridge.

@@ -9,14 +9,21 @@
 
 use std::collections::HashMap;
 
-use acp_extension_core::connection::{Direction, PendingRequests};
-use acp_extension_core::methods::{ContractMethod, ExtensionNotificationMethod, contract_method};
-use acp_extension_core::namespace::{Namespace, split_method};
-use acp_extension_core::negotiation::{supports_subagent_events, write_namespace};
+use acp_extension_core::capabilities::{
+    AgentExtensionCapabilities, ClientExtensionCapabilities, ConfigPolicy, Feature, FeatureOptions,
+    RateLimitsCapability, Side, SteeringCapability, SteeringTransport, UpstreamTurn,
+    VersionOneCapability,
+};
+use acp_extension_core::connection::{
+    Answer, Call, Connection, Direction, Line, Message, Observer, Pairing, PendingRequests, Reads,
+};
+use acp_extension_core::methods::{ContractMethod, contract_method, method_kind};
+use acp_extension_core::namespace::Namespace;
+use acp_extension_core::negotiation::{advertised_namespaces, write_namespace};
 use acp_extension_core::standard::{
     CoreSubagents, GOAL_METHOD, STEERING_METHOD, StandardSubagents, SteeringRequest,
-    SteeringResponse, advertises_steering, claude_rate_limits, prompt_model_usage,
-    standard_prompt_usage,
+    SteeringResponse, advertises_steering, claude_rate_limits, client_reads_subagent_updates,
+    prompt_model_usage, standard_prompt_usage,
 };
 use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
@@ -80,29 +87,43 @@ pub enum Out {
     ToClient(Vec<u8>),
 }
 
-/// A translated request awaiting its response.
-#[derive(Debug, Clone)]
-enum Pending {
+/// A client request whose answer the bridge translates (the connection
+/// pairs the answer with the request; this says what the bridge made of
+/// it).
+#[derive(Debug, Clone, Copy)]
+enum Answered {
     /// `_session/steering` sent on as a Core steer.
     Steering { prompt_required: bool },
     /// `_session/goal` sent on as a Core goal request.
     Goal,
     /// A Core steer sent on as `_session/steering`.
-    CoreSteer {
-        session_id: String,
-        steer_id: String,
-    },
+    CoreSteer,
     /// A `session/prompt`, passed as it is: its result carries the turn's
     /// usage in the agent's dialect.
-    Prompt { session_id: String },
+    Prompt,
 }
 
-/// The bridge's state: both sides' dialects, the translated requests in
-/// flight, and each dialect's run tables.
+/// The bridge: the connection as both peers wrote it, and what it
+/// translates.
+///
+/// Each line is read once and followed by a [`Connection`] (the lines as
+/// the peers wrote them, before any translation): it tells a call from an
+/// answer, pairs each answer with its request in its bounded table, and
+/// reads both peers' advertisements with the negotiation's own reader.
 #[derive(Debug, Clone)]
 pub struct Translator {
+    connection: Connection,
+    translation: Translation,
+    /// Lines translated, by the way they went (from the client, from the
+    /// agent).
+    pub translated: [u64; 2],
+}
+
+/// Both sides' dialects, the requests whose answer is translated, and each
+/// dialect's run tables.
+#[derive(Debug, Clone)]
+struct Translation {
     target: BridgeTarget,
-    init_id: Option<Value>,
     client: Option<ClientDialect>,
     /// The client advertised no extension at all.
     client_plain: bool,
@@ -111,9 +132,9 @@ pub struct Translator {
     /// The namespace the agent reads (requests written to it).
     agent_ns: Namespace,
     mode: Mode,
-    /// Client requests whose response the bridge translates (bounded: the
+    /// Client requests whose answer the bridge translates (bounded: the
     /// oldest of an agent that never answers are forgotten).
-    pending: PendingRequests<Pending>,
+    answered: PendingRequests<Answered>,
     to_standard: HashMap<String, StandardSubagents>,
     to_core: CoreSubagents,
     /// The agent's `agentInfo.name` (the provider of its rate limits).
@@ -123,8 +144,6 @@ pub struct Translator {
     ledgers: HashMap<String, SessionUsageAccumulator>,
     /// Per session, the last turn usage a Core agent reported.
     last_usage: HashMap<String, ModelUsage>,
-    /// Lines translated, by the way they went.
-    pub translated: [u64; 2],
 }
 
 fn id_key(id: &Value) -> String {
@@ -153,146 +172,169 @@ fn object_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, 
     Some(here)
 }
 
+/// One line followed: the message the connection made of it, translated
+/// (`None`: the line passes as it is).
+struct Step<'a> {
+    translation: &'a mut Translation,
+    raw: &'a [u8],
+    out: Option<Vec<Out>>,
+}
+
+impl Observer for Step<'_> {
+    fn message(&mut self, connection: &Connection, message: &Message<'_>) {
+        // A batch passes as it is.
+        if message.batch_index().is_some() {
+            return;
+        }
+        let t = &mut *self.translation;
+        self.out = match message {
+            Message::Call(call) if call.direction == Direction::ClientToAgent => call
+                .id
+                .and_then(|id| t.client_request(connection, call, id)),
+            Message::Call(call) if call.id.is_none() => t.notification(call, self.raw),
+            Message::Answer(answer) if answer.direction == Direction::AgentToClient => {
+                t.answer(connection, answer)
+            }
+            _ => None,
+        };
+    }
+}
+
 impl Translator {
     /// A bridge writing `target` to its client.
     pub fn new(target: BridgeTarget) -> Self {
         Self {
-            target,
-            init_id: None,
-            client: None,
-            client_plain: false,
-            client_ns: Namespace::Lody,
-            agent_ns: Namespace::Lody,
-            mode: Mode::Pass,
-            pending: PendingRequests::default(),
-            to_standard: HashMap::new(),
-            to_core: CoreSubagents::new(),
-            agent_name: String::new(),
-            ledgers: HashMap::new(),
-            last_usage: HashMap::new(),
+            connection: Connection::new(),
+            translation: Translation {
+                target,
+                client: None,
+                client_plain: false,
+                client_ns: Namespace::Lody,
+                agent_ns: Namespace::Lody,
+                mode: Mode::Pass,
+                answered: PendingRequests::default(),
+                to_standard: HashMap::new(),
+                to_core: CoreSubagents::new(),
+                agent_name: String::new(),
+                ledgers: HashMap::new(),
+                last_usage: HashMap::new(),
+            },
             translated: [0, 0],
         }
     }
 
     /// Where it translates (known once `initialize` was answered).
     pub fn mode(&self) -> Mode {
-        self.mode
+        self.translation.mode
     }
 
     /// One line from the client: what to write, and where.
     pub fn from_client(&mut self, raw: &[u8]) -> Vec<Out> {
-        let pass = || vec![Out::ToAgent(raw.to_vec())];
-        let Ok(mut msg) = serde_json::from_slice::<Value>(raw) else {
-            return pass();
-        };
-        let (Some(method), Some(id)) = (
-            msg.get("method").and_then(Value::as_str).map(str::to_owned),
-            msg.get("id").cloned(),
-        ) else {
-            return pass();
-        };
-        if method == "initialize" {
-            return match self.initialize_request(&mut msg, id) {
-                true => {
-                    self.translated[0] += 1;
-                    vec![Out::ToAgent(line(&msg))]
-                }
-                false => pass(),
-            };
-        }
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        if method == "session/prompt"
-            && self.mode != Mode::Pass
-            && let Some(sid) = params.get("sessionId").and_then(Value::as_str)
-        {
-            // Passed as it is; its result's usage is translated.
-            self.last_usage.remove(sid);
-            self.pending.insert(
-                Direction::ClientToAgent,
-                &id,
-                Pending::Prompt {
-                    session_id: sid.to_owned(),
-                },
-                PENDING_CAP,
-            );
-            return pass();
-        }
-        let out = match self.mode {
-            Mode::ToStandard => self.standard_request(&method, &id, &params),
-            Mode::ToCore => self.core_request(&method, &id, &params),
-            Mode::Pass => None,
-        };
-        match out {
+        match self.follow(Direction::ClientToAgent, raw) {
             Some(out) => {
                 self.translated[0] += 1;
-                vec![out]
+                out
             }
-            None => pass(),
+            None => vec![Out::ToAgent(raw.to_vec())],
         }
     }
 
     /// One line from the agent: what to write, and where.
     pub fn from_agent(&mut self, raw: &[u8]) -> Vec<Out> {
-        let pass = || vec![Out::ToClient(raw.to_vec())];
-        let Ok(mut msg) = serde_json::from_slice::<Value>(raw) else {
-            return pass();
-        };
-        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-        let out = match (method, msg.get("id").cloned()) {
-            (None, Some(id)) => self.response(&mut msg, &id),
-            (Some(method), None) => self.notification(&method, &msg, raw),
-            _ => None,
-        };
-        match out {
+        match self.follow(Direction::AgentToClient, raw) {
             Some(out) => {
                 self.translated[1] += 1;
                 out
             }
-            None => pass(),
+            None => vec![Out::ToClient(raw.to_vec())],
         }
+    }
+
+    /// Follows one line (with or without its line feed) that went
+    /// `direction`: what it is translated to, if anything.
+    fn follow(&mut self, direction: Direction, raw: &[u8]) -> Option<Vec<Out>> {
+        let text = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let text = text.strip_suffix(b"\r").unwrap_or(text);
+        let read = Line::read(text, Reads::Event);
+        let mut step = Step {
+            translation: &mut self.translation,
+            raw,
+            out: None,
+        };
+        self.connection
+            .follow_read(direction, &read, &mut [&mut step]);
+        step.out
+    }
+}
+
+impl Translation {
+    /// A request from the client: `initialize`, a prompt whose result is
+    /// translated, or a request of the other dialect.
+    fn client_request(
+        &mut self,
+        connection: &Connection,
+        call: &Call<'_>,
+        id: &Value,
+    ) -> Option<Vec<Out>> {
+        if call.method == "initialize" {
+            let mut msg = call.value().clone();
+            return self
+                .initialize_request(connection, &mut msg)
+                .then(|| vec![Out::ToAgent(line(&msg))]);
+        }
+        if call.method == "session/prompt"
+            && self.mode != Mode::Pass
+            && let Some(sid) = call.session_id()
+        {
+            // Passed as it is; its result's usage is translated.
+            self.last_usage.remove(sid);
+            self.answered
+                .insert(Direction::ClientToAgent, id, Answered::Prompt, PENDING_CAP);
+            return None;
+        }
+        let params = call.params.tree();
+        let out = match self.mode {
+            Mode::ToStandard => self.standard_request(call.method, id, params),
+            Mode::ToCore => self.core_request(call.method, id, params),
+            Mode::Pass => None,
+        };
+        out.map(|o| vec![o])
     }
 
     /// Decides what the client reads and adds what the agent must see to
     /// write what the bridge translates; whether the request changed.
-    fn initialize_request(&mut self, msg: &mut Value, id: Value) -> bool {
-        self.init_id = Some(id);
+    fn initialize_request(&mut self, connection: &Connection, msg: &mut Value) -> bool {
         let caps = msg
             .pointer("/params/clientCapabilities")
-            .cloned()
-            .unwrap_or(Value::Null);
-        self.client_plain = !Namespace::ALL
-            .iter()
-            .any(|ns| caps.get("_meta").and_then(|m| m.get(ns.key())).is_some());
-        self.client_ns = write_namespace(&caps);
+            .unwrap_or(&Value::Null);
+        self.client_plain = advertised_namespaces(caps).is_none();
+        self.client_ns = write_namespace(caps);
+        let core = connection.supports(Side::Client, Feature::SubagentEvents) == Some(true);
         let client = match self.target {
             BridgeTarget::Core => ClientDialect::Core,
             BridgeTarget::Standard => ClientDialect::Standard,
-            BridgeTarget::Auto if supports_subagent_events(&caps) => ClientDialect::Core,
-            BridgeTarget::Auto
-                if acp_extension_core::standard::client_reads_subagent_updates(&caps) =>
-            {
-                ClientDialect::Standard
-            }
+            BridgeTarget::Auto if core => ClientDialect::Core,
+            BridgeTarget::Auto if client_reads_subagent_updates(caps) => ClientDialect::Standard,
             BridgeTarget::Auto => ClientDialect::Plain,
         };
         self.client = Some(client);
-        let ns = self.client_ns.key();
-        let Some(caps) = object_at(msg, &["params", "clientCapabilities"]) else {
-            return false;
-        };
         match client {
             // A Core agent writes subagent events only to a client that
             // advertised them; a standard agent reads `subagents`.
-            ClientDialect::Standard if !supports_subagent_events(&Value::Object(caps.clone())) => {
-                let Some(section) = object_at(msg, &["params", "clientCapabilities", "_meta", ns])
-                else {
+            ClientDialect::Standard if !core => {
+                let Some(meta) = object_at(msg, &["params", "clientCapabilities", "_meta"]) else {
                     return false;
                 };
-                section.insert("subagentEvents".into(), json!({"version": 1}));
+                ClientExtensionCapabilities::new()
+                    .subagent_events(VersionOneCapability::new())
+                    .write_meta(meta, self.client_ns.into());
                 true
             }
-            ClientDialect::Core if !caps.get("subagents").is_some_and(Value::is_object) => {
-                caps.insert("subagents".into(), json!({}));
+            ClientDialect::Core if !client_reads_subagent_updates(caps) => {
+                let Some(caps) = object_at(msg, &["params", "clientCapabilities"]) else {
+                    return false;
+                };
+                caps.insert("subagents".into(), Value::Object(Map::new()));
                 true
             }
             _ => false,
@@ -301,21 +343,17 @@ impl Translator {
 
     /// The agent's `initialize` result: what the agent writes, hence the
     /// mode; the advertisement the client reads.
-    fn initialize_result(&mut self, result: &mut Value) -> bool {
-        let caps = result
-            .get("agentCapabilities")
-            .cloned()
-            .unwrap_or(Value::Null);
-        self.agent_ns = write_namespace(&caps);
+    fn initialize_result(&mut self, connection: &Connection, result: &mut Value) -> bool {
+        let caps = result.get("agentCapabilities").unwrap_or(&Value::Null);
+        self.agent_ns = write_namespace(caps);
         self.agent_name = result
             .pointer("/agentInfo/name")
             .and_then(Value::as_str)
             .unwrap_or("agent")
             .to_owned();
-        let agent = if supports_subagent_events(&caps) {
-            ClientDialect::Core
-        } else {
-            ClientDialect::Standard
+        let agent = match connection.supports(Side::Agent, Feature::SubagentEvents) {
+            Some(true) => ClientDialect::Core,
+            _ => ClientDialect::Standard,
         };
         self.mode = match (agent, self.client) {
             (ClientDialect::Core, Some(ClientDialect::Standard)) => Mode::ToStandard,
@@ -324,12 +362,15 @@ impl Translator {
         };
         match self.mode {
             Mode::ToStandard => {
-                let steering = Namespace::ALL.iter().any(|ns| {
-                    caps.pointer(&format!("/_meta/{}/steering/transport", ns.key()))
-                        .and_then(Value::as_str)
-                        == Some("request")
-                });
-                if !steering || advertises_steering(result) {
+                let steers_by_request = connection
+                    .agent_advertisement()
+                    .and_then(|a| a.get(Feature::Steering))
+                    .and_then(|f| f.options())
+                    .is_some_and(|o| {
+                        matches!(o, FeatureOptions::Steering(s)
+                            if s.transport == SteeringTransport::Request)
+                    });
+                if !steers_by_request || advertises_steering(result) {
                     return false;
                 }
                 match object_at(result, &["_meta"]) {
@@ -341,26 +382,26 @@ impl Translator {
                 }
             }
             Mode::ToCore => {
-                let steering = advertises_steering(result);
-                let ns = self.client_ns.key();
-                let Some(section) = object_at(result, &["agentCapabilities", "_meta", ns]) else {
+                let absent = |key: &str| {
+                    caps.pointer(&format!("/_meta/{}/{key}", self.client_ns.key()))
+                        .is_none()
+                };
+                // Turn usage and claude's rate limits, translated below.
+                let mut section = AgentExtensionCapabilities::new()
+                    .subagent_events(VersionOneCapability::new())
+                    .usage(absent("usage").then(VersionOneCapability::new))
+                    .rate_limits(absent("rateLimits").then(RateLimitsCapability::new));
+                if advertises_steering(result) {
+                    section = section.steering(SteeringCapability::new(
+                        SteeringTransport::Request,
+                        UpstreamTurn::Same,
+                        ConfigPolicy::Active,
+                    ));
+                }
+                let Some(meta) = object_at(result, &["agentCapabilities", "_meta"]) else {
                     return false;
                 };
-                section.insert("subagentEvents".into(), json!({"version": 1}));
-                // Turn usage and claude's rate limits, translated below.
-                section
-                    .entry("usage")
-                    .or_insert_with(|| json!({"version": 1}));
-                section
-                    .entry("rateLimits")
-                    .or_insert_with(|| json!({"version": 1}));
-                if steering {
-                    section.insert(
-                        "steering".into(),
-                        json!({"version": 1, "transport": "request", "upstreamTurn": "same",
-                            "configPolicy": "active"}),
-                    );
-                }
+                section.write_meta(meta, self.client_ns.into());
                 true
             }
             Mode::Pass => false,
@@ -369,31 +410,26 @@ impl Translator {
 
     /// A standard client's request to a Core agent.
     fn standard_request(&mut self, method: &str, id: &Value, params: &Value) -> Option<Out> {
-        match method {
+        let (method, params, answered) = match method {
             STEERING_METHOD => {
                 let r = SteeringRequest::deserialize(params).ok()?;
-                let steer_id = r.steer_id.clone().unwrap_or_else(|| format!("bridge:{id}"));
-                let core = r.to_core(steer_id);
-                self.pending.insert(
-                    Direction::ClientToAgent,
-                    id,
-                    Pending::Steering {
-                        prompt_required: r.prompt_required(),
-                    },
-                    PENDING_CAP,
-                );
-                let params = serde_json::to_value(core).ok()?;
-                Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
-                    "method": ContractMethod::SessionSteer.method(self.agent_ns), "params": params}))))
+                let core = r.to_core(format!("bridge:{id}"));
+                let answered = Answered::Steering {
+                    prompt_required: r.prompt_required(),
+                };
+                (
+                    ContractMethod::SessionSteer,
+                    serde_json::to_value(core).ok()?,
+                    answered,
+                )
             }
-            GOAL_METHOD => {
-                self.pending
-                    .insert(Direction::ClientToAgent, id, Pending::Goal, PENDING_CAP);
-                Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
-                    "method": ContractMethod::SessionGoal.method(self.agent_ns), "params": params}))))
-            }
-            _ => None,
-        }
+            GOAL_METHOD => (ContractMethod::SessionGoal, params.clone(), Answered::Goal),
+            _ => return None,
+        };
+        self.answered
+            .insert(Direction::ClientToAgent, id, answered, PENDING_CAP);
+        Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
+            "method": method.method(self.agent_ns), "params": params}))))
     }
 
     /// A Core client's request to a standard agent.
@@ -401,16 +437,13 @@ impl Translator {
         if contract_method(method) != Some(ContractMethod::SessionSteer) {
             return None;
         }
-        let session_id = params.get("sessionId")?.as_str()?.to_owned();
-        let steer_id = params.get("steerId")?.as_str()?.to_owned();
+        let session_id = params.get("sessionId")?.as_str()?;
+        let steer_id = params.get("steerId")?.as_str()?;
         let prompt = params.get("prompt").cloned().unwrap_or_else(|| json!([]));
-        self.pending.insert(
+        self.answered.insert(
             Direction::ClientToAgent,
             id,
-            Pending::CoreSteer {
-                session_id: session_id.clone(),
-                steer_id: steer_id.clone(),
-            },
+            Answered::CoreSteer,
             PENDING_CAP,
         );
         Some(Out::ToAgent(line(&json!({"jsonrpc": "2.0", "id": id,
@@ -420,21 +453,24 @@ impl Translator {
 
     /// A response from the agent: `initialize`'s, or a translated
     /// request's.
-    fn response(&mut self, msg: &mut Value, id: &Value) -> Option<Vec<Out>> {
-        if self.init_id.as_ref() == Some(id) {
-            self.init_id = None;
+    fn answer(&mut self, connection: &Connection, answer: &Answer<'_>) -> Option<Vec<Out>> {
+        let request = answer.request.as_ref()?;
+        let id = answer.id?;
+        if request.method == "initialize" && request.pairing == Pairing::Paired {
+            let mut msg = answer.value.clone();
             let result = msg.get_mut("result")?;
             return self
-                .initialize_result(result)
-                .then(|| vec![Out::ToClient(line(msg))]);
+                .initialize_result(connection, result)
+                .then(|| vec![Out::ToClient(line(&msg))]);
         }
-        let pending = self.pending.take(Direction::AgentToClient, id)?;
-        if let Pending::Prompt { session_id } = pending {
-            return self.prompt_result(msg, id, &session_id);
+        let answered = self.answered.take(Direction::AgentToClient, id)?;
+        let session_id = request.session_id.as_deref().unwrap_or_default();
+        if let Answered::Prompt = answered {
+            return self.prompt_result(answer.value, id, session_id);
         }
-        let result = msg.get("result")?;
-        let answer = match pending {
-            Pending::Steering { prompt_required } => {
+        let result = answer.outcome.ok()?;
+        let answer = match answered {
+            Answered::Steering { prompt_required } => {
                 let injected = result.get("outcome").and_then(Value::as_str) == Some("injected");
                 let response = match (injected, prompt_required) {
                     (true, _) => SteeringResponse::Injected,
@@ -443,12 +479,10 @@ impl Translator {
                 };
                 serde_json::to_value(response).ok()?
             }
-            Pending::Goal => json!({}),
-            Pending::Prompt { .. } => return None,
-            Pending::CoreSteer {
-                session_id,
-                steer_id,
-            } => {
+            Answered::Goal => json!({}),
+            Answered::Prompt => return None,
+            Answered::CoreSteer => {
+                let steer_id = request.steer_id.as_deref().unwrap_or_default();
                 return Some(match result.get("outcome").and_then(Value::as_str) {
                     // Accepted: a synthesized `steer_applied` first (the
                     // adapters send none; "applied" means "accepted").
@@ -475,7 +509,7 @@ impl Translator {
     /// A prompt's result: a standard agent's turn usage accounted into the
     /// session's Core ledger and sent before the answer; a Core agent's
     /// last turn usage added to the answer as its standard `usage`.
-    fn prompt_result(&mut self, msg: &mut Value, id: &Value, sid: &str) -> Option<Vec<Out>> {
+    fn prompt_result(&mut self, msg: &Value, id: &Value, sid: &str) -> Option<Vec<Out>> {
         match self.mode {
             Mode::ToCore => {
                 let rows = prompt_model_usage(msg.get("result")?);
@@ -497,32 +531,40 @@ impl Translator {
             }
             Mode::ToStandard => {
                 let usage = self.last_usage.remove(sid)?;
+                let mut msg = msg.clone();
                 let result = msg.get_mut("result")?.as_object_mut()?;
                 if result.contains_key("usage") {
                     return None;
                 }
                 result.insert("usage".into(), standard_prompt_usage(&usage));
-                Some(vec![Out::ToClient(line(msg))])
+                Some(vec![Out::ToClient(line(&msg))])
             }
             Mode::Pass => None,
         }
     }
 
     /// A notification from the agent.
-    fn notification(&mut self, method: &str, msg: &Value, raw: &[u8]) -> Option<Vec<Out>> {
-        let params = msg.get("params")?;
+    fn notification(&mut self, call: &Call<'_>, raw: &[u8]) -> Option<Vec<Out>> {
+        let method = call.method;
         match self.mode {
             Mode::ToStandard => {
-                let (_, path) = split_method(method)?;
-                if path == SubagentEvent::PATH {
-                    let event = SubagentEvent::deserialize(params).ok()?;
+                if contract_method(method) == Some(ContractMethod::SubagentEvent) {
+                    // Typed once: read with its line, or from its tree.
+                    let parsed;
+                    let event = match call.params.event() {
+                        Some(event) => event,
+                        None => {
+                            parsed = SubagentEvent::deserialize(call.params.tree()).ok()?;
+                            &parsed
+                        }
+                    };
                     let root = event.session_id().to_owned();
                     let runs = self
                         .to_standard
                         .entry(root.clone())
                         .or_insert_with(|| StandardSubagents::new(root));
                     return Some(
-                        runs.event(&event)
+                        runs.event(event)
                             .iter()
                             .filter_map(|n| serde_json::to_value(n).ok())
                             .map(|p| {
@@ -532,9 +574,10 @@ impl Translator {
                             .collect(),
                     );
                 }
+                let params = call.params.tree();
                 if contract_method(method) == Some(ContractMethod::SessionUsageUpdate)
                     && let (Some(sid), Some(usage)) = (
-                        params.get("sessionId").and_then(Value::as_str),
+                        call.session_id(),
                         params
                             .get("usage")
                             .and_then(|u| ModelUsage::deserialize(u).ok()),
@@ -544,10 +587,10 @@ impl Translator {
                 }
                 // The agent's own notifications a plain client would not
                 // have got: the bridge made the client look extension-aware.
-                (self.client_plain && acp_extension_core::methods::method_kind(method).is_some())
-                    .then(Vec::new)
+                (self.client_plain && method_kind(method).is_some()).then(Vec::new)
             }
             Mode::ToCore if method == "session/update" => {
+                let params = call.params.tree();
                 let limits = params
                     .pointer("/update/_meta/_claude~1rateLimit")
                     .and_then(claude_rate_limits);

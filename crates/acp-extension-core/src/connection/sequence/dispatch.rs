@@ -23,17 +23,17 @@ impl SequenceTracker {
         let method = m.method;
         let params = &m.params;
         let sid = m.session_id();
-        let path = contract_method(method);
+        let contract = contract_method(method);
         // A session-scoped notification of the agent's (every
         // agent-to-client contract method that names a session).
         if m.direction != Direction::ClientToAgent
-            && path.is_some()
+            && contract.is_some()
             && Direction::of_method(method) == Direction::AgentToClient
             && let Some(sid) = sid
         {
             out.extend(self.session_notification(sid, client_seen));
         }
-        match (method, path) {
+        match (method, contract) {
             ("session/load" | "session/resume", _) => {
                 if let Some(sid) = sid {
                     self.session_started(sid);
@@ -119,7 +119,7 @@ impl SequenceTracker {
             }
             _ => {}
         }
-        if path.is_none() {
+        if contract.is_none() {
             self.meta_native_ids(sid, params.tree(), "/params", &mut out);
         }
         if m.bare_event {
@@ -143,9 +143,9 @@ impl SequenceTracker {
         };
         let method = request.method.as_str();
         let sid = request.session_id.as_deref();
-        let path = contract_method(method);
+        let contract = contract_method(method);
         if let Some(result) = m.result() {
-            match (method, path) {
+            match (method, contract) {
                 ("session/new" | "session/fork", _) => {
                     if let Some(new) = result.get("sessionId").and_then(Value::as_str) {
                         self.session_started(new);
@@ -167,7 +167,7 @@ impl SequenceTracker {
                 }
                 _ => {}
             }
-            if path.is_none() {
+            if contract.is_none() {
                 let rsid = result.get("sessionId").and_then(Value::as_str);
                 self.meta_native_ids(rsid, result, "/result", &mut out);
             }
@@ -175,7 +175,7 @@ impl SequenceTracker {
         if let Some(sid) = sid {
             if method == "session/prompt" && !m.result().is_some_and(|r| is_prompt_receipt(r, v2)) {
                 out.extend(self.prompt_answered(sid));
-            } else if path == Some(ContractMethod::SessionSteer)
+            } else if contract == Some(ContractMethod::SessionSteer)
                 && let Some(id) = request.steer_id.as_deref()
             {
                 let injected = m
