@@ -21,8 +21,8 @@ use crate::negotiation::{Advertisement, initialize_capabilities};
 use crate::standard::STEERING_METHOD;
 use crate::subagent_events::SubagentEvent;
 
+use super::rules::ext_key;
 use super::runs::EventSource;
-use super::updates::ext_key;
 use crate::violation::Violation;
 
 fn id_text(id: &Value) -> String {
@@ -149,7 +149,7 @@ impl ConnectionState {
                     format!(
                         "the `{}` result{}; nothing of it is folded",
                         call.method,
-                        super::updates::result_words(&v)
+                        super::rules::result_words(&v)
                     ),
                 )
                 .method(&call.method)
