@@ -148,6 +148,7 @@
 mod calls;
 mod change;
 mod compact;
+mod extensions;
 mod legacy;
 mod observe;
 mod rules;
