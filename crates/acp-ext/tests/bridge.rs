@@ -502,6 +502,35 @@ fn the_bridge_reads_messages_and_advertisements_as_the_connection_does() {
     let mut t = Translator::new(BridgeTarget::Standard);
     let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1,\"clientCapabilities\":{}}}]\n";
     assert_eq!(t.from_client(batch), [Out::ToAgent(batch.to_vec())]);
+    // A bare subagent event (fixtures keep them so) is no message on the
+    // wire: it passes, even where the bridge translates events.
+    let mut core_agent = Translator::new(BridgeTarget::Standard);
+    send(
+        &mut core_agent,
+        true,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {"subagents": {}}}}),
+    );
+    send(
+        &mut core_agent,
+        false,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1,
+            "agentCapabilities": {"_meta": {"lody": {"subagentEvents": {"version": 1}}}}}}),
+    );
+    assert_eq!(core_agent.mode(), Mode::ToStandard);
+    let bare = br#"{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}
+"#;
+    assert_eq!(core_agent.from_agent(bare), [Out::ToClient(bare.to_vec())]);
+    let framed = format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "method": "_lody/subagents/event",
+            "params": serde_json::from_slice::<Value>(bare).unwrap()})
+    );
+    assert_ne!(
+        core_agent.from_agent(framed.as_bytes()),
+        [Out::ToClient(framed.into_bytes())],
+        "the same event as a notification is translated"
+    );
     assert_eq!(t.translated, [0, 0]);
 
     // The agent's steering advertisement, read by the negotiation: only a

@@ -182,8 +182,12 @@ struct Step<'a> {
 
 impl Observer for Step<'_> {
     fn message(&mut self, connection: &Connection, message: &Message<'_>) {
-        // A batch passes as it is.
-        if message.batch_index().is_some() {
+        // A batch passes as it is, and so does a bare subagent event (the
+        // connection reads one as the event's notification; on the wire it
+        // is no JSON-RPC message).
+        if message.batch_index().is_some()
+            || matches!(message, Message::Call(call) if call.bare_event)
+        {
             return;
         }
         let t = &mut *self.translation;
