@@ -748,10 +748,20 @@ const WATCH_KEYS: &[KeyCode] = &[
     KeyCode::Char('x'),
 ];
 
+/// The frame widths `watch` draws: the narrowest it lays out, two
+/// common terminals and the widest it was fuzzed with. A few sizes let
+/// the fuzz build keep ratatui's layout cache warm: laying out a frame
+/// is the layout solver's work, not ours, and solving every frame afresh
+/// under the fuzzer's tracing took most of each input's time.
+const WATCH_WIDTHS: [u16; 4] = [10, 41, 80, 159];
+
+/// The frame heights `watch` draws (see [`WATCH_WIDTHS`]).
+const WATCH_HEIGHTS: [u16; 4] = [3, 9, 24, 62];
+
 /// `watch`: byte 0 picks the input format, byte 1 how many keys follow
 /// (mod 16) and, in its high bit, whether a frame is drawn; each key is
-/// one of [`WATCH_KEYS`]; then the frame's width and height; the rest is
-/// a transcript.
+/// one of [`WATCH_KEYS`]; then the frame's width and height (each one of
+/// [`WATCH_WIDTHS`] and [`WATCH_HEIGHTS`]); the rest is a transcript.
 ///
 /// `watch`'s model reads the transcript and takes each key without a
 /// panic, its selection staying within what it shows; when a frame is
@@ -770,7 +780,8 @@ pub fn watch(data: &[u8]) {
     let [width, height, text @ ..] = rest else {
         return;
     };
-    let (width, height) = (10 + u16::from(*width % 150), 3 + u16::from(*height % 60));
+    let width = WATCH_WIDTHS[usize::from(*width) % WATCH_WIDTHS.len()];
+    let height = WATCH_HEIGHTS[usize::from(*height) % WATCH_HEIGHTS.len()];
     let mut app =
         watch::App::from_reader("fuzz", text, format).expect("reading from memory cannot fail");
     for &k in keys {
