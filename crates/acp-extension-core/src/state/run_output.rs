@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::*;
-use crate::subagent_events::{SubagentContentBlock, SubagentOutput};
+use crate::subagent_events::{OutputUpdate, SubagentContentBlock, SubagentOutput};
 use crate::wire::MaybeUndefined;
 
 /// Progress folded sparse and absolute, key by key as
@@ -63,8 +63,8 @@ pub(super) fn fold_typed_output(
     limits: &StateLimits,
 ) {
     run.output_events += 1;
-    match update {
-        SubagentOutput::AgentMessageChunk(chunk) => match &chunk.content {
+    match &update.0 {
+        OutputUpdate::AgentMessageChunk(chunk) => match &chunk.content {
             SubagentContentBlock::Text(t) => {
                 let id = match &chunk.message_id {
                     MaybeUndefined::Value(id) => Some(id.as_str()),
@@ -74,15 +74,15 @@ pub(super) fn fold_typed_output(
             }
             _ => run.output_incomplete = true,
         },
-        SubagentOutput::AgentThoughtChunk(_) => {}
-        SubagentOutput::ToolCall(_) | SubagentOutput::ToolCallUpdate(_) => match source {
+        OutputUpdate::AgentThoughtChunk(_) => {}
+        OutputUpdate::ToolCall(_) | OutputUpdate::ToolCallUpdate(_) => match source {
             EventSource::Tree(params) => fold_tool_call(run, params.get("update"), limits),
             EventSource::Line(line) => match line.update_text() {
                 Some(text) => fold_tool_call_text(run, text, limits),
                 None => fold_tool_call(run, line.to_value().pointer("/params/update"), limits),
             },
         },
-        SubagentOutput::Plan(_) => {
+        OutputUpdate::Plan(_) => {
             run.message_ended = true;
             run.plan = serde_json::to_value(update).ok();
         }

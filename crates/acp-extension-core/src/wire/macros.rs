@@ -63,6 +63,8 @@ macro_rules! wire_struct {
             ];
         }
 
+        // A crate-private guard type (a subagent's output) builds no value.
+        #[allow(dead_code)]
         impl $name {
             /// Creates the object from its required fields.
             #[allow(clippy::too_many_arguments, clippy::new_without_default)]
@@ -411,6 +413,7 @@ macro_rules! wire_union {
             }
         }
 
+        #[allow(dead_code)] // see `wire_struct!`
         impl $name {
             /// Every tag value, in contract order.
             pub const TAGS: &'static [&'static str] = &[$($w),*];
