@@ -14,7 +14,7 @@
 //!     AgentExtensionCapabilities, RateLimitsCapability, VersionOneCapability,
 //! };
 //! use acp_extension_core::namespace::NamespaceSet;
-//! use acp_extension_core::wire::{True, Version1};
+//! use acp_extension_core::wire::{True, Version1, WireObject};
 //! use serde_json::json;
 //!
 //! let caps = AgentExtensionCapabilities::new()
@@ -28,7 +28,7 @@
 //! let parsed: AgentExtensionCapabilities =
 //!     serde_json::from_value(json!({"usage": {"version": 1}, "future": {"version": 1}}))?;
 //! assert!(parsed.usage.is_some());
-//! assert!(parsed.extra.contains_key("future")); // unknown keys survive
+//! assert!(parsed.extra().contains_key("future")); // unknown keys survive
 //! # Ok::<_, serde_json::Error>(())
 //! ```
 

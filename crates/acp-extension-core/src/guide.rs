@@ -10,8 +10,9 @@
 //! its JSON Schema comes from the same declaration. Optional fields that must not be `null`
 //! are `Option<T>` (a `null` is rejected), `opt|null` fields are `MaybeUndefined<T>`
 //! (absent, `null` and a value survive a round trip), literal `version: 1` is filled in by
-//! `new()`, and keys the contract does not define are kept in `extra` so a relay never
-//! drops another peer's fields.
+//! `new()` (and is no field), and keys the contract does not define are kept
+//! ([`WireObject::extra`](crate::wire::WireObject::extra)) so a relay never drops another
+//! peer's fields.
 //!
 //! ```
 //! use acp_extension_core::meta::{fields, MetaExt};

@@ -157,7 +157,8 @@ crate::wire_struct! {
     /// The whole `_meta.<ns>` object of a standard session message, every
     /// field optional (the contract's `SessionMeta`, plus the keys the
     /// contract documents elsewhere: `elicitation`, `sessionConfig`,
-    /// `usageScopeId`, `mcpApp`). Unknown keys are kept in `extra`.
+    /// `usageScopeId`, `mcpApp`). Unknown keys are kept
+    /// ([`WireObject::extra`](crate::wire::WireObject::extra)).
     pub struct SessionMeta {
         opt {
             /// See [`fields::WorktreeProject`].

@@ -809,8 +809,8 @@ crate::wire_struct! {
 
 crate::wire_struct! {
     /// The `{}` result of `_lody/subagents/cancel` and
-    /// `_lody/session/history/read`. Keys a peer adds anyway are kept in
-    /// `extra`.
+    /// `_lody/session/history/read`. Keys a peer adds anyway are kept
+    /// ([`WireObject::extra`](crate::wire::WireObject::extra)).
     pub struct EmptyResponse {}
 }
 

@@ -67,8 +67,9 @@ pub fn merge_entry(map: &mut Map, key: &str, value: serde_json::Result<Value>) {
     }
 }
 
-/// An object of the contract: the keys it defines, and how it applies to
-/// a JSON map as a patch. Every contract struct implements it.
+/// An object of the contract: the keys it defines, the keys it does not
+/// (kept as they came), and how it applies to a JSON map as a patch. Every
+/// contract struct implements it.
 ///
 /// ```
 /// use acp_extension_core::subagent_events::SubagentProgress;
@@ -81,10 +82,25 @@ pub fn merge_entry(map: &mut Map, key: &str, value: serde_json::Result<Value>) {
 /// // `summary` replaced, `lastToolName` removed by its `null`, `contextTokens` kept.
 /// SubagentProgress::new().summary("new").last_tool_name(None::<String>).merge_into(&mut map);
 /// assert_eq!(serde_json::Value::Object(map), json!({"summary": "new", "contextTokens": 5}));
+///
+/// // A key the contract does not define is kept, and written back.
+/// let p: SubagentProgress = serde_json::from_value(json!({"phase": "plan"}))?;
+/// assert_eq!(p.extra()["phase"], "plan");
+/// assert_eq!(serde_json::to_value(&p)?, json!({"phase": "plan"}));
+/// # Ok::<_, serde_json::Error>(())
 /// ```
 pub trait WireObject: Serialize {
     /// Keys of this object that the contract defines.
     const KEYS: &'static [&'static str];
+
+    /// The keys this version of the contract does not define, as they
+    /// came: kept so that a relay never drops another peer's fields, and
+    /// written after the object's own keys.
+    fn extra(&self) -> &Map;
+
+    /// The keys this version of the contract does not define, to change
+    /// (a key of [`KEYS`](Self::KEYS) put here is not written).
+    fn extra_mut(&mut self) -> &mut Map;
 
     /// Applies this object to `map` as a one-level JSON Merge Patch (RFC
     /// 7396, not recursing): each key it writes replaces that key's value,

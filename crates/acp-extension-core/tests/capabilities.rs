@@ -113,7 +113,7 @@ fn every_agent_key_round_trips_including_informational_ones() {
     });
     let caps: AgentExtensionCapabilities = round_trip(all);
     assert!(caps.session_config.is_some() && caps.session_activity.is_some());
-    assert!(caps.extra.is_empty());
+    assert!(caps.extra().is_empty());
     round_trip::<AgentExtensionCapabilities>(json!({}));
 }
 
@@ -124,8 +124,11 @@ fn unknown_keys_survive_everywhere() {
         "usage": {"version": 1, "future": [1, 2]},
     });
     let caps: AgentExtensionCapabilities = round_trip(v);
-    assert_eq!(caps.extra["mcp"], json!({"version": 1, "supported": false}));
-    assert_eq!(caps.usage.unwrap().extra["future"], json!([1, 2]));
+    assert_eq!(
+        caps.extra()["mcp"],
+        json!({"version": 1, "supported": false})
+    );
+    assert_eq!(caps.usage.unwrap().extra()["future"], json!([1, 2]));
 }
 
 #[test]

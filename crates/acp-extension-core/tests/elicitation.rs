@@ -11,6 +11,7 @@ use acp_extension_core::elicitation::{
 };
 use acp_extension_core::negotiation::negotiate;
 use acp_extension_core::validate::{Check, Violation, check};
+use acp_extension_core::wire::WireObject;
 use acp_extension_core::wire::{MaybeUndefined, NonNegF64};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -236,7 +237,7 @@ fn question_and_option_rejections() {
     rejects::<ElicitationOption>(json!({"label": "a", "preview": 1}), "/preview", "type");
     // Unknown keys survive.
     let o: ElicitationOption = round_trip(json!({"label": "a", "icon": "x"}));
-    assert_eq!(o.extra["icon"], json!("x"));
+    assert_eq!(o.extra()["icon"], json!("x"));
 }
 
 #[test]

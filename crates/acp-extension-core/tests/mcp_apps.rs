@@ -3,6 +3,7 @@
 
 mod common;
 
+use acp_extension_core::wire::WireObject;
 use common::{rejects, round_trip};
 
 use acp_extension_core::mcp_apps::*;
@@ -71,7 +72,7 @@ fn call_tool_result_is_forwarded_verbatim() {
     let r: McpCallToolResult = round_trip(v);
     assert_eq!(r.content.len(), 3);
     assert_eq!(r.is_error, Some(false));
-    assert_eq!(r.extra["vendor"], json!(true));
+    assert_eq!(r.extra()["vendor"], json!(true));
     round_trip::<McpCallToolResult>(json!({"content": []}));
 }
 

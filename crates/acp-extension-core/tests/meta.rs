@@ -4,6 +4,7 @@ use acp_extension_core::Namespace;
 use acp_extension_core::meta::{self, HasMeta, MetaExt, SessionMeta, fields};
 use acp_extension_core::session::{GoalStatus, MessagePhase, TaskKind, TaskMeta, TaskStatus};
 use acp_extension_core::validate::check;
+use acp_extension_core::wire::WireObject;
 use agent_client_protocol::v1::schema::{ContentChunk, SessionInfoUpdate, ToolCall};
 use serde_json::{Value, json};
 
@@ -104,7 +105,7 @@ fn session_meta_validates_every_field_and_keeps_unknown_keys() {
     assert!(check::<SessionMeta>(&section).is_empty());
     let parsed: SessionMeta = serde_json::from_value(section.clone()).unwrap();
     assert_eq!(serde_json::to_value(&parsed).unwrap(), section);
-    assert!(parsed.extra.contains_key("modelCapabilities"));
+    assert!(parsed.extra().contains_key("modelCapabilities"));
 
     let bad = json!({"turnId": null, "titleSource": "user", "task": {"version": 2}});
     let found: Vec<(String, &str)> = check::<SessionMeta>(&bad)

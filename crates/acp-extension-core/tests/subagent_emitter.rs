@@ -1,6 +1,7 @@
 //! The subagent emitter against the contract (facts §13, §17.3, §18) and
 //! every scenario of `subagent-emitter.jsonl`.
 
+use acp_extension_core::wire::WireObject;
 use std::sync::{Arc, Mutex};
 
 use acp_extension_core::Namespace;
@@ -566,11 +567,14 @@ fn a_patch_removes_and_adds_keys() {
         e.snapshot("a", patch).await.unwrap();
         let run = e.get("a").unwrap();
         assert_eq!(run.snapshot["x-native"], json!({"pid": 7}));
-        assert_eq!(run.to_typed().unwrap().extra["x-native"], json!({"pid": 7}));
+        assert_eq!(
+            run.to_typed().unwrap().extra()["x-native"],
+            json!({"pid": 7})
+        );
         e.snapshot("a", SnapshotPatch::new().remove("x-native").unwrap())
             .await
             .unwrap();
-        assert!(e.get("a").unwrap().to_typed().unwrap().extra.is_empty());
+        assert!(e.get("a").unwrap().to_typed().unwrap().extra().is_empty());
         assert!(e.sink().iter().all(EmittedEvent::is_valid));
     });
 }

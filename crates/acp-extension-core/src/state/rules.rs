@@ -1,6 +1,6 @@
 //! The rules of a call, a result and a `session/update`: what the state
-//! records when a message breaks them, and what `check` reports through
-//! the same code.
+//! records when a message breaks them, and what a linter of the traffic
+//! reports through the same functions.
 
 use serde_json::{Map, Value};
 

@@ -234,6 +234,12 @@ pub struct SubagentEmbeddedResourceContents {
 
 impl WireObject for SubagentEmbeddedResourceContents {
     const KEYS: &'static [&'static str] = &["uri", "mimeType", "text", "blob", "_meta"];
+    fn extra(&self) -> &Map {
+        &self.extra
+    }
+    fn extra_mut(&mut self) -> &mut Map {
+        &mut self.extra
+    }
 }
 
 impl SubagentEmbeddedResourceContents {

@@ -5,7 +5,7 @@
 //! list of fields.
 
 /// Declares a contract object once: the struct, its serde impls (absent
-/// versus `null` kept apart, unknown keys preserved in `extra`), its JSON
+/// versus `null` kept apart, unknown keys preserved, see `WireObject::extra`), its JSON
 /// Schema and its [`Check`] collector.
 ///
 /// Sections, each optional but in this order:
@@ -46,13 +46,13 @@ macro_rules! wire_struct {
         #[derive(Debug, Clone, PartialEq)]
         #[non_exhaustive]
         pub struct $name {
-            $($( $(#[$ldoc])* pub $lf: $lty, )*)?
+            // A literal holds no information: it is written and checked, not set.
+            $($( $(#[$ldoc])* pub(crate) $lf: $lty, )*)?
             $($( $(#[$rdoc])* pub $rf: $rty, )*)?
             $($( $(#[$odoc])* pub $of: Option<$oty>, )*)?
             $($( $(#[$ndoc])* pub $nf: $crate::wire::MaybeUndefined<$nty>, )*)?
-            /// Keys this version of the contract does not define, kept so that
-            /// a relay never drops another peer's fields.
-            pub extra: $crate::wire::Map,
+            // See `WireObject::extra`.
+            pub(crate) extra: $crate::wire::Map,
         }
 
         $crate::wire_struct!(@default $name [$($($rf)*)?]);
@@ -61,6 +61,12 @@ macro_rules! wire_struct {
             const KEYS: &'static [&'static str] = &[
                 $($($lw,)*)? $($($rw,)*)? $($($ow,)*)? $($($nw,)*)?
             ];
+            fn extra(&self) -> &$crate::wire::Map {
+                &self.extra
+            }
+            fn extra_mut(&mut self) -> &mut $crate::wire::Map {
+                &mut self.extra
+            }
         }
 
         // A crate-private guard type (a subagent's output) builds no value.

@@ -15,7 +15,7 @@ fn activity_round_trips() {
     }));
     assert_eq!(a.kind, ActivityKind::Retry);
     assert_eq!(a.used_tokens_after, Some(num(30000.5)));
-    assert_eq!(a.extra["x"], json!([1]));
+    assert_eq!(a.extra()["x"], json!([1]));
 }
 
 #[test]

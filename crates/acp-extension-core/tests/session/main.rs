@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use acp_extension_core::session::*;
 use acp_extension_core::validate::{Check, check};
-use acp_extension_core::wire::{Count, EpochSeconds, MaybeUndefined, NonNegF64};
+use acp_extension_core::wire::{Count, EpochSeconds, MaybeUndefined, NonNegF64, WireObject};
 use agent_client_protocol::v1::schema::{ContentBlock, TextContent};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

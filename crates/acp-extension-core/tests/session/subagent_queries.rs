@@ -99,9 +99,9 @@ fn subagent_requests_and_responses() {
 #[test]
 fn empty_response_is_an_object_and_keeps_extra_keys() {
     let e: EmptyResponse = round_trip(json!({}));
-    assert!(e.extra.is_empty());
+    assert!(e.extra().is_empty());
     assert_eq!(serde_json::to_string(&EmptyResponse::new()).unwrap(), "{}");
     let e: EmptyResponse = round_trip(json!({"vendor": 1}));
-    assert_eq!(e.extra["vendor"], json!(1));
+    assert_eq!(e.extra()["vendor"], json!(1));
     rejects::<EmptyResponse>(json!(null), &[("", "type")]);
 }
