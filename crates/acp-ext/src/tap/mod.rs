@@ -69,7 +69,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::transcript::record::{RAW_LIMIT, RecordFormat, RecordWriter, dir_name};
+pub use crate::transcript::record::{RAW_LIMIT, RecordFormat, RecordWriter};
 pub use crate::transcript::redact::{REDACTED, Redactor};
 #[cfg(unix)]
 pub use guard::{GUARD_ARG, guard_main};
@@ -352,7 +352,7 @@ impl FindingSink {
                 writeln!(
                     io::stderr().lock(),
                     "acp-ext tap: {} #{index}{method}: {}",
-                    dir_name(direction),
+                    direction.as_str(),
                     crate::present::finding(f, *style)
                 )
             }

@@ -37,15 +37,6 @@ crate::choice::choices!(RecordFormat, "record format" {
     Conductor = "conductor",
 });
 
-/// The record's short name of a direction: `c2a`, `a2c` (or `unknown`).
-pub fn dir_name(direction: Direction) -> &'static str {
-    match direction {
-        Direction::ClientToAgent => "c2a",
-        Direction::AgentToClient => "a2c",
-        _ => "unknown",
-    }
-}
-
 /// Writes one connection's transcript, redacting secrets (see
 /// [`Redactor`]) in every message before it reaches the output.
 ///
@@ -119,7 +110,7 @@ impl<W: Write> RecordWriter<W> {
                 write!(
                     self.out,
                     r#"{{"dir":"{}","t":{},"msg":"#,
-                    dir_name(direction),
+                    direction.as_str(),
                     Ts(t)
                 )?;
                 self.out.write_all(text.as_bytes())?;
@@ -167,7 +158,7 @@ impl<W: Write> RecordWriter<W> {
                     msg: &'a Value,
                 }
                 let entry = Entry {
-                    dir: dir_name(direction),
+                    dir: direction.as_str(),
                     t,
                     msg: message,
                 };
@@ -213,7 +204,7 @@ impl<W: Write> RecordWriter<W> {
             raw: &'a str,
         }
         self.emit(&Entry {
-            dir: dir_name(direction),
+            dir: direction.as_str(),
             t: round_micros(t),
             raw: &raw,
         })

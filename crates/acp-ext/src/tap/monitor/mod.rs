@@ -38,7 +38,7 @@ use super::{Counters, FindingSink, Validator};
 use crate::check::{Direction, Finding, Severity};
 #[cfg(any(test, feature = "fuzzing"))]
 use crate::transcript::record::RecordFormat;
-use crate::transcript::record::{RecordWriter, dir_name};
+use crate::transcript::record::RecordWriter;
 
 /// Index of a direction in per-direction arrays.
 pub(crate) fn slot(direction: Direction) -> usize {
@@ -747,7 +747,7 @@ pub(crate) fn finding_json(
     f: &Finding,
 ) -> Value {
     let mut obj = serde_json::Map::new();
-    obj.insert("dir".into(), dir_name(direction).into());
+    obj.insert("dir".into(), direction.as_str().into());
     obj.insert("t".into(), ((t * 1e6).round() / 1e6).into());
     obj.insert("index".into(), index.into());
     if let Some(m) = method {
