@@ -109,8 +109,18 @@ fn tap_with_wrapper_agent(name: &str) -> (Child, i32) {
         "the agent runs in a group of its own"
     );
     let deadline = Instant::now() + HANG;
-    // Besides the wrapper (and a guard leading the group): its child.
-    while !group(pgid).iter().any(|&p| p != pid && p != pgid) {
+    // Besides the wrapper (and a guard leading the group): its child, once
+    // it runs `sleep`. Between its fork and its exec, the child still has
+    // the shell's handler for SIGINT (`sh -c` catches it), and a signal
+    // caught there can be lost with the exec: then `sleep` never sees it
+    // and the tap waits (seen once under load, as `tap: hung`).
+    let sleeping = |p: i32| {
+        std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+    };
+    while !group(pgid)
+        .iter()
+        .any(|&p| p != pid && p != pgid && sleeping(p))
+    {
         assert!(
             Instant::now() < deadline,
             "the wrapper never started its child"
