@@ -5,8 +5,8 @@
 //! list of fields.
 
 /// Declares a contract object once: the struct, its serde impls (absent
-/// versus `null` kept apart, unknown keys preserved, see `WireObject::extra`), its JSON
-/// Schema and its [`Check`] collector.
+/// versus `null` kept apart, unknown keys kept: `WireObject::extra`), its
+/// JSON Schema and its [`Check`] collector.
 ///
 /// Sections, each optional but in this order:
 /// - `lit { version: Version1 = "version" }`: a required literal; `new`
