@@ -485,7 +485,7 @@ pub fn usage_fold(data: &[u8]) {
         }
 
         assert!(
-            validate_value(Kind::SessionUsageUpdate, &answer).is_valid(),
+            validate_value(Kind::of::<SessionUsageUpdate>(), &answer).is_valid(),
             "line {}: {answer}",
             n + 1
         );

@@ -1,5 +1,6 @@
 //! Validation throughput on a realistic stream of subagent events.
 
+use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::validate::{
     Kind, StreamOptions, is_valid_slice, validate_slice, validate_stream,
 };
@@ -18,7 +19,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             lines
                 .iter()
-                .filter(|l| is_valid_slice(Kind::SubagentEvent, l.as_bytes()))
+                .filter(|l| is_valid_slice(Kind::of::<SubagentEvent>(), l.as_bytes()))
                 .count()
         })
     });
@@ -27,7 +28,7 @@ fn bench(c: &mut Criterion) {
             lines
                 .iter()
                 .map(|l| {
-                    validate_slice(Kind::SubagentEvent, l.as_bytes())
+                    validate_slice(Kind::of::<SubagentEvent>(), l.as_bytes())
                         .violations
                         .len()
                 })
@@ -39,9 +40,12 @@ fn bench(c: &mut Criterion) {
             let options = StreamOptions::default().threads(threads);
             b.iter(|| {
                 let mut invalid = 0;
-                validate_stream(Kind::SubagentEvent, stream.as_bytes(), &options, |item| {
-                    invalid += usize::from(!item.report.is_valid())
-                })
+                validate_stream(
+                    Kind::of::<SubagentEvent>(),
+                    stream.as_bytes(),
+                    &options,
+                    |item| invalid += usize::from(!item.report.is_valid()),
+                )
                 .unwrap();
                 invalid
             })

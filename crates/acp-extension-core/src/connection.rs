@@ -61,7 +61,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::capabilities::{Feature, Side};
+use crate::capabilities::Side;
 use crate::methods::{ContractMethod, contract_method, method_info};
 use crate::namespace::{self, split_method};
 use crate::negotiation::{Advertisement, initialize_capabilities};
@@ -92,7 +92,7 @@ pub enum Direction {
 
 impl Direction {
     /// The other way; `Unknown` stays unknown.
-    pub fn opposite(self) -> Self {
+    pub(crate) fn opposite(self) -> Self {
         match self {
             Direction::ClientToAgent => Direction::AgentToClient,
             Direction::AgentToClient => Direction::ClientToAgent,
@@ -100,21 +100,12 @@ impl Direction {
         }
     }
 
-    /// `c2a`, `a2c` or `unknown` (the spelling of `tap --record`).
+    /// `c2a`, `a2c` or `unknown`.
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::ClientToAgent => "c2a",
             Direction::AgentToClient => "a2c",
             Direction::Unknown => "unknown",
-        }
-    }
-
-    /// Parses `c2a` / `a2c` (the `dir` of `tap --record` lines).
-    pub fn from_tap(s: &str) -> Option<Self> {
-        match s {
-            "c2a" => Some(Direction::ClientToAgent),
-            "a2c" => Some(Direction::AgentToClient),
-            _ => None,
         }
     }
 
@@ -287,8 +278,8 @@ pub trait Observer {
 /// let mut c = Connection::new();
 /// c.follow_line(Direction::Unknown, r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"_meta":{"ua":{"subagentEvents":{"version":1}}}}}}"#, &mut []);
 /// c.follow_line(Direction::Unknown, r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"_meta":{"ua":{"subagentEvents":{"version":1}}}}}}"#, &mut []);
-/// assert_eq!(c.supports(Side::Client, Feature::SubagentEvents), Some(true));
-/// assert_eq!(c.supports(Side::Agent, Feature::Usage), Some(false));
+/// assert!(c.advertisement(Side::Client).unwrap().supports(Feature::SubagentEvents));
+/// assert!(!c.advertisement(Side::Agent).unwrap().supports(Feature::Usage));
 /// assert_eq!(c.pending_requests().count(), 0); // the response found its request
 /// ```
 #[derive(Debug, Default, Clone)]
@@ -325,34 +316,19 @@ impl Connection {
         self.limits
     }
 
-    /// What the client advertised, once its `initialize` request was seen.
-    pub fn client_advertisement(&self) -> Option<&Advertisement> {
-        self.client.as_ref()
-    }
-
-    /// What the agent advertised, once its `initialize` result was seen.
-    pub fn agent_advertisement(&self) -> Option<&Advertisement> {
-        self.agent.as_ref()
-    }
-
     /// The `protocolVersion` the agent answered in `initialize`: the
     /// version the connection speaks, once seen.
     pub fn protocol_version(&self) -> Option<u64> {
         self.version
     }
 
-    /// What `side` advertised, once seen.
+    /// What `side` advertised, once seen (the client's `initialize`
+    /// request, the agent's result).
     pub fn advertisement(&self, side: Side) -> Option<&Advertisement> {
         match side {
             Side::Agent => self.agent.as_ref(),
             Side::Client => self.client.as_ref(),
         }
-    }
-
-    /// Whether `side` advertised `feature`: `None` until its `initialize`
-    /// half was seen.
-    pub fn supports(&self, side: Side, feature: Feature) -> Option<bool> {
-        self.advertisement(side).map(|a| a.supports(feature))
     }
 
     /// Requests awaiting their response.

@@ -152,7 +152,7 @@
 //!   into what a client shows. Feed it every JSON-RPC message with its direction
 //!   (`state.message(Direction::AgentToClient, &msg)`), or call its typed entry points from
 //!   the SDK client's handlers: `request` / `response` for the calls it sends (ids of its
-//!   own choosing, unique among its pending calls), `notification` (or `ext_notification`,
+//!   own choosing, unique among its pending calls), `notification` (or
 //!   `session_notification`) for what the agent sends, `request` / `response` with the
 //!   other direction for the agent's permission requests and elicitations. Register one
 //!   untyped notification handler: the SDK's v1 `SessionUpdate` has no catch-all, so a
@@ -252,9 +252,9 @@
 //!   guessed one. The sequence rules are the ones `acp-ext check` runs, from the
 //!   same code (`sequence`), and `check` reads the same dialects: a file `check` calls clean
 //!   has no record in the state, and the reverse (a test over the corpus).
-//! - **Bounded mode.** `ConnectionState::bounded()` caps sessions, runs, text, tool calls,
-//!   tasks, notices, steers, scopes, rate limits and invalid records (oldest dropped; see
-//!   `state::StateLimits::bounded`), for clients that live for days.
+//! - **Bounded mode.** `ConnectionState::with_limits(StateLimits::bounded())` caps sessions,
+//!   runs, text, tool calls, tasks, notices, steers, scopes, rate limits and invalid records
+//!   (oldest dropped), for clients that live for days.
 //! - **A working client.** `examples/client.rs`
 //!   starts `acp-ext serve`, sends a few prompts and prints the state it folded; CI runs it.
 //!

@@ -33,9 +33,10 @@
 //! [`agent_client_protocol`] crate.
 //!
 //! ```
+//! use acp_extension_core::subagent_events::SubagentEvent;
 //! use acp_extension_core::validate::{validate_str, Kind};
 //!
-//! let report = validate_str(Kind::SubagentEvent, r#"{"version":1,"sessionId":"s","runId":"r",
+//! let report = validate_str(Kind::of::<SubagentEvent>(), r#"{"version":1,"sessionId":"s","runId":"r",
 //!     "type":"snapshot","snapshot":{"state":"running","summary":null,
 //!     "support":{"stream":["text"],"progress":false,"outputRead":"none","cancel":false}}}"#);
 //! assert_eq!(report.violations[0].pointer, "/snapshot/summary");
@@ -116,6 +117,10 @@
 //!
 //! The crate enables no feature of [`agent_client_protocol`]: no transport
 //! (`stdio`, `process`) and no `unstable` type unless you ask for one.
+//!
+//! Items hidden from these docs are the rules a traffic linter shares with
+//! [`state`] (so both judge a message alike); they are not part of the API
+//! and may change in any release.
 //!
 //! # The SDK and its own unstable features
 //!

@@ -42,7 +42,7 @@ use crate::session::{
     ActivityMeta, ForkAtTurn, GoalPromptControl, GoalSnapshot, MessagePhase, NoticeMeta,
     SessionConfig, SteerPromptMeta, TaskMeta, TitleSource, WorktreeProject,
 };
-use crate::violation::{Check, Violation, check, child};
+use crate::violation::{Check, Violation, child};
 use crate::wire::Map;
 
 /// One contract field under `_meta.<ns>`: its key and value type.
@@ -54,12 +54,6 @@ pub trait MetaField {
     const FEATURE: Option<crate::capabilities::Feature>;
     /// The value type.
     type Value: Serialize + DeserializeOwned + Check;
-}
-
-/// The feature a `_meta.<ns>` key of the contract needs negotiated
-/// ([`MetaField::FEATURE`] by key); `None` for an ungated or unknown key.
-pub fn feature_of_key(key: &str) -> Option<crate::capabilities::Feature> {
-    meta_field_info(key).and_then(|f| f.feature)
 }
 
 /// One `_meta.<ns>` field of the contract, as its one declaration in
@@ -258,11 +252,6 @@ pub fn check_meta(meta: &Map) -> Vec<Violation> {
     out
 }
 
-/// Every violation in one `_meta.<ns>` section value.
-pub fn check_section(section: &Value) -> Vec<Violation> {
-    check::<SessionMeta>(section)
-}
-
 /// A standard ACP type with a `_meta` object.
 pub trait HasMeta {
     /// The `_meta` object, if any. (Named so as not to collide with the
@@ -444,6 +433,7 @@ has_meta!(ForkSessionRequest, ForkSessionResponse);
 /// [`epoch_findings`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[doc(hidden)]
 pub enum EpochRule {
     /// Above 10^11: milliseconds where the contract sends seconds.
     Milliseconds,
@@ -468,6 +458,7 @@ impl EpochRule {
 /// One `…EpochSeconds` value that breaks an [`EpochRule`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[doc(hidden)]
 pub struct EpochFinding {
     /// Which rule.
     pub rule: EpochRule,
@@ -493,6 +484,7 @@ pub struct EpochFinding {
 /// assert_eq!(found[0].rule, EpochRule::Milliseconds);
 /// assert_eq!(found[0].pointer, "/params/update/_meta/lody/goal/createdAtEpochSeconds");
 /// ```
+#[doc(hidden)]
 pub fn epoch_findings(value: &Value, at: &str, extension: bool) -> Vec<EpochFinding> {
     let mut out = Vec::new();
     // One pointer buffer for the whole walk: a pointer string is made only
@@ -512,6 +504,7 @@ pub fn epoch_findings(value: &Value, at: &str, extension: bool) -> Vec<EpochFind
 /// One `_meta.<ns>` section inside a message part ([`sections`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+#[doc(hidden)]
 pub struct Section<'a> {
     /// Its JSON pointer (`…/_meta/<ns>`).
     pub pointer: String,
@@ -539,6 +532,7 @@ pub struct Section<'a> {
 /// assert_eq!(found[0].pointer, "/params/update/_meta/ua");
 /// assert!(!found[0].capabilities && found[1].capabilities);
 /// ```
+#[doc(hidden)]
 pub fn sections<'a>(value: &'a Value, at: &str) -> Vec<Section<'a>> {
     let mut out = Vec::new();
     // One pointer buffer for the walk: a pointer string is made only for a

@@ -91,22 +91,6 @@ pub trait ExtensionNotificationMethod:
     const FEATURE: Feature;
 }
 
-/// The feature that carries the contract method `path` (namespace-relative,
-/// such as `subagents/event`): what must be negotiated before it is sent.
-/// A column of the methods' one table ([`method_info`]). `None` for a path
-/// of no contract method.
-///
-/// ```
-/// use acp_extension_core::capabilities::Feature;
-/// use acp_extension_core::methods::{ALL_METHODS, feature_of};
-///
-/// assert_eq!(feature_of("session/steer_applied"), Some(Feature::Steering));
-/// assert!(ALL_METHODS.iter().all(|m| feature_of(m.path) == Some(m.feature)));
-/// ```
-pub fn feature_of(path: &str) -> Option<Feature> {
-    method_info(path).map(|m| m.feature)
-}
-
 /// One contract method, as its one declaration gives it: the columns the
 /// rest of the crate reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,11 +493,6 @@ impl<T: ExtensionMethod> Namespaced<T> {
             message,
         }
     }
-
-    /// The typed params.
-    pub fn into_inner(self) -> T {
-        self.message
-    }
 }
 
 fn matches_path(method: &str, path: &str) -> Option<Namespace> {
@@ -604,11 +583,6 @@ impl<T: ExtensionNotificationMethod> NamespacedNotification<T> {
             method: namespace.method(T::PATH),
             message,
         }
-    }
-
-    /// The typed params.
-    pub fn into_inner(self) -> T {
-        self.message
     }
 }
 

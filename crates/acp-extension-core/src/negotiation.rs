@@ -160,11 +160,6 @@ impl FeatureAdvertisement {
         self.parsed.as_ref().ok()
     }
 
-    /// Whether the value is valid, i.e. the feature is supported.
-    pub fn is_valid(&self) -> bool {
-        self.parsed.is_ok()
-    }
-
     /// The violations of an invalid value (empty when valid).
     pub fn violations(&self) -> &[Violation] {
         match &self.parsed {
@@ -188,7 +183,7 @@ impl FeatureAdvertisement {
 /// assert!(adv.supports(Feature::Usage));
 /// // A version the contract does not define is read, and not supported.
 /// assert!(!adv.supports(Feature::Steering));
-/// assert!(!adv.get(Feature::Steering).unwrap().is_valid());
+/// assert!(adv.get(Feature::Steering).unwrap().parsed.is_err());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -299,8 +294,7 @@ impl Advertisement {
 
     /// Whether `feature` is advertised with a valid value.
     pub fn supports(&self, feature: Feature) -> bool {
-        self.get(feature)
-            .is_some_and(FeatureAdvertisement::is_valid)
+        self.get(feature).is_some_and(|f| f.parsed.is_ok())
     }
 
     /// Every violation of every advertised feature.
@@ -371,6 +365,7 @@ pub fn write_namespace(reader_capabilities: &Value) -> Namespace {
 /// );
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[doc(hidden)]
 pub struct NamespaceReader {
     advertised: Option<NamespaceSet>,
     expected: Namespace,
@@ -601,11 +596,6 @@ impl Negotiated {
             Side::Agent => self.agent_writes,
             Side::Client => self.client_writes,
         }
-    }
-
-    /// Every active feature.
-    pub fn active_features(&self) -> impl Iterator<Item = Feature> + '_ {
-        self.active.iter().map(|a| a.feature)
     }
 
     typed_accessor!(

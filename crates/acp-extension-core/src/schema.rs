@@ -10,9 +10,10 @@
 //! resource needs `text` or `blob`) are only in [`crate::validate`].
 //!
 //! ```
+//! use acp_extension_core::session::GoalSnapshot;
 //! use acp_extension_core::validate::Kind;
 //!
-//! let schema = serde_json::to_value(Kind::GoalSnapshot.schema())?;
+//! let schema = serde_json::to_value(Kind::of::<GoalSnapshot>().schema())?;
 //! assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
 //! assert!(schema["required"].as_array().unwrap().contains(&"objective".into()));
 //! # Ok::<_, serde_json::Error>(())

@@ -498,7 +498,7 @@ impl From<SubagentOutput> for SubagentEventPayload {
 ///
 /// let event: SubagentEvent = serde_json::from_value(json!({"version": 1, "sessionId": "s",
 ///     "runId": "r", "type": "progress", "progress": {"toolCallCount": 3}, "x-native": 1}))?;
-/// assert_eq!(event.event_type(), SubagentEventType::Progress);
+/// assert_eq!(event.payload.event_type(), SubagentEventType::Progress);
 /// assert_eq!(event.extra["x-native"], 1); // kept, and written back
 /// assert_eq!(serde_json::to_value(&event)?["x-native"], 1);
 /// // A missing payload key is an error, not an empty event.
@@ -541,21 +541,6 @@ impl SubagentEvent {
         }
     }
 
-    /// The event's `type`.
-    pub fn event_type(&self) -> SubagentEventType {
-        self.payload.event_type()
-    }
-
-    /// The root session id.
-    pub fn session_id(&self) -> &str {
-        self.session_id.as_str()
-    }
-
-    /// The run id.
-    pub fn run_id(&self) -> &str {
-        self.run_id.as_str()
-    }
-
     /// The snapshot, if this is a snapshot event.
     pub fn snapshot(&self) -> Option<&SubagentSnapshot> {
         match &self.payload {
@@ -583,7 +568,7 @@ impl SubagentEvent {
 
 impl Serialize for SubagentEvent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let kind = self.event_type();
+        let kind = self.payload.event_type();
         let mut m = s.serialize_map(None)?;
         m.serialize_entry("version", &self.version)?;
         m.serialize_entry("sessionId", &self.session_id)?;

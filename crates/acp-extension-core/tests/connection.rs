@@ -114,10 +114,8 @@ fn a_named_method_pairs_a_response_kept_alone_and_initialize_is_recognised() {
     assert_eq!(pairing(&m[0]), Pairing::Inferred);
     assert_eq!(m[0].method(), Some("initialize"));
     assert_eq!(
-        conn.supports(
-            acp_extension_core::capabilities::Side::Agent,
-            acp_extension_core::capabilities::Feature::Steering
-        ),
+        conn.advertisement(acp_extension_core::capabilities::Side::Agent)
+            .map(|a| a.supports(acp_extension_core::capabilities::Feature::Steering)),
         Some(true)
     );
 }

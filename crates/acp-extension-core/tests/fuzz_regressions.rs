@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::PathBuf;
 
+use acp_extension_core::mcp_apps::McpCallToolResult;
 use acp_extension_core::validate::{Kind, is_valid_slice, validate_slice, validate_value};
 use serde_json::Value;
 
@@ -43,9 +44,9 @@ fn a_key_given_twice_counts_with_its_last_value_in_both_verdicts() {
     // Found by the `validate` fuzz target: the typed fast path rejected the
     // first `content`, the tree kept the last one.
     let text = br#"{"content":{},"content":[]}"#;
-    assert!(validate_slice(Kind::McpCallToolResult, text).is_valid());
-    assert!(is_valid_slice(Kind::McpCallToolResult, text));
+    assert!(validate_slice(Kind::of::<McpCallToolResult>(), text).is_valid());
+    assert!(is_valid_slice(Kind::of::<McpCallToolResult>(), text));
     let text = br#"{"content":[],"content":{}}"#;
-    assert!(!validate_slice(Kind::McpCallToolResult, text).is_valid());
-    assert!(!is_valid_slice(Kind::McpCallToolResult, text));
+    assert!(!validate_slice(Kind::of::<McpCallToolResult>(), text).is_valid());
+    assert!(!is_valid_slice(Kind::of::<McpCallToolResult>(), text));
 }

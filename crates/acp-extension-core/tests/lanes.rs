@@ -113,7 +113,7 @@ fn envelope(params: &str, ns: &str) -> String {
 fn assert_lane_promise(line: &[u8], typed: &SubagentEvent) {
     let text = String::from_utf8_lossy(line);
     let tree: Value = serde_json::from_slice(line).expect("a typed line is JSON");
-    let report = validate_value(Kind::Auto, &tree);
+    let report = validate_value(Kind::AUTO, &tree);
     assert!(
         report.is_valid(),
         "typed lane took an invalid message ({report}): {text}"
@@ -174,7 +174,7 @@ fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
                 // Facts first: read from the text before anything builds
                 // the sifted event.
                 assert_eq!(s.facts(), EventFacts::from(e.event()), "facts of {text}");
-                assert_eq!(s.session_id(), e.event().session_id(), "{text}");
+                assert_eq!(s.session_id(), e.event().session_id.as_str(), "{text}");
                 typed += 1;
             }
             (ParsedLine::Event(_), _) | (_, ParsedLine::Event(_)) => {

@@ -175,7 +175,7 @@ fn each_feature_records_its_namespace_ua_winning_per_key() {
     let adv = Advertisement::read(&caps, Side::Agent);
     let usage = adv.get(Feature::Usage).unwrap();
     assert_eq!(usage.namespace, Namespace::Ua);
-    assert!(usage.is_valid());
+    assert!(usage.parsed.is_ok());
     assert_eq!(
         adv.get(Feature::Compaction).unwrap().namespace,
         Namespace::Lody
@@ -196,7 +196,7 @@ fn invalid_features_are_not_supported_and_say_why() {
     let adv = Advertisement::read(&caps, Side::Agent);
     let found = |f: Feature| -> Vec<(String, &str)> {
         let a = adv.get(f).unwrap();
-        assert!(!a.is_valid() && a.options().is_none());
+        assert!(a.parsed.is_err() && a.options().is_none());
         a.violations()
             .iter()
             .map(|v| (v.pointer.clone(), v.rule.id()))

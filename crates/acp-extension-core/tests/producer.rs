@@ -121,7 +121,7 @@ async fn send_everything(ext: AgentExtensions, outcomes: Outcomes) {
     assert!(untouched.meta.is_none(), "{untouched:?}");
     record("task meta", Ok(delivery));
     // `_meta` of the other namespace on a standard update: refused.
-    let other = match ext.namespace() {
+    let other = match ext.negotiated().agent_writes {
         Namespace::Lody => Namespace::Ua,
         _ => Namespace::Lody,
     };
@@ -349,7 +349,7 @@ async fn a_lody_client_gets_lody_for_every_feature() {
     // Every message is valid, and the features not advertised were refused.
     for line in &lines {
         assert!(
-            validate_value(Kind::Auto, line).violations.is_empty(),
+            validate_value(Kind::AUTO, line).violations.is_empty(),
             "{line}"
         );
     }

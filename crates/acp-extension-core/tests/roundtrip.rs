@@ -51,84 +51,84 @@ use serde_json::{Map, Value, json};
 /// Kinds whose payload is one contract type, with that type. Every kind
 /// must be here or in [`TREE_KINDS`] (`every_kind_is_covered`).
 macro_rules! typed_kinds {
-    ($($kind:ident => $ty:ty,)*) => {
-        const TYPED_KINDS: &[Kind] = &[$(Kind::$kind,)*];
+    ($($ty:ty,)*) => {
+        const TYPED_KINDS: &[Kind] = &[$(Kind::of::<$ty>(),)*];
 
         /// Round-trips `v` through the contract type of `kind`.
         fn typed_round_trip(kind: Kind, v: &Value) -> Result<(), TestCaseError> {
-            match kind {
-                $(Kind::$kind => round_trip::<$ty>(v),)*
-                _ => unreachable!("{kind} is not a typed kind"),
-            }
+            $(if kind == Kind::of::<$ty>() {
+                return round_trip::<$ty>(v);
+            })*
+            unreachable!("{kind} is not a typed kind")
         }
 
         /// Whether `v` parses as the contract type of `kind`.
         fn typed_parses(kind: Kind, v: &Value) -> bool {
-            match kind {
-                $(Kind::$kind => serde_json::from_value::<$ty>(v.clone()).is_ok(),)*
-                _ => unreachable!("{kind} is not a typed kind"),
-            }
+            $(if kind == Kind::of::<$ty>() {
+                return serde_json::from_value::<$ty>(v.clone()).is_ok();
+            })*
+            unreachable!("{kind} is not a typed kind")
         }
     };
 }
 
 typed_kinds! {
-    SubagentEvent => SubagentEvent,
-    SubagentSnapshot => SubagentSnapshot,
-    SubagentProgress => SubagentProgress,
-    SubagentOutput => SubagentOutput,
-    SessionUsageUpdate => SessionUsageUpdate,
-    ModelUsage => ModelUsage,
-    RateLimitsSnapshot => RateLimitsSnapshot,
-    RateLimit => RateLimit,
-    RateLimitsGetRequest => RateLimitsGetRequest,
-    SteerRequest => SteerRequest,
-    SteerResponse => SteerResponse,
-    SteerApplied => SteerApplied,
-    SteerPromptMeta => SteerPromptMeta,
-    GoalControlRequest => GoalControlRequest,
-    GoalControlResponse => GoalControlResponse,
-    GoalPromptControl => GoalPromptControl,
-    GoalSnapshot => GoalSnapshot,
-    SessionHistoryReadRequest => SessionHistoryReadRequest,
-    EmptyResponse => EmptyResponse,
-    SessionActivityUpdate => SessionActivityUpdate,
-    SubagentsListRequest => SubagentsListRequest,
-    SubagentsListResponse => SubagentsListResponse,
-    SubagentTask => SubagentTask,
-    SubagentCancelRequest => SubagentCancelRequest,
-    SubagentOutputRequest => SubagentOutputRequest,
-    SubagentOutputResponse => SubagentOutputResponse,
-    TaskMeta => TaskMeta,
-    ActivityMeta => ActivityMeta,
-    NoticeMeta => NoticeMeta,
-    WorktreeProject => WorktreeProject,
-    SessionConfig => SessionConfig,
-    ForkAtTurn => ForkAtTurn,
-    ElicitationMeta => ElicitationMeta,
-    ElicitationQuestion => ElicitationQuestion,
-    SessionMeta => SessionMeta,
-    McpAppToolCallMeta => McpAppToolCallMeta,
-    McpAppLoadRequest => McpAppLoadRequest,
-    McpAppLoadResponse => McpAppLoadResponse,
-    McpAppResourceReadRequest => McpAppResourceReadRequest,
-    McpAppResourceReadResponse => McpAppResourceReadResponse,
-    McpAppToolCallRequest => McpAppToolCallRequest,
-    McpCallToolResult => McpCallToolResult,
+    SubagentEvent,
+    SubagentSnapshot,
+    SubagentProgress,
+    SubagentOutput,
+    SessionUsageUpdate,
+    ModelUsage,
+    RateLimitsSnapshot,
+    RateLimit,
+    RateLimitsGetRequest,
+    SteerRequest,
+    SteerResponse,
+    SteerApplied,
+    SteerPromptMeta,
+    GoalControlRequest,
+    GoalControlResponse,
+    GoalPromptControl,
+    GoalSnapshot,
+    SessionHistoryReadRequest,
+    EmptyResponse,
+    SessionActivityUpdate,
+    SubagentsListRequest,
+    SubagentsListResponse,
+    SubagentTask,
+    SubagentCancelRequest,
+    SubagentOutputRequest,
+    SubagentOutputResponse,
+    TaskMeta,
+    ActivityMeta,
+    NoticeMeta,
+    WorktreeProject,
+    SessionConfig,
+    ForkAtTurn,
+    ElicitationMeta,
+    ElicitationQuestion,
+    SessionMeta,
+    McpAppToolCallMeta,
+    McpAppLoadRequest,
+    McpAppLoadResponse,
+    McpAppResourceReadRequest,
+    McpAppResourceReadResponse,
+    McpAppToolCallRequest,
+    McpCallToolResult,
 }
 
 /// Kinds validated on the JSON tree, each with its own round trip below.
 const TREE_KINDS: &[Kind] = &[
-    Kind::Auto,
-    Kind::AgentCapabilities,
-    Kind::ClientCapabilities,
-    Kind::ElicitationRequest,
+    Kind::AUTO,
+    Kind::AGENT_CAPABILITIES,
+    Kind::CLIENT_CAPABILITIES,
+    Kind::ELICITATION_REQUEST,
 ];
 
 /// Kinds whose values come from their own schema (`auto`'s schema says
 /// nothing about params; its messages are built in `message`).
 fn schema_kinds() -> impl Iterator<Item = Kind> {
-    Kind::ALL.iter().copied().filter(|k| *k != Kind::Auto)
+    Kind::ALL.iter().copied().filter(|k| *k != Kind::AUTO)
 }
 
 /// Rule ids of relations across fields that JSON Schema cannot express; a
@@ -248,13 +248,13 @@ fn elicitation_metas(scope: &Value) -> Vec<&Value> {
 
 fn tree_round_trip(kind: Kind, v: &Value) -> Result<(), TestCaseError> {
     match kind {
-        Kind::AgentCapabilities => capability_sections(v)
+        Kind::AGENT_CAPABILITIES => capability_sections(v)
             .into_iter()
             .try_for_each(round_trip::<AgentExtensionCapabilities>),
-        Kind::ClientCapabilities => capability_sections(v)
+        Kind::CLIENT_CAPABILITIES => capability_sections(v)
             .into_iter()
             .try_for_each(round_trip::<ClientExtensionCapabilities>),
-        Kind::ElicitationRequest => {
+        Kind::ELICITATION_REQUEST => {
             let mut metas = elicitation_metas(v);
             if let Some(props) = v
                 .pointer("/requestedSchema/properties")
@@ -404,30 +404,51 @@ fn null_and_absence_survive_where_the_contract_allows_null() {
 /// The method path → (params kind, result kind) table of the contract.
 fn method_kinds(path: &str) -> (Kind, Option<Kind>) {
     match path {
-        "rate_limits/get" => (Kind::RateLimitsGetRequest, Some(Kind::RateLimitsSnapshot)),
-        "session/steer" => (Kind::SteerRequest, Some(Kind::SteerResponse)),
-        "session/goal" => (Kind::GoalControlRequest, Some(Kind::GoalControlResponse)),
-        "session/history/read" => (Kind::SessionHistoryReadRequest, Some(Kind::EmptyResponse)),
+        "rate_limits/get" => (
+            Kind::of::<RateLimitsGetRequest>(),
+            Some(Kind::of::<RateLimitsSnapshot>()),
+        ),
+        "session/steer" => (
+            Kind::of::<SteerRequest>(),
+            Some(Kind::of::<SteerResponse>()),
+        ),
+        "session/goal" => (
+            Kind::of::<GoalControlRequest>(),
+            Some(Kind::of::<GoalControlResponse>()),
+        ),
+        "session/history/read" => (
+            Kind::of::<SessionHistoryReadRequest>(),
+            Some(Kind::of::<EmptyResponse>()),
+        ),
         "subagents/list" => (
-            Kind::SubagentsListRequest,
-            Some(Kind::SubagentsListResponse),
+            Kind::of::<SubagentsListRequest>(),
+            Some(Kind::of::<SubagentsListResponse>()),
         ),
-        "subagents/cancel" => (Kind::SubagentCancelRequest, Some(Kind::EmptyResponse)),
+        "subagents/cancel" => (
+            Kind::of::<SubagentCancelRequest>(),
+            Some(Kind::of::<EmptyResponse>()),
+        ),
         "subagents/output" => (
-            Kind::SubagentOutputRequest,
-            Some(Kind::SubagentOutputResponse),
+            Kind::of::<SubagentOutputRequest>(),
+            Some(Kind::of::<SubagentOutputResponse>()),
         ),
-        "mcp_apps/load" => (Kind::McpAppLoadRequest, Some(Kind::McpAppLoadResponse)),
+        "mcp_apps/load" => (
+            Kind::of::<McpAppLoadRequest>(),
+            Some(Kind::of::<McpAppLoadResponse>()),
+        ),
         "mcp_apps/resource/read" => (
-            Kind::McpAppResourceReadRequest,
-            Some(Kind::McpAppResourceReadResponse),
+            Kind::of::<McpAppResourceReadRequest>(),
+            Some(Kind::of::<McpAppResourceReadResponse>()),
         ),
-        "mcp_apps/tool/call" => (Kind::McpAppToolCallRequest, Some(Kind::McpCallToolResult)),
-        "subagents/event" => (Kind::SubagentEvent, None),
-        "session/usage_update" => (Kind::SessionUsageUpdate, None),
-        "rate_limits/update" => (Kind::RateLimitsSnapshot, None),
-        "session/steer_applied" => (Kind::SteerApplied, None),
-        "session/activity_update" => (Kind::SessionActivityUpdate, None),
+        "mcp_apps/tool/call" => (
+            Kind::of::<McpAppToolCallRequest>(),
+            Some(Kind::of::<McpCallToolResult>()),
+        ),
+        "subagents/event" => (Kind::of::<SubagentEvent>(), None),
+        "session/usage_update" => (Kind::of::<SessionUsageUpdate>(), None),
+        "rate_limits/update" => (Kind::of::<RateLimitsSnapshot>(), None),
+        "session/steer_applied" => (Kind::of::<SteerApplied>(), None),
+        "session/activity_update" => (Kind::of::<SessionActivityUpdate>(), None),
         other => panic!("method {other} is missing from this table"),
     }
 }
@@ -469,7 +490,7 @@ fn extension_messages_round_trip_and_validate() {
                             ExtensionResponse::parse(&method, &result.value).map_err(fail)?;
                         prop_assert_eq!(response.to_json(), result.value.clone());
                         let reply = json!({ "jsonrpc": "2.0", "id": 1, "result": result.value });
-                        validates(Kind::Auto, &reply)?;
+                        validates(Kind::AUTO, &reply)?;
                     }
                     None => {
                         let (_, notification) = ExtensionNotification::parse(&method, &params)
@@ -478,7 +499,7 @@ fn extension_messages_round_trip_and_validate() {
                         prop_assert_eq!(notification.params(), params.clone());
                     }
                 }
-                validates(Kind::Auto, &message)
+                validates(Kind::AUTO, &message)
             })
             .unwrap_or_else(|e| panic!("{path}: {e}"));
     }
@@ -492,7 +513,7 @@ fn standard_messages_with_contract_meta_validate() {
     let g = generator();
     let s = (
         proptest::sample::select(vec!["ua", "lody"]),
-        strategy(&g, Kind::SessionMeta),
+        strategy(&g, Kind::of::<SessionMeta>()),
         g.strategy(
             &json!({ "$ref": "#/$defs/AgentExtensionCapabilities" }),
             true,
@@ -504,18 +525,18 @@ fn standard_messages_with_contract_meta_validate() {
     );
     runner()
         .run(&s, |(ns, meta, agent, client)| {
-            validates(Kind::SessionMeta, &meta.value)?;
+            validates(Kind::of::<SessionMeta>(), &meta.value)?;
             let prompt = json!({ "jsonrpc": "2.0", "id": 2, "method": "session/prompt",
                 "params": { "sessionId": "s", "prompt": [], "_meta": { ns: meta.value } } });
-            validates(Kind::Auto, &prompt)?;
+            validates(Kind::AUTO, &prompt)?;
             let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": { "protocolVersion": 1,
                     "clientCapabilities": { "_meta": { ns: client.value } } } });
-            validates(Kind::Auto, &init)?;
+            validates(Kind::AUTO, &init)?;
             let reply = json!({ "jsonrpc": "2.0", "id": 1,
                 "result": { "protocolVersion": 1,
                     "agentCapabilities": { "_meta": { ns: agent.value } } } });
-            validates(Kind::Auto, &reply)
+            validates(Kind::AUTO, &reply)
         })
         .unwrap_or_else(|e| panic!("{e}"));
 }

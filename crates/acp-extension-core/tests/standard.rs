@@ -529,7 +529,7 @@ fn core_to_standard_to_core_keeps_what_both_dialects_carry() {
         .iter()
         .filter_map(|e| {
             e.snapshot()
-                .map(|s| (e.run_id().to_owned(), s.state.to_string()))
+                .map(|s| (e.run_id.as_str().to_owned(), s.state.to_string()))
         })
         .collect();
     // Two runs with their own ids, the states kept.
@@ -564,7 +564,7 @@ fn core_to_standard_to_core_keeps_what_both_dialects_carry() {
     );
     // The output arrives on the first run.
     let output = core_out.iter().find(|e| e.output().is_some()).unwrap();
-    assert_eq!(output.run_id(), a);
+    assert_eq!(output.run_id.as_str(), a);
     // What the standard dialect does not carry is gone (documented): the model.
     assert!(first.model_id.is_none());
 }

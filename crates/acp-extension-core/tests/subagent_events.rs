@@ -864,8 +864,11 @@ fn typed_events_build_the_wire_shape() {
         .parent_run_id(None)
         .reason(SubagentReason::new(SubagentReasonCode::Timeout).message("slow"));
     let event = SubagentEvent::new(id("root"), id("run-1"), snapshot);
-    assert_eq!(event.event_type(), SubagentEventType::Snapshot);
-    assert_eq!((event.session_id(), event.run_id()), ("root", "run-1"));
+    assert_eq!(event.payload.event_type(), SubagentEventType::Snapshot);
+    assert_eq!(
+        (event.session_id.as_str(), event.run_id.as_str()),
+        ("root", "run-1")
+    );
     assert_eq!(
         serde_json::to_value(&event).unwrap(),
         json!({"version": 1, "sessionId": "root", "runId": "run-1", "type": "snapshot",

@@ -1,5 +1,9 @@
 //! `validate`: kinds, whole messages, pointers and rules, hostile input.
 
+use acp_extension_core::session::NoticeMeta;
+use acp_extension_core::session::SubagentOutputResponse;
+use acp_extension_core::subagent_events::SubagentEvent;
+use acp_extension_core::usage::ModelUsage;
 use acp_extension_core::validate::{
     Kind, is_valid_slice, validate_slice, validate_str, validate_value,
 };
@@ -33,7 +37,7 @@ fn reports_every_violation_not_just_the_first() {
     let v = json!({"version": 2, "sessionId": "", "runId": "r", "type": "snapshot",
         "snapshot": {"state": "running", "summary": null, "outputIncomplete": false,
             "support": {"stream": ["text", "video"], "progress": "no", "outputRead": "none", "cancel": false}}});
-    let got = found(Kind::SubagentEvent, v);
+    let got = found(Kind::of::<SubagentEvent>(), v);
     for want in [
         ("/version", "literal"),
         ("/sessionId", "non-empty"),
@@ -52,22 +56,22 @@ fn reports_every_violation_not_just_the_first() {
 #[test]
 fn auto_selects_the_kind_from_the_method() {
     let ok = json!({"jsonrpc": "2.0", "method": "_ua/session/steer_applied", "params": {"sessionId": "s", "steerId": "x"}});
-    assert_eq!(found(Kind::Auto, ok), vec![]);
+    assert_eq!(found(Kind::AUTO, ok), vec![]);
     let bad = json!({"jsonrpc": "2.0", "id": 3, "method": "_lody/rate_limits/get", "params": {"modelId": 7}});
     assert_eq!(
-        found(Kind::Auto, bad),
+        found(Kind::AUTO, bad),
         vec![("/params/modelId".to_string(), "type")]
     );
     let unknown = json!({"jsonrpc": "2.0", "method": "_lody/session/teleport", "params": {}});
     assert_eq!(
-        found(Kind::Auto, unknown),
+        found(Kind::AUTO, unknown),
         vec![("/method".to_string(), "unknown-extension-method")]
     );
 }
 
 #[test]
 fn auto_names_what_is_no_message_instead_of_calling_it_valid() {
-    let no_message = |v| found(Kind::Auto, v);
+    let no_message = |v| found(Kind::AUTO, v);
     // No `method`, `result` or `error`: nothing to classify it by.
     assert_eq!(
         no_message(json!({"foo": 1})),
@@ -79,7 +83,7 @@ fn auto_names_what_is_no_message_instead_of_calling_it_valid() {
     );
     // A `tap --record` line is named as one.
     let record = json!({"dir": "c2a", "t": 0.5, "msg": {"jsonrpc": "2.0", "method": "x"}});
-    let report = validate_value(Kind::Auto, &record);
+    let report = validate_value(Kind::AUTO, &record);
     assert_eq!(report.violations.len(), 1, "{report:?}");
     assert!(
         report.violations[0]
@@ -109,7 +113,7 @@ fn auto_names_what_is_no_message_instead_of_calling_it_valid() {
     assert_eq!(
         no_message(json!({"version": 1, "sessionId": "", "runId": "r", "type": "heartbeat"})),
         found(
-            Kind::SubagentEvent,
+            Kind::of::<SubagentEvent>(),
             json!({"version": 1, "sessionId": "", "runId": "r", "type": "heartbeat"})
         )
     );
@@ -125,7 +129,7 @@ fn auto_checks_meta_sections_on_standard_messages_by_context() {
         "sessionUpdate": "session_info_update", "title": "T",
         "_meta": {"lody": {"titleSource": "model"}, "ua": {"goal": {"objective": "x"}}, "other": {"titleSource": 1}}}}});
     assert_eq!(
-        found(Kind::Auto, update),
+        found(Kind::AUTO, update),
         vec![
             (
                 "/params/update/_meta/ua/goal/status".to_string(),
@@ -141,7 +145,7 @@ fn auto_checks_meta_sections_on_standard_messages_by_context() {
     let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"_meta": {"lody": {
         "goal": {"version": 1, "actions": ["set", "teleport"]}, "usage": {"version": 1}}}}}});
     assert_eq!(
-        found(Kind::Auto, init),
+        found(Kind::AUTO, init),
         vec![(
             "/result/agentCapabilities/_meta/lody/goal/actions/1".to_string(),
             "one-of"
@@ -153,19 +157,19 @@ fn auto_checks_meta_sections_on_standard_messages_by_context() {
 fn capabilities_kinds_accept_the_whole_object_or_the_extension_object() {
     let whole = json!({"loadSession": true, "_meta": {"ua": {"usage": {"version": 1}}, "lody": {"usage": {"version": "1"}}}});
     assert_eq!(
-        found(Kind::AgentCapabilities, whole),
+        found(Kind::AGENT_CAPABILITIES, whole),
         vec![("/_meta/lody/usage/version".to_string(), "literal")]
     );
     assert_eq!(
         found(
-            Kind::ClientCapabilities,
+            Kind::CLIENT_CAPABILITIES,
             json!({"elicitation": {"version": 1, "answerNotes": true}})
         ),
         vec![]
     );
     assert_eq!(
         found(
-            Kind::ClientCapabilities,
+            Kind::CLIENT_CAPABILITIES,
             json!({"elicitation": {"version": 1, "answerNotes": false}})
         ),
         vec![("/elicitation/answerNotes".to_string(), "literal")]
@@ -197,15 +201,15 @@ fn hostile_input_is_a_violation_never_a_panic() {
     }
     // Duplicate keys: the last one wins, as in JSON.parse.
     let dup = r#"{"inputTokens":-1,"inputTokens":1,"outputTokens":2,"cacheReadInputTokens":3}"#;
-    assert!(validate_str(Kind::ModelUsage, dup).is_valid());
+    assert!(validate_str(Kind::of::<ModelUsage>(), dup).is_valid());
     // A huge but valid value.
     let big = format!(r#"{{"sessionId":"s","output":"{}"}}"#, "x".repeat(8 << 20));
-    assert!(validate_str(Kind::SubagentOutputResponse, &big).is_valid());
+    assert!(validate_str(Kind::of::<SubagentOutputResponse>(), &big).is_valid());
 }
 
 #[test]
 fn syntax_errors_name_the_problem() {
-    let r = validate_str(Kind::NoticeMeta, "{\"level\": \"info\",");
+    let r = validate_str(Kind::of::<NoticeMeta>(), "{\"level\": \"info\",");
     assert_eq!(r.violations.len(), 1);
     assert_eq!(r.violations[0].rule.id(), "syntax");
     assert_eq!(r.violations[0].pointer, "");
@@ -215,10 +219,10 @@ fn syntax_errors_name_the_problem() {
 fn capabilities_meta_may_be_null_but_not_a_namespace_section() {
     // ACP types `_meta` as object-or-null; the contract's sections are optional, never null.
     let null_meta = json!({"loadSession": true, "_meta": null});
-    assert_eq!(found(Kind::AgentCapabilities, null_meta), vec![]);
+    assert_eq!(found(Kind::AGENT_CAPABILITIES, null_meta), vec![]);
     assert_eq!(
         found(
-            Kind::ClientCapabilities,
+            Kind::CLIENT_CAPABILITIES,
             json!({"_meta": {"lody": {"subagentEvents": {"version": 1}}, "ua": null}})
         ),
         vec![("/_meta/ua".to_string(), "not-null")]

@@ -5,6 +5,7 @@
 
 mod common;
 
+use acp_extension_core::subagent_events::SubagentEvent;
 use common::mutate::{J, byte_mutations, finish, mutations};
 
 use acp_extension_core::validate::{
@@ -159,7 +160,7 @@ fn subagent_events_agree_under_structural_mutations() {
         let mut texts = Vec::new();
         mutations(&J::from_value(input), n, 2, &mut texts);
         for text in texts {
-            assert_agrees(Kind::SubagentEvent, &finish(text));
+            assert_agrees(Kind::of::<SubagentEvent>(), &finish(text));
             checked += 1;
         }
     }
@@ -175,7 +176,7 @@ fn subagent_events_agree_under_byte_mutations() {
         let mut out = Vec::new();
         byte_mutations(text, n, &mut out);
         for bytes in out {
-            assert_agrees(Kind::SubagentEvent, &bytes);
+            assert_agrees(Kind::of::<SubagentEvent>(), &bytes);
         }
     }
 }
@@ -186,10 +187,10 @@ fn the_sift_decides_every_generated_event() {
     // sift alone must decide them (else `--quiet` silently slows down).
     for i in 0..2_000 {
         let line = events::event_line(i);
-        let sifted = sift_verdict(Kind::SubagentEvent, line.as_bytes());
+        let sifted = sift_verdict(Kind::of::<SubagentEvent>(), line.as_bytes());
         assert_eq!(
             sifted,
-            Some(typed_verdict(Kind::SubagentEvent, line.as_bytes())),
+            Some(typed_verdict(Kind::of::<SubagentEvent>(), line.as_bytes())),
             "{line}"
         );
     }
@@ -260,17 +261,23 @@ fn edge_cases_agree() {
     ];
     for (text, expected) in &cases {
         assert_eq!(
-            typed_verdict(Kind::SubagentEvent, text.as_bytes()),
+            typed_verdict(Kind::of::<SubagentEvent>(), text.as_bytes()),
             *expected,
             "typed parse of {text}"
         );
-        assert_agrees(Kind::SubagentEvent, text.as_bytes());
+        assert_agrees(Kind::of::<SubagentEvent>(), text.as_bytes());
     }
-    assert_agrees(Kind::SubagentEvent, b"{\"version\":1,\"x\":\"\xff\"}");
+    assert_agrees(
+        Kind::of::<SubagentEvent>(),
+        b"{\"version\":1,\"x\":\"\xff\"}",
+    );
     // A variant index is not a tag: validation says so on every path.
     let index_tag = tool(r#"{"type":"content","content":{"type":0,"text":"hi"}}"#);
-    assert!(!is_valid_slice(Kind::SubagentEvent, index_tag.as_bytes()));
-    let report = validate_slice(Kind::SubagentEvent, index_tag.as_bytes());
+    assert!(!is_valid_slice(
+        Kind::of::<SubagentEvent>(),
+        index_tag.as_bytes()
+    ));
+    let report = validate_slice(Kind::of::<SubagentEvent>(), index_tag.as_bytes());
     assert_eq!(
         report.violations[0].pointer,
         "/update/content/0/content/type"

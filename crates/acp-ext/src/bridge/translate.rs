@@ -313,7 +313,9 @@ impl Translation {
             .unwrap_or(&Value::Null);
         self.client_plain = advertised_namespaces(caps).is_none();
         self.client_ns = write_namespace(caps);
-        let core = connection.supports(Side::Client, Feature::SubagentEvents) == Some(true);
+        let core = connection
+            .advertisement(Side::Client)
+            .is_some_and(|a| a.supports(Feature::SubagentEvents));
         let client = match self.target {
             BridgeTarget::Core => ClientDialect::Core,
             BridgeTarget::Standard => ClientDialect::Standard,
@@ -355,7 +357,10 @@ impl Translation {
             .and_then(Value::as_str)
             .unwrap_or("agent")
             .to_owned();
-        let agent = match connection.supports(Side::Agent, Feature::SubagentEvents) {
+        let agent = match connection
+            .advertisement(Side::Agent)
+            .map(|a| a.supports(Feature::SubagentEvents))
+        {
             Some(true) => ClientDialect::Core,
             _ => ClientDialect::Standard,
         };
@@ -367,7 +372,7 @@ impl Translation {
         match self.mode {
             Mode::ToStandard => {
                 let steers_by_request = connection
-                    .agent_advertisement()
+                    .advertisement(Side::Agent)
                     .and_then(|a| a.get(Feature::Steering))
                     .and_then(|f| f.options())
                     .is_some_and(|o| {
@@ -562,7 +567,7 @@ impl Translation {
                             &parsed
                         }
                     };
-                    let root = event.session_id().to_owned();
+                    let root = event.session_id.as_str().to_owned();
                     let runs = self
                         .to_standard
                         .entry(root.clone())

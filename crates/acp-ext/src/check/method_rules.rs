@@ -155,7 +155,8 @@ impl Checker {
         let what = format!("`{method}`");
         let at = "/method";
         // The feature each method needs: the library's one map.
-        let Some(feature) = acp_extension_core::methods::feature_of(path) else {
+        let Some(feature) = acp_extension_core::methods::method_info(path).map(|m| m.feature)
+        else {
             return;
         };
         let needs = if feature == Feature::SubagentEvents {

@@ -213,7 +213,7 @@ impl Checker {
             Message::Call(call) => {
                 let method = call.method;
                 if method == "initialize" && dir != Direction::AgentToClient {
-                    self.client = connection.client_advertisement().cloned();
+                    self.client = connection.advertisement(Side::Client).cloned();
                 }
                 // A value the connection verified while reading it is valid
                 // and has no `_meta` and no epoch field: the shape and
@@ -243,7 +243,7 @@ impl Checker {
                 let method = answer.method();
                 let result = answer.result();
                 if method == Some("initialize") && result.is_some() {
-                    self.agent = connection.agent_advertisement().cloned();
+                    self.agent = connection.advertisement(Side::Agent).cloned();
                 }
                 self.shape(answer.value, &mut out);
                 let ext = method.is_some_and(|m| method_kind(m) == Some(MethodKind::Request));
@@ -270,7 +270,7 @@ impl Checker {
 
     /// The `shape` rule: everything `acp-ext validate` reports.
     fn shape(&self, msg: &Value, out: &mut Vec<Finding>) {
-        for v in validate_value(Kind::Auto, msg).violations {
+        for v in validate_value(Kind::AUTO, msg).violations {
             let rule = if v.rule.id() == "unknown-extension-method" {
                 &rules::UNKNOWN_METHOD
             } else {

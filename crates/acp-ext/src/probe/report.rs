@@ -239,7 +239,7 @@ impl ProbeReport {
                     namespaces,
                     version,
                     options,
-                    valid: f.is_valid(),
+                    valid: f.parsed.is_ok(),
                     problems: f.violations().iter().map(ToString::to_string).collect(),
                 });
             }

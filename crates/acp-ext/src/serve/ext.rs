@@ -44,7 +44,7 @@ fn to_value<T: Serialize>(v: T) -> Result<Value, Error> {
 /// Whether the contract method `path` is served by an advertised feature
 /// (an unadvertised method is "not found" even with bad params).
 fn served(shared: &Shared, path: &str) -> bool {
-    match acp_extension_core::methods::feature_of(path) {
+    match acp_extension_core::methods::method_info(path).map(|m| m.feature) {
         // Two-sided: served only when the client advertised it too.
         Some(Feature::McpApps) => shared.has(Feature::McpApps) && shared.lock().client.mcp_apps,
         Some(feature) => shared.has(feature),

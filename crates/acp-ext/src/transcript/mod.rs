@@ -33,6 +33,16 @@ pub enum RecordLine {
     },
 }
 
+/// The direction a record's `dir` names: `c2a`, `a2c` (what
+/// [`Direction::as_str`] writes), else unknown.
+pub(crate) fn direction_of(dir: &str) -> Direction {
+    match dir {
+        "c2a" => Direction::ClientToAgent,
+        "a2c" => Direction::AgentToClient,
+        _ => Direction::Unknown,
+    }
+}
+
 /// Whether `o` is a record line: a string `dir` with `msg` or `raw`.
 pub fn is_record_line(o: &Map<String, Value>) -> bool {
     o.get("dir").is_some_and(Value::is_string) && (o.contains_key("msg") || o.contains_key("raw"))
@@ -56,8 +66,7 @@ pub fn read_line(mut o: Map<String, Value>) -> Option<RecordLine> {
     let direction = o
         .get("dir")
         .and_then(Value::as_str)
-        .and_then(Direction::from_tap)
-        .unwrap_or(Direction::Unknown);
+        .map_or(Direction::Unknown, direction_of);
     match o.remove("msg") {
         Some(message) => Some(RecordLine::Message { direction, message }),
         None => Some(RecordLine::Raw {

@@ -19,7 +19,7 @@ enum Class {
 }
 
 fn validates(message: &Value) -> bool {
-    acp_extension_core::validate::validate_value(acp_extension_core::validate::Kind::Auto, message)
+    acp_extension_core::validate::validate_value(acp_extension_core::validate::Kind::AUTO, message)
         .violations
         .is_empty()
 }

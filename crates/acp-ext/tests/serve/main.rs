@@ -271,7 +271,7 @@ where
 fn assert_valid(messages: &[Value]) {
     for m in messages {
         assert_eq!(m["jsonrpc"], "2.0", "{m}");
-        let report = validate::validate_value(Kind::Auto, m);
+        let report = validate::validate_value(Kind::AUTO, m);
         assert!(
             report.is_valid(),
             "{m}\nbreaks the contract: {:?}",
@@ -284,7 +284,7 @@ fn assert_valid(messages: &[Value]) {
 fn the_validator_used_here_rejects_contract_breaks() {
     let bad = json!({"jsonrpc": "2.0", "method": "_lody/session/activity_update",
         "params": {"version": 1, "sessionId": "s", "state": "bogus", "backgroundTaskCount": 0}});
-    assert!(!validate::validate_value(Kind::Auto, &bad).is_valid());
+    assert!(!validate::validate_value(Kind::AUTO, &bad).is_valid());
 }
 
 fn meta<'a>(v: &'a Value, ns: &str) -> &'a Value {

@@ -288,7 +288,12 @@ impl std::fmt::Debug for AgentExtensions {
             .field("namespace", &self.namespace())
             .field(
                 "active",
-                &self.negotiated.active_features().collect::<Vec<_>>(),
+                &self
+                    .negotiated
+                    .active
+                    .iter()
+                    .map(|a| a.feature)
+                    .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -307,7 +312,8 @@ impl AgentExtensions {
 
     /// Whether to send the extension notifications an agent sends on its
     /// own (usage, activity, rate limits, steer applied) to a client that
-    /// advertised no extension at all ([`AgentExtensions::client_is_plain`]).
+    /// advertised no extension at all (no `_meta.ua` or `_meta.lody` in its
+    /// capabilities: a plain ACP client).
     /// Off by default: such a client has no use
     /// for them, and some print a "Method not found" dump for each; they
     /// withheld ([`Withheld::PlainClient`]). `_meta` fields on
@@ -320,7 +326,7 @@ impl AgentExtensions {
 
     /// Whether the client advertised no extension at all (no `_meta.ua`
     /// or `_meta.lody` in its capabilities): a plain ACP client.
-    pub fn client_is_plain(&self) -> bool {
+    fn client_is_plain(&self) -> bool {
         !self.negotiated.client_speaks_extensions
     }
 
@@ -337,17 +343,19 @@ impl AgentExtensions {
     }
 
     /// The namespace every message of this handle is written in.
-    pub fn namespace(&self) -> Namespace {
+    fn namespace(&self) -> Namespace {
         self.negotiated.agent_writes
     }
 
-    /// The negotiation this handle writes by.
+    /// The negotiation this handle writes by: which features are active
+    /// ([`Negotiated::is_active`]), the namespace it writes
+    /// ([`Negotiated::agent_writes`]).
     pub fn negotiated(&self) -> &Negotiated {
         &self.negotiated
     }
 
     /// Whether `feature` is active on this connection.
-    pub fn is_active(&self, feature: Feature) -> bool {
+    fn is_active(&self, feature: Feature) -> bool {
         self.negotiated.is_active(feature)
     }
 
@@ -387,7 +395,9 @@ impl AgentExtensions {
                             }
                             let withheld = section
                                 .keys()
-                                .filter_map(|key| crate::meta::feature_of_key(key))
+                                .filter_map(|key| {
+                                    crate::meta::meta_field_info(key).and_then(|f| f.feature)
+                                })
                                 .find_map(|f| ext.withheld(f));
                             if withheld.is_some() {
                                 return Ok(withheld);
@@ -519,7 +529,7 @@ impl AgentExtensions {
             }
             #[cfg(feature = "unstable_subagents")]
             Some(SubagentDialect::Standard) => {
-                let root = SessionId::new(event.session_id());
+                let root = SessionId::new(event.session_id.as_str());
                 let notifications = self.parts(&root, |p| {
                     p.standard
                         .get_or_insert_with(|| {

@@ -69,7 +69,7 @@ struct StandardChild {
 /// // The child's own chunk is the run's output.
 /// let chunk = runs.session_update(&json!({"sessionId": "child", "update": {
 ///     "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})).unwrap();
-/// assert_eq!(chunk[0].run_id(), events[0].run_id());
+/// assert_eq!(chunk[0].run_id, events[0].run_id);
 /// // Anything else is not subagent traffic.
 /// assert!(runs.session_update(&json!({"sessionId": "root", "update": {
 ///     "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})).is_none());

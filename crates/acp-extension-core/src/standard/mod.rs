@@ -368,6 +368,7 @@ pub(crate) fn epoch_seconds(v: Option<&Value>) -> Value {
 /// assert_eq!(ids, [("/utilization".to_owned(), "utilization-clamped"),
 ///     ("/resetsAt".to_owned(), "epoch-milliseconds")]);
 /// ```
+#[doc(hidden)]
 pub fn claude_rate_limit_adjustments(info: &Value) -> Vec<crate::Violation> {
     use crate::Rule;
     fn window(w: &Value, at: &str, out: &mut Vec<crate::Violation>) {

@@ -88,13 +88,13 @@ impl StandardSubagents {
     /// carries, for output of a run not announced, and for an event of
     /// another root session).
     pub fn event(&mut self, event: &SubagentEvent) -> Vec<SessionNotification> {
-        if event.session_id() != &*self.root.0 {
+        if event.session_id.as_str() != &*self.root.0 {
             return Vec::new();
         }
         match &event.payload {
-            SubagentEventPayload::Snapshot(s) => self.snapshot(event.run_id(), s),
+            SubagentEventPayload::Snapshot(s) => self.snapshot(event.run_id.as_str(), s),
             SubagentEventPayload::Output(o) => {
-                let Some(child) = self.children.get(event.run_id()) else {
+                let Some(child) = self.children.get(event.run_id.as_str()) else {
                     return Vec::new();
                 };
                 match SessionUpdate::try_from(o.update.clone()) {

@@ -424,7 +424,7 @@ impl ConnectionState {
             peer.vendor.insert(k, v.clone());
         }
         for f in &adv.features {
-            if f.is_valid() {
+            if f.parsed.is_ok() {
                 peer.features
                     .insert(f.feature.key().to_owned(), f.raw.clone());
             } else {

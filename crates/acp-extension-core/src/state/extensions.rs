@@ -90,7 +90,7 @@ impl ConnectionState {
         source: EventSource<'_>,
         out: &mut Changes,
     ) {
-        if !self.refuses_core_events(method, event.session_id(), out) {
+        if !self.refuses_core_events(method, event.session_id.as_str(), out) {
             self.subagent_event(method, event, source, out);
         }
     }

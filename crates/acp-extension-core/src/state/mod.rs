@@ -5,7 +5,7 @@
 //! its [`Direction`] ([`ConnectionState::message`]), or call the typed entry
 //! points from an SDK client's handlers
 //! ([`ConnectionState::session_notification`],
-//! [`ConnectionState::ext_notification`], [`ConnectionState::request`],
+//! [`ConnectionState::notification`], [`ConnectionState::request`],
 //! [`ConnectionState::response`]). Each call returns the [`Change`]s it
 //! made, for a UI to react to; the state itself is read with
 //! [`ConnectionState::session`], [`ConnectionState::rate_limits`] and
@@ -24,8 +24,7 @@
 //! [`ConnectionState::invalid`]; [`ConnectionState::accounting`] counts
 //! them. A contract method its receiver does not read is recorded and not
 //! folded, as a linter reports it: written in a namespace the
-//! receiver did not advertise (`namespace-mismatch`, by
-//! [`crate::negotiation::NamespaceReader`]), or of a feature a peer that
+//! receiver did not advertise (`namespace-mismatch`), or of a feature a peer that
 //! must advertise it did not (`not-advertised`; `not-negotiated` for
 //! subagent events), once that peer's initialize was seen.
 //!
@@ -39,9 +38,8 @@
 //!   `not-a-message`; a `session/update` whose params are no object, whose
 //!   `sessionId` is missing, empty or no string, or whose `update` is no
 //!   object is recorded at that field and placed in no session (never in a
-//!   guessed one)
-//!   ([`session_update_parts`]); a result that is no object is recorded
-//!   and nothing of it folded ([`result_violation`]);
+//!   guessed one); a result that is no object is recorded and nothing
+//!   of it folded;
 //! * a field the state does not read changes nothing, whatever it holds;
 //! * a value of the wrong type at an optional field the state reads is
 //!   read as absent;
@@ -165,8 +163,10 @@ pub use crate::connection::Direction;
 pub use change::Change;
 use change::{Changes, IgnoredKind};
 use compact::{CompactObject, plain_without};
+#[doc(hidden)]
 pub use legacy::is_legacy_method;
 use observe::Record;
+#[doc(hidden)]
 pub use rules::{
     call_has_rules, call_violations, is_known_session_update, result_violation, result_words,
     session_update_parts, standard_update_violations,
@@ -471,11 +471,6 @@ impl ConnectionState {
         Self::default()
     }
 
-    /// An empty state with [`StateLimits::bounded`].
-    pub fn bounded() -> Self {
-        Self::with_limits(StateLimits::bounded())
-    }
-
     /// An empty state with these capacities.
     pub fn with_limits(limits: StateLimits) -> Self {
         Self {
@@ -676,20 +671,11 @@ impl ConnectionState {
         self.notification(Direction::AgentToClient, "session/update", &params)
     }
 
-    /// Folds a `session/update` whose params the SDK could not type (its
-    /// v1 `SessionUpdate` has no catch-all for tags it does not know).
-    pub fn raw_session_update(&mut self, params: &Value) -> Vec<Change> {
-        self.notification(Direction::AgentToClient, "session/update", params)
-    }
-
-    /// Folds an extension notification the agent sent (`_lody/…`,
-    /// `_ua/…`, the legacy `_acp_ext:*`), as an SDK client's
-    /// `ext_notification` handler receives it.
-    pub fn ext_notification(&mut self, method: &str, params: &Value) -> Vec<Change> {
-        self.notification(Direction::AgentToClient, method, params)
-    }
-
-    /// Folds a notification that travelled in `direction`.
+    /// Folds a notification that travelled in `direction`: an extension
+    /// notification as an SDK client's `ext_notification` handler receives
+    /// it (`_lody/…`, `_ua/…`, the legacy `_acp_ext:*`), or a
+    /// `session/update` whose params the SDK could not type (its v1
+    /// `SessionUpdate` has no catch-all for tags it does not know).
     pub fn notification(
         &mut self,
         direction: Direction,

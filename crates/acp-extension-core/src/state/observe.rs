@@ -101,7 +101,7 @@ impl ConnectionState {
             );
             return true;
         }
-        let Some(feature) = crate::methods::feature_of(path) else {
+        let Some(feature) = crate::methods::method_info(path).map(|m| m.feature) else {
             return false;
         };
         if feature == crate::capabilities::Feature::SubagentEvents {

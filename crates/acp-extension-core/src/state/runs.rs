@@ -52,7 +52,7 @@ impl ConnectionState {
         if !self.now.run_accepted {
             return;
         }
-        let (sid, run_id) = (event.session_id(), event.run_id.as_str());
+        let (sid, run_id) = (event.session_id.as_str(), event.run_id.as_str());
         if let SubagentEventPayload::Output(output) = &event.payload {
             let update = &output.update;
             let fold =

@@ -46,22 +46,12 @@ impl EmittedEvent {
         })
     }
 
-    /// Whether the event passes the event guard ([`is_subagent_event`]).
-    pub fn is_valid(&self) -> bool {
-        is_subagent_event(&self.0)
-    }
-
     /// The event's `type`.
-    pub fn event_type(&self) -> SubagentEventType {
+    fn event_type(&self) -> SubagentEventType {
         self.0["type"]
             .as_str()
             .and_then(SubagentEventType::from_wire)
             .unwrap_or(SubagentEventType::Snapshot)
-    }
-
-    /// The root session id (`sessionId`; empty if the emitter's was).
-    pub fn session_id(&self) -> &str {
-        self.0["sessionId"].as_str().unwrap_or_default()
     }
 
     /// The run id (`runId`).

@@ -44,7 +44,7 @@
 //! [`progress_value`](SubagentEmitter::progress_value),
 //! [`output_value`](SubagentEmitter::output_value)). **Prefer the typed
 //! forms**: with them and a non-empty session id, every event the emitter
-//! sends passes the event guard ([`EmittedEvent::is_valid`]).
+//! sends passes the event guard ([`EmittedEvent::to_typed`] succeeds).
 //!
 //! The untyped forms behave exactly like the TypeScript reference, which
 //! validates nothing but output updates: garbage in, garbage out. A start
@@ -87,7 +87,7 @@
 //!
 //! let events = emitter.into_sink();
 //! assert_eq!(events.len(), 3);
-//! assert!(events.iter().all(EmittedEvent::is_valid));
+//! assert!(events.iter().all(|e| e.to_typed().is_ok()));
 //! assert_eq!(events[1].as_value()["nativeTurnId"], "turn-1");
 //! let last = events[2].to_typed().expect("typed input gives valid events");
 //! assert_eq!(last.snapshot().map(|s| s.state), Some(SubagentState::Completed));
@@ -108,8 +108,7 @@ use serde_json::Value;
 use crate::namespace::Namespace;
 use crate::subagent_events::{
     OutputRead, SubagentEvent, SubagentEventType, SubagentOutput, SubagentProgress, SubagentReason,
-    SubagentReasonCode, SubagentSnapshot, SubagentState, SubagentSupport, is_subagent_event,
-    is_subagent_output,
+    SubagentReasonCode, SubagentSnapshot, SubagentState, SubagentSupport, is_subagent_output,
 };
 use crate::violation::{Rule, Violation, check, child};
 use crate::wire::WireEnum;
@@ -177,11 +176,6 @@ impl SnapshotPatch {
         let Value::Object(map) = value else {
             return Err(vec![Violation::new("", Rule::type_of("an object", &value))]);
         };
-        Self::from_map(map)
-    }
-
-    /// Like [`from_value`](Self::from_value), from an object.
-    pub fn from_map(map: Map) -> Result<Self, Vec<Violation>> {
         let mut out = Vec::new();
         let mut patch = Self::new();
         for (key, value) in map {
@@ -497,7 +491,7 @@ type IdGenerator = Box<dyn FnMut() -> String + Send + Sync>;
 /// assert_eq!(sent.len(), 2);
 /// assert_eq!(sent[0].run_id(), sent[1].run_id());
 /// assert_ne!(sent[0].run_id(), "task-7"); // run ids are never native ids
-/// assert!(sent.iter().all(EmittedEvent::is_valid));
+/// assert!(sent.iter().all(|e| e.to_typed().is_ok()));
 /// # Ok::<_, std::convert::Infallible>(())
 /// # }).unwrap();
 /// ```
@@ -540,11 +534,6 @@ impl<S: EventSink> SubagentEmitter<S> {
     ) -> Self {
         self.new_id = Box::new(new_id);
         self
-    }
-
-    /// The root session id copied into every event.
-    pub fn session_id(&self) -> &str {
-        &self.session_id
     }
 
     /// The current record of `native_id`, if it was ever started.

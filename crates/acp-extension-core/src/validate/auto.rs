@@ -151,7 +151,11 @@ pub(crate) fn check_message(v: &Value) -> Vec<Violation> {
         return out;
     }
     if !obj.contains_key("method") && !obj.contains_key("result") && !obj.contains_key("error") {
-        return super::validate_value(super::Kind::SubagentEvent, v).violations;
+        return super::validate_value(
+            super::Kind::of::<crate::subagent_events::SubagentEvent>(),
+            v,
+        )
+        .violations;
     }
     let null = Value::Null;
     if let Some(method) = obj.get("method") {

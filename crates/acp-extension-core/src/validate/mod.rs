@@ -3,7 +3,8 @@
 //! Every payload kind of the contract has a kebab-case name ([`Kind`]):
 //! `subagent-event`, `session-usage-update`, `rate-limits-snapshot`,
 //! `goal-snapshot`, `task-meta`, `agent-capabilities`, …, plus
-//! [`Kind::Auto`], a whole JSON-RPC message whose method selects the kind.
+//! [`Kind::AUTO`], a whole JSON-RPC message whose method selects the kind.
+//! A contract type names its own kind: `Kind::of::<SubagentEvent>()`.
 //! Validation returns every violation with a JSON pointer, the rule broken
 //! and a sentence for people; it never panics, whatever the input.
 //!
@@ -12,9 +13,10 @@
 //! violations.
 //!
 //! ```
+//! use acp_extension_core::subagent_events::SubagentEvent;
 //! use acp_extension_core::validate::{validate_str, Kind};
 //!
-//! let report = validate_str(Kind::SubagentEvent, r#"{"version":1,"sessionId":"s","runId":"r",
+//! let report = validate_str(Kind::of::<SubagentEvent>(), r#"{"version":1,"sessionId":"s","runId":"r",
 //!     "type":"snapshot","snapshot":{"state":"running","summary":null,
 //!     "support":{"stream":["text"],"progress":false,"outputRead":"none","cancel":false}}}"#);
 //! assert!(!report.is_valid());
@@ -39,6 +41,7 @@ use serde_json::Value;
 
 pub use crate::violation::{Check, Rule, Violation, check, child};
 pub(crate) use auto::envelope_problem;
+#[doc(hidden)]
 pub use auto::resembles;
 pub use stream::{StreamItem, StreamOptions, StreamSummary, validate_stream};
 
@@ -68,7 +71,7 @@ use crate::usage::{ModelUsage, SessionUsageUpdate};
 /// use serde_json::json;
 ///
 /// // A whole JSON-RPC message: its method picks the payload kind.
-/// let report = validate_value(Kind::Auto, &json!({"jsonrpc": "2.0",
+/// let report = validate_value(Kind::AUTO, &json!({"jsonrpc": "2.0",
 ///     "method": "_ua/session/activity_update",
 ///     "params": {"version": 1, "sessionId": "s", "state": "idle", "backgroundTaskCount": 1.5}}));
 /// assert!(!report.is_valid());
@@ -84,7 +87,7 @@ pub struct Report {
 
 impl Report {
     /// A report with these violations.
-    pub fn new(violations: Vec<Violation>) -> Self {
+    pub(crate) fn new(violations: Vec<Violation>) -> Self {
         Self { violations }
     }
 
@@ -173,40 +176,42 @@ pub(crate) fn pointer_of(path: &serde_path_to_error::Path) -> String {
 macro_rules! kinds {
     (
         typed { $( $(#[$doc:meta])* $var:ident = $name:literal : $ty:ty, )* }
-        tree { $( $(#[$tdoc:meta])* $tvar:ident = $tname:literal : $tfull:path, $tschema:path, )* }
+        tree { $( $(#[$tdoc:meta])* $tvar:ident = $tname:literal as $tconst:ident : $tfull:path, $tschema:path, )* }
     ) => {
-        /// A payload kind of the contract, by its kebab-case name.
+        /// The kinds' one list: the row of the table a [`Kind`] names.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum Kind {
-            $( $(#[$doc])* $var, )*
-            $( $(#[$tdoc])* $tvar, )*
+        enum Id {
+            $( $var, )*
+            $( $tvar, )*
         }
 
         impl Kind {
-            /// Every kind, in this order.
-            pub const ALL: &'static [Kind] = &[$(Kind::$var,)* $(Kind::$tvar,)*];
+            $( $(#[$tdoc])* pub const $tconst: Kind = Kind(Id::$tvar); )*
+
+            /// Every kind: the contract types' in declaration order, then
+            /// [`Kind::AUTO`] and the kinds checked on the JSON tree.
+            pub const ALL: &'static [Kind] = &[$(Kind(Id::$var),)* $(Kind(Id::$tvar),)*];
 
             /// The kebab-case name (`subagent-event`).
             pub fn name(self) -> &'static str {
-                match self {
-                    $( Kind::$var => $name, )*
-                    $( Kind::$tvar => $tname, )*
+                match self.0 {
+                    $( Id::$var => $name, )*
+                    $( Id::$tvar => $tname, )*
                 }
             }
 
             /// The kind with this name.
             pub fn from_name(name: &str) -> Option<Kind> {
                 match name {
-                    $( $name => Some(Kind::$var), )*
-                    $( $tname => Some(Kind::$tvar), )*
+                    $( $name => Some(Kind(Id::$var)), )*
+                    $( $tname => Some(Kind(Id::$tvar)), )*
                     _ => None,
                 }
             }
 
             fn shape(self) -> Shape {
-                match self {
-                    $( Kind::$var => Shape::Typed {
+                match self.0 {
+                    $( Id::$var => Shape::Typed {
                         sift: {
                             #[allow(unused_imports)]
                             use sift::{ViaParse as _, ViaSift as _};
@@ -217,7 +222,7 @@ macro_rules! kinds {
                         #[cfg(feature = "schema")]
                         schema: schema_of::<$ty>,
                     }, )*
-                    $( Kind::$tvar => Shape::Tree {
+                    $( Id::$tvar => Shape::Tree {
                         full: $tfull,
                         #[cfg(feature = "schema")]
                         schema: $tschema,
@@ -225,7 +230,50 @@ macro_rules! kinds {
                 }
             }
         }
+
+        $(
+            impl sealed::Sealed for $ty {}
+            $(#[$doc])*
+            impl HasKind for $ty {
+                const KIND: Kind = Kind(Id::$var);
+            }
+        )*
     };
+}
+
+/// A payload kind of the contract, by its kebab-case name: one per
+/// contract type ([`Kind::of`]), plus [`Kind::AUTO`] (a whole JSON-RPC
+/// message) and the few kinds checked on the JSON tree.
+///
+/// ```
+/// use acp_extension_core::session::GoalSnapshot;
+/// use acp_extension_core::validate::Kind;
+///
+/// let kind = Kind::of::<GoalSnapshot>();
+/// assert_eq!(kind.name(), "goal-snapshot");
+/// assert_eq!(Kind::from_name("goal-snapshot"), Some(kind));
+/// assert_eq!("auto".parse(), Ok(Kind::AUTO));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Kind(Id);
+
+impl Kind {
+    /// The kind of contract type `T`.
+    pub const fn of<T: HasKind>() -> Kind {
+        T::KIND
+    }
+}
+
+mod sealed {
+    #[doc(hidden)]
+    pub trait Sealed {}
+}
+
+/// A contract type that is a payload [`Kind`] of its own (every type with
+/// a kebab-case name in [`Kind::ALL`]); sealed.
+pub trait HasKind: sealed::Sealed {
+    #[doc(hidden)]
+    const KIND: Kind;
 }
 
 kinds! {
@@ -317,13 +365,13 @@ kinds! {
     }
     tree {
         /// A whole JSON-RPC message; its method (or result shape) selects the kind.
-        Auto = "auto": auto::check_message, schemas::message_schema,
+        Auto = "auto" as AUTO: auto::check_message, schemas::message_schema,
         /// `agentCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
-        AgentCapabilities = "agent-capabilities": auto::check_agent_capabilities, schemas::agent_capabilities_schema,
+        AgentCapabilities = "agent-capabilities" as AGENT_CAPABILITIES: auto::check_agent_capabilities, schemas::agent_capabilities_schema,
         /// `clientCapabilities` (its `_meta.ua` / `_meta.lody`), or the extension object itself.
-        ClientCapabilities = "client-capabilities": auto::check_client_capabilities, schemas::client_capabilities_schema,
+        ClientCapabilities = "client-capabilities" as CLIENT_CAPABILITIES: auto::check_client_capabilities, schemas::client_capabilities_schema,
         /// `elicitation/create` params, with the answer-note rules across properties.
-        ElicitationRequest = "elicitation-request": crate::elicitation::check_elicitation_request, schemas::elicitation_request_schema,
+        ElicitationRequest = "elicitation-request" as ELICITATION_REQUEST: crate::elicitation::check_elicitation_request, schemas::elicitation_request_schema,
     }
 }
 

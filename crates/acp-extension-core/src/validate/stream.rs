@@ -77,11 +77,12 @@ pub struct StreamSummary {
 /// (read whole). A line that is not JSON is one invalid item; reading goes on.
 ///
 /// ```
+/// use acp_extension_core::subagent_events::SubagentEvent;
 /// use acp_extension_core::validate::{validate_stream, Kind, StreamOptions};
 ///
 /// let input = b"{\"version\":1,\"sessionId\":\"s\",\"runId\":\"r\",\"type\":\"progress\",\"progress\":{}}\nnot json\n";
 /// let mut invalid = Vec::new();
-/// let summary = validate_stream(Kind::SubagentEvent, &input[..], &StreamOptions::default(), |item| {
+/// let summary = validate_stream(Kind::of::<SubagentEvent>(), &input[..], &StreamOptions::default(), |item| {
 ///     if !item.report.is_valid() { invalid.push(item.line); }
 /// })?;
 /// assert_eq!((summary.values, summary.invalid), (2, 1));
@@ -355,9 +356,12 @@ mod tests {
             details: true,
         };
         let mut items = Vec::new();
-        validate_stream(Kind::ModelUsage, input, &options, |i| {
-            items.push((i.index, i.line, i.report.is_valid()))
-        })
+        validate_stream(
+            Kind::of::<crate::usage::ModelUsage>(),
+            input,
+            &options,
+            |i| items.push((i.index, i.line, i.report.is_valid())),
+        )
         .unwrap();
         items
     }
@@ -420,9 +424,12 @@ mod tests {
                 details,
             };
             let mut items = Vec::new();
-            validate_stream(Kind::ModelUsage, input.as_bytes(), &options, |i| {
-                items.push((i.index, i.line, i.report.is_valid()))
-            })
+            validate_stream(
+                Kind::of::<crate::usage::ModelUsage>(),
+                input.as_bytes(),
+                &options,
+                |i| items.push((i.index, i.line, i.report.is_valid())),
+            )
             .unwrap();
             items
         };

@@ -4,7 +4,7 @@ use super::*;
 
 #[test]
 fn bounded_mode_stays_within_its_caps() {
-    let mut state = ConnectionState::bounded();
+    let mut state = ConnectionState::with_limits(StateLimits::bounded());
     let limits = state.limits();
     for i in 0..(limits.sessions + 10) {
         state.message(A2C, &snapshot(&format!("s{i}"), "r", "running"));

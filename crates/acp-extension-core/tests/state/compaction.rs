@@ -91,10 +91,13 @@ fn unknown_session_updates_are_changes_and_sdk_notifications_fold() {
     );
     assert!(matches!(&changes[..], [Change::Invalid(i)]
         if i.rule == "unknown-session-update" && i.pointer == "/params/update/sessionUpdate"));
-    // The same through the raw entry point an SDK client uses when its
+    // The same through the untyped entry point an SDK client uses when its
     // typed update fails to decode.
-    let changes =
-        state.raw_session_update(&json!({"sessionId": "s", "update": {"sessionUpdate": "x"}}));
+    let changes = state.notification(
+        Direction::AgentToClient,
+        "session/update",
+        &json!({"sessionId": "s", "update": {"sessionUpdate": "x"}}),
+    );
     assert!(matches!(&changes[..], [Change::Invalid(_)]));
     use agent_client_protocol::v1::schema::{
         SessionInfoUpdate, SessionNotification, SessionUpdate,

@@ -386,8 +386,7 @@ fn classify_object(mut o: Map<String, Value>, src: &str, line: u64, sink: &mut d
             let dir = o
                 .get("dir")
                 .and_then(Value::as_str)
-                .and_then(Direction::from_tap)
-                .unwrap_or(Direction::Unknown);
+                .map_or(Direction::Unknown, crate::transcript::direction_of);
             sink(Item::Record(
                 Record::new(line, dir, msg).rebased(vec![("", at("msg"))]),
             ));

@@ -206,7 +206,7 @@ impl EventLine {
     pub fn session_id(&self) -> &str {
         match &self.facts {
             Some(spans) => spans.session_id.of(&self.text),
-            None => self.event().session_id(),
+            None => self.event().session_id.as_str(),
         }
     }
 

@@ -295,9 +295,9 @@ impl<'a> From<&'a SubagentEvent> for EventFacts<'a> {
             _ => extra("nativeTurnId").and_then(Value::as_str),
         };
         Self {
-            session_id: Some(event.session_id()),
+            session_id: Some(event.session_id.as_str()),
             run_id: Some(event.run_id.as_str()),
-            event_type: Some(event.event_type().as_str()),
+            event_type: Some(event.payload.event_type().as_str()),
             snapshot_state,
             parent_tool_call_id,
             native_turn_id,

@@ -376,7 +376,7 @@ pub struct TurnUsageTotals {
 /// let mut state = ConnectionState::new();
 /// for input in [100, 250, 200] {
 ///     let row = json!({"inputTokens": input, "outputTokens": 10, "cacheReadInputTokens": 0});
-///     state.ext_notification("_lody/session/usage_update",
+///     state.notification(Direction::AgentToClient, "_lody/session/usage_update",
 ///         &json!({"sessionId": "s", "usage": row, "modelUsage": {"model-a": row}}));
 /// }
 /// let usage = &state.session("s").unwrap().usage;

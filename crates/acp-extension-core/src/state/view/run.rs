@@ -20,7 +20,7 @@ use super::*;
 ///     json!({"version": 1, "sessionId": "s", "runId": "r", "type": "output",
 ///         "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Looks good."}}}),
 /// ] {
-///     state.ext_notification("_lody/subagents/event", &params);
+///     state.notification(Direction::AgentToClient, "_lody/subagents/event", &params);
 /// }
 /// let run = &state.session("s").unwrap().subagent_runs["r"];
 /// assert_eq!((run.state_name(), run.name()), ("running", Some("Reviewer")));
@@ -29,7 +29,7 @@ use super::*;
 /// assert_eq!(run.dialect, Dialect::Extension);
 ///
 /// // A standard `subagent_update` makes a run too, with only its own fields.
-/// state.raw_session_update(&json!({"sessionId": "s", "update": {"sessionUpdate": "subagent_update",
+/// state.notification(Direction::AgentToClient, "session/update", &json!({"sessionId": "s", "update": {"sessionUpdate": "subagent_update",
 ///     "sessionId": "child", "title": "Worker", "state": {"state": "idle", "stopReason": "end_turn"}}}));
 /// let child = &state.session("s").unwrap().subagent_runs["child"];
 /// assert_eq!((child.state_name(), child.snapshot.is_none()), ("idle", true));
