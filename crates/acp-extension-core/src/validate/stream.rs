@@ -2,6 +2,7 @@
 //! another, validated on several threads, reported in input order.
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
@@ -115,8 +116,26 @@ pub fn validate_stream<R: Read>(
         return Ok(summary);
     }
 
-    let mut line_no: u64 = 0;
-    let mut index: u64 = 0;
+    // While the workers validate one block, this thread reads the next one
+    // into `next` and reports the last one's items, in input order.
+    let mut next: Vec<u8> = Vec::with_capacity(block * 2);
+    let mut done: Vec<PartReports> = Vec::new();
+    let (mut line_no, mut index) = (0u64, 0u64);
+    let mut report = |done: Vec<PartReports>| {
+        for (count, items) in done {
+            for (local, reports) in items {
+                for report in reports {
+                    index += 1;
+                    emit(StreamItem {
+                        index,
+                        line: line_no + local,
+                        report,
+                    });
+                }
+            }
+            line_no += count;
+        }
+    };
     loop {
         let cut = if eof {
             buf.len()
@@ -130,45 +149,58 @@ pub fn validate_stream<R: Read>(
                 }
             }
         };
-        // Each worker splits and validates its own run of whole lines.
-        let parts = split_at_lines(&buf[..cut], options.threads);
+        // Many runs of whole lines per worker, taken in turn: a worker that
+        // waited for the CPU takes fewer, and none waits long for the last.
+        let parts = split_at_lines(&buf[..cut], options.threads * 16);
         let details = options.details;
-        let results: Vec<(u64, Vec<(u64, LineReports)>)> = if parts.len() <= 1 {
-            parts
+        next.clear();
+        next.extend_from_slice(&buf[cut..]);
+        let last = std::mem::take(&mut done);
+        let next_eof;
+        (done, next_eof) = if options.threads <= 1 || parts.len() <= 1 {
+            report(last);
+            let done = parts
                 .iter()
                 .map(|p| validate_part(kind, p, details))
-                .collect()
+                .collect();
+            (done, read_on(&mut input, &mut next, block, eof))
         } else {
+            let taken = AtomicUsize::new(0);
             std::thread::scope(|s| {
-                let handles: Vec<_> = parts
-                    .iter()
-                    .map(|p| s.spawn(move || validate_part(kind, p, details)))
-                    .collect();
-                handles
+                let work = || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = taken.fetch_add(1, Ordering::Relaxed);
+                        let Some(p) = parts.get(i) else {
+                            return mine;
+                        };
+                        mine.push((i, validate_part(kind, p, details)));
+                    }
+                };
+                let workers: Vec<_> = (0..options.threads).map(|_| s.spawn(work)).collect();
+                let next_eof = read_on(&mut input, &mut next, block, eof);
+                report(last);
+                let mut done: Vec<_> = workers
                     .into_iter()
-                    .map(|h| h.join().unwrap_or_default())
-                    .collect()
+                    .flat_map(|w| w.join().unwrap_or_default())
+                    .collect();
+                done.sort_unstable_by_key(|(i, _)| *i);
+                (done.into_iter().map(|(_, r)| r).collect(), next_eof)
             })
         };
-        for (count, items) in results {
-            for (local, reports) in items {
-                for report in reports {
-                    index += 1;
-                    emit(StreamItem {
-                        index,
-                        line: line_no + local,
-                        report,
-                    });
-                }
-            }
-            line_no += count;
-        }
-        buf.drain(..cut);
         if eof {
             break;
         }
-        eof = fill(&mut input, &mut buf, block)?;
+        std::mem::swap(&mut buf, &mut next);
+        eof = match next_eof {
+            Ok(eof) => eof,
+            Err(e) => {
+                report(done);
+                return Err(e);
+            }
+        };
     }
+    report(done);
     Ok(summary)
 }
 
@@ -195,9 +227,12 @@ fn split_at_lines(text: &[u8], n: usize) -> Vec<&[u8]> {
     parts
 }
 
+/// What [`validate_part`] found in one run of lines.
+type PartReports = (u64, Vec<(u64, LineReports)>);
+
 /// Validates one run of lines: the number of lines it holds and, for each
 /// non-blank line, its line number within the run (from 1) and reports.
-fn validate_part(kind: Kind, text: &[u8], details: bool) -> (u64, Vec<(u64, LineReports)>) {
+fn validate_part(kind: Kind, text: &[u8], details: bool) -> PartReports {
     let mut count = 0;
     let mut items = Vec::new();
     let mut start = 0;
@@ -315,6 +350,15 @@ fn starts_multiline_value(buf: &[u8], eof: bool) -> bool {
     }
 }
 
+/// [`fill`] unless the input already ended.
+fn read_on<R: Read>(input: &mut R, buf: &mut Vec<u8>, block: usize, eof: bool) -> io::Result<bool> {
+    if eof {
+        Ok(true)
+    } else {
+        fill(input, buf, block)
+    }
+}
+
 /// Appends up to `block` bytes; `true` at end of input. (`read_to_end`
 /// through `take` appends without zeroing the buffer first.)
 fn fill<R: Read>(input: &mut R, buf: &mut Vec<u8>, block: usize) -> io::Result<bool> {
@@ -411,6 +455,78 @@ mod tests {
                 (index, line, valid),
                 (i as u64 + 1, i as u64 + 1, i % 7 != 0)
             );
+        }
+    }
+
+    #[test]
+    fn runs_taken_by_several_workers_are_reported_in_input_order() {
+        // Blocks of 256 KiB cut into many runs each, for 2 and 3 workers.
+        let mut input = String::new();
+        for i in 0..40_000 {
+            input.push_str(match i % 5 {
+                0 => "{}",
+                3 => "",
+                _ => OK,
+            });
+            input.push('\n');
+        }
+        for threads in [2, 3] {
+            let options = StreamOptions {
+                threads,
+                block_size: 256 << 10,
+                details: true,
+            };
+            let mut items = Vec::new();
+            validate_stream(
+                Kind::of::<crate::usage::ModelUsage>(),
+                input.as_bytes(),
+                &options,
+                |i| items.push((i.index, i.line, i.report.is_valid())),
+            )
+            .unwrap();
+            let want: Vec<_> = (0..40_000u64)
+                .filter(|i| i % 5 != 3)
+                .enumerate()
+                .map(|(n, i)| (n as u64 + 1, i + 1, i % 5 != 0))
+                .collect();
+            assert_eq!(items, want, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn a_read_error_comes_after_the_items_read_before_it() {
+        // One block of whole lines and the start of another, then an error.
+        struct Failing(Vec<u8>);
+        impl Read for Failing {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::other("disk gone"));
+                }
+                let n = out.len().min(self.0.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0.drain(..n);
+                Ok(n)
+            }
+        }
+        let line = format!("{OK}\n");
+        let mut bytes = line.repeat((64 << 10) / line.len() + 1).into_bytes();
+        bytes.truncate(64 << 10);
+        let whole = (64 << 10) / line.len();
+        for threads in [1, 2] {
+            let options = StreamOptions {
+                threads,
+                block_size: 64 << 10,
+                details: false,
+            };
+            let mut items = 0;
+            let result = validate_stream(
+                Kind::of::<crate::usage::ModelUsage>(),
+                Failing(bytes.clone()),
+                &options,
+                |_| items += 1,
+            );
+            assert_eq!(result.unwrap_err().to_string(), "disk gone");
+            assert_eq!(items, whole, "{threads} threads");
         }
     }
 
