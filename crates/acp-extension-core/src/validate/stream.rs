@@ -394,10 +394,20 @@ mod tests {
     use super::*;
 
     fn run(input: &[u8], block: usize) -> Vec<(u64, u64, bool)> {
+        run_with(input, 2, block, true)
+    }
+
+    /// Each item's index, line and verdict.
+    fn run_with(
+        input: &[u8],
+        threads: usize,
+        block_size: usize,
+        details: bool,
+    ) -> Vec<(u64, u64, bool)> {
         let options = StreamOptions {
-            threads: 2,
-            block_size: block,
-            details: true,
+            threads,
+            block_size,
+            details,
         };
         let mut items = Vec::new();
         validate_stream(
@@ -471,19 +481,7 @@ mod tests {
             input.push('\n');
         }
         for threads in [2, 3] {
-            let options = StreamOptions {
-                threads,
-                block_size: 256 << 10,
-                details: true,
-            };
-            let mut items = Vec::new();
-            validate_stream(
-                Kind::of::<crate::usage::ModelUsage>(),
-                input.as_bytes(),
-                &options,
-                |i| items.push((i.index, i.line, i.report.is_valid())),
-            )
-            .unwrap();
+            let items = run_with(input.as_bytes(), threads, 256 << 10, true);
             let want: Vec<_> = (0..40_000u64)
                 .filter(|i| i % 5 != 3)
                 .enumerate()
@@ -533,24 +531,9 @@ mod tests {
     #[test]
     fn verdicts_without_details_agree_with_full_reports() {
         let input = format!("{OK}\n{{}}\n{OK}{OK}\nnope\n{OK} {{\"inputTokens\": -1}}\n");
-        let run_with = |details: bool| {
-            let options = StreamOptions {
-                threads: 1,
-                block_size: 1,
-                details,
-            };
-            let mut items = Vec::new();
-            validate_stream(
-                Kind::of::<crate::usage::ModelUsage>(),
-                input.as_bytes(),
-                &options,
-                |i| items.push((i.index, i.line, i.report.is_valid())),
-            )
-            .unwrap();
-            items
-        };
-        assert_eq!(run_with(false), run_with(true));
-        assert_eq!(run_with(false).len(), 7);
+        let run = |details| run_with(input.as_bytes(), 1, 1, details);
+        assert_eq!(run(false), run(true));
+        assert_eq!(run(false).len(), 7);
     }
 
     #[test]
