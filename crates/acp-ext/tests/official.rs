@@ -553,8 +553,13 @@ fn claude_agent_acp_offline_as_a_v2_peer() {
     assert!(!s.turns.running);
     assert_eq!(s.turns.last_stop_reason.as_deref(), Some("end_turn"));
     // Each prompt's turn, and the one claude runs itself when the helper's
-    // task notification arrives: six idles, each counted once.
-    assert_eq!(s.usage.turn_totals.turns, 6, "{:#?}", s.usage.turns);
+    // task notification arrives: six idles, or five when the helper ended
+    // before the spawning turn did and claude folded the two turns into
+    // one (a race inside claude). Each idle is counted once, as the record,
+    // read here line by line, has them.
+    let idles = main_idles(&r);
+    assert!((5..=6).contains(&idles), "{idles} idles");
+    assert_eq!(s.usage.turn_totals.turns, idles, "{:#?}", s.usage.turns);
     assert_eq!(s.activity.shown(), Some("idle"));
     assert_eq!(
         serde_json::to_value(&s.activity.background).unwrap(),
@@ -575,6 +580,28 @@ fn claude_agent_acp_offline_as_a_v2_peer() {
         "{:?}",
         s.activities
     );
+}
+
+/// The v2 `state_update` idles with a `usage` that the agent sent for the
+/// probe's session, read from the record's JSON lines directly.
+fn main_idles(r: &Run) -> u64 {
+    let id = &r.report["sessionId"];
+    let count = r
+        .record
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| {
+            let params = &r["msg"]["params"];
+            let update = &params["update"];
+            r["dir"] == "a2c"
+                && r["msg"]["method"] == "session/update"
+                && params["sessionId"] == *id
+                && update["sessionUpdate"] == "state_update"
+                && update["state"] == "idle"
+                && update.get("usage").is_some()
+        })
+        .count();
+    count as u64
 }
 
 #[test]

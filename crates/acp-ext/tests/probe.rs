@@ -582,6 +582,11 @@ fn a_killed_probe_leaves_no_agent_behind() {
     std::thread::sleep(Duration::from_millis(300));
     probe.kill().unwrap(); // SIGKILL: no handler of the probe runs.
     probe.wait().unwrap();
+    // What the killed probe could not remove: its own folder, named by its
+    // process id.
+    for path in common::temp_entries_of(probe.id()) {
+        let _ = std::fs::remove_dir_all(path);
+    }
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     let gone = (0..100).any(|_| {
         std::thread::sleep(Duration::from_millis(50));

@@ -499,7 +499,8 @@ fn check_and_the_state_agree_on_malformed_standard_shapes() {
         // A chunk-only session is a session.
         r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s2","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#,
     ];
-    let path = std::env::temp_dir().join(format!("acp-ext-shapes-{}.jsonl", std::process::id()));
+    let dir = scratch("shapes");
+    let path = dir.join("shapes.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let mut found: Vec<(u64, String)> = check_errors(&path)
         .iter()
@@ -561,7 +562,8 @@ fn namespace_misuse_is_recorded_where_check_reports_it() {
         r#"{"jsonrpc":"2.0","method":"_lody/rate_limits/update","params":{"rateLimits":[{"limitId":"l","scope":{"providerId":"p"},"windows":[]}]}}"#,
         r#"{"jsonrpc":"2.0","method":"_lody/session/activity_update","params":{"version":1,"sessionId":"s1","state":"idle","backgroundTaskCount":0}}"#,
     ];
-    let path = std::env::temp_dir().join(format!("acp-ext-misuse-{}.jsonl", std::process::id()));
+    let dir = scratch("misuse");
+    let path = dir.join("misuse.jsonl");
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let findings: Vec<(u64, String)> = check_errors(&path)
         .iter()
@@ -623,7 +625,6 @@ fn namespace_misuse_is_recorded_where_check_reports_it() {
     );
     assert_eq!(state["rateLimits"], serde_json::json!({}), "{state:#}");
     assert_eq!(state["accounting"]["recorded"], 2);
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]

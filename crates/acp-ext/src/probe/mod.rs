@@ -325,14 +325,10 @@ where
         anyhow::bail!("cannot start the agent: {missing}");
     }
     let started = Instant::now();
-    // Where the guard tells how the agent ended.
-    let report_path = std::env::temp_dir().join(format!(
-        "acp-ext-guard-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    ));
+    // The session's folder and the guard's report, removed with `scratch`
+    // when the probe ends or is dropped.
+    let scratch = steps::tempdir()?;
+    let report_path = scratch.guard_report();
     // With a guard, the agent's process group ends even if the probe is
     // killed (SIGKILL included): the tap's guard, between probe and agent,
     // which also reports a signal death of the agent.
@@ -390,7 +386,7 @@ where
     let checker = std::thread::spawn(move || check_lines(rx, observer));
 
     let outcome = Arc::new(Mutex::new(report::Outcome::default()));
-    let result = drive(agent, &options, outcome.clone(), idles).await;
+    let result = drive(agent, &options, outcome.clone(), idles, &scratch.session()).await;
     // The connection is closed and the agent reaped: the channel ends.
     let (findings, turns) = checker.join().unwrap_or_default();
     let outcome = std::mem::take(&mut *outcome.lock().unwrap_or_else(|p| p.into_inner()));
@@ -424,7 +420,6 @@ where
             format!("connection failed: {e}{how}"),
         );
     }
-    let _ = std::fs::remove_file(&report_path);
     let tail = stderr_tail.lock().unwrap_or_else(|p| p.into_inner());
     report.stderr_tail = tail.clone();
     report.command = argv;
@@ -719,7 +714,7 @@ mod tests {
     #[test]
     fn files_are_served_inside_the_session_directory_only() {
         let dir = tempdir().unwrap();
-        let root = dir.path.clone();
+        let root = dir.session();
         let file = root.join("notes.txt");
         let path = file.to_string_lossy().into_owned();
         let write = json!({"sessionId": "s", "path": path, "content": "one\ntwo\nthree\n"});

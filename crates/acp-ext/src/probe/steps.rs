@@ -129,11 +129,12 @@ pub(super) async fn drive(
     options: &ProbeOptions,
     outcome: Arc<Mutex<report::Outcome>>,
     idles: Arc<Idles>,
+    session_dir: &Path,
 ) -> anyhow::Result<()> {
     let options = options.clone();
     let rec = Recorder(outcome);
-    let dir = tempdir()?;
-    let root = dir.path.clone();
+    let root = session_dir.to_path_buf();
+    let dir = root.clone();
     agent_client_protocol::Builder::new(Client)
         .name("acp-ext probe")
         .on_receive_request(
@@ -157,7 +158,7 @@ pub(super) async fn drive(
             if !options.session && options.prompts.is_empty() {
                 return Ok(());
             }
-            let Some(session_id) = new_session(&cx, &init, &dir.path, options.timeout, &rec).await
+            let Some(session_id) = new_session(&cx, &init, &dir, options.timeout, &rec).await
             else {
                 return Ok(());
             };
@@ -167,7 +168,7 @@ pub(super) async fn drive(
                 &init,
                 &session_id,
                 last_turn.as_deref(),
-                &dir.path,
+                &dir,
                 options.timeout,
                 &rec,
             )
@@ -772,9 +773,24 @@ fn sample_value(schema: &Value) -> Value {
     }
 }
 
-/// A temporary directory removed on drop.
+/// The probe's own folder in the system's temporary directory, removed on
+/// drop (also when the probe is dropped mid-run): the session's folder,
+/// where the agent's files go, and the guard's report beside it. A guard
+/// that writes after the probe is gone finds no folder and leaves nothing.
 pub(super) struct TempDir {
     pub(super) path: std::path::PathBuf,
+}
+
+impl TempDir {
+    /// The session's folder: its `cwd`, and where the agent's files go.
+    pub(super) fn session(&self) -> std::path::PathBuf {
+        self.path.join("session")
+    }
+
+    /// Where the guard tells how the agent ended.
+    pub(super) fn guard_report(&self) -> std::path::PathBuf {
+        self.path.join("guard")
+    }
 }
 
 pub(super) fn tempdir() -> std::io::Result<TempDir> {
@@ -783,8 +799,9 @@ pub(super) fn tempdir() -> std::io::Result<TempDir> {
         std::process::id(),
         uuid_like()
     ));
-    std::fs::create_dir_all(&path)?;
-    Ok(TempDir { path })
+    let dir = TempDir { path };
+    std::fs::create_dir_all(dir.session())?;
+    Ok(dir)
 }
 
 fn uuid_like() -> u128 {

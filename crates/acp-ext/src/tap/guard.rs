@@ -11,9 +11,11 @@
 //! pipes (so the end of the agent's output is seen when the agent closes
 //! it), and waits. Then:
 //!
-//! - the agent exits: the guard exits with the agent's code, or ends by
-//!   the signal that ended the agent (a shell reports 128 + its number
-//!   either way), which the tap (or the probe) reports;
+//! - the agent exits: the guard ends what the agent left in the group
+//!   (children that outlived it: SIGTERM, then SIGKILL after two seconds;
+//!   Linux), then exits with the agent's code, or ends by the signal that
+//!   ended the agent (a shell reports 128 + its number either way), which
+//!   the tap (or the probe) reports;
 //! - the tap dies: the kernel signals the guard, which sends SIGKILL to
 //!   the whole group, the agent and every child it left in the group
 //!   (`npx` and `sh -c` wrappers, an npm script's native binary) with it;
@@ -190,6 +192,10 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
             other => break other?,
         }
     };
+    // Read before the stragglers' SIGTERM, which reaches the guard too.
+    let group_signalled = group_signalled.load(Ordering::Relaxed);
+    #[cfg(target_os = "linux")]
+    end_stragglers();
     // An agent a signal ended: the guard ends by the same signal, so that
     // whoever waits for it sees how the agent died (`signal: 9 (SIGKILL)`,
     // not `exit status: 137`); a shell's code for both is the same.
@@ -197,7 +203,7 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
             if let Some(path) = &report {
-                let how = if group_signalled.load(Ordering::Relaxed) {
+                let how = if group_signalled {
                     "exited".to_owned()
                 } else {
                     format!("ended by {}", signal_text(sig))
@@ -210,4 +216,68 @@ fn guard(parent: i32, program: OsString, args: Vec<OsString>) -> io::Result<i32>
         }
     }
     Ok(super::process::exit_code(status))
+}
+
+/// How long the agent's children that outlived it have to end after
+/// SIGTERM, before SIGKILL.
+#[cfg(target_os = "linux")]
+const GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends what the agent left in its group when it exited (children that
+/// outlived it, such as a helper still writing its settings): SIGTERM to
+/// the group, then SIGKILL to each one still there after [`GRACE`]. The
+/// guard ignores the SIGTERM, and is not among those killed.
+#[cfg(target_os = "linux")]
+fn end_stragglers() {
+    use std::time::{Duration, Instant};
+    let group = getpgrp();
+    if group_members(group).is_empty() {
+        return;
+    }
+    let _ = kill_process_group(group, Signal::TERM);
+    let mut deadline = Instant::now() + GRACE;
+    let mut killed = false;
+    loop {
+        let left = group_members(group);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            if killed {
+                return;
+            }
+            // SIGKILL takes effect soon, not at once: the guard waits a
+            // little longer, so that none is left when it exits.
+            for pid in left {
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+            }
+            killed = true;
+            deadline = Instant::now() + Duration::from_secs(1);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The live processes of process group `group` other than this one, read
+/// from `/proc` (a zombie has ended already).
+#[cfg(target_os = "linux")]
+fn group_members(group: Pid) -> Vec<Pid> {
+    let me = rustix::process::getpid();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = Pid::from_raw(e.file_name().to_str()?.parse().ok()?)?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // `pid (name) state ppid pgrp …`: the name may hold spaces and
+            // parentheses, the fields after its last `)` do not.
+            let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+            let state = fields.next()?;
+            let pgrp: i32 = fields.nth(1)?.parse().ok()?;
+            (pid != me && pgrp == group.as_raw_nonzero().get() && state != "Z" && state != "X")
+                .then_some(pid)
+        })
+        .collect()
 }

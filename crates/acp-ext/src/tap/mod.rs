@@ -28,7 +28,8 @@
 //! as `npx …` or `sh -c …` and the program it started get them, as they
 //! would from the terminal). With [`TapOptions::agent_guard`] (what
 //! `acp-ext tap` uses) a guard process leads the group and kills all of it
-//! when the tap dies, even by SIGKILL. The client's end of input closes the
+//! when the tap dies, even by SIGKILL, and ends what the agent left in it
+//! when the agent exits (Linux). The client's end of input closes the
 //! agent's stdin; the agent's exit ends the tap with the agent's exit code
 //! (128 + signal number for a signal death). The agent is always reaped.
 //!
@@ -193,7 +194,8 @@ impl TapOptions {
 
     /// Runs the agent under the guard of `exe` (Unix): a small process that
     /// ends the agent's whole process group when the tap dies, even when it
-    /// is killed with SIGKILL (Linux: the kernel's parent-death signal).
+    /// is killed with SIGKILL (Linux: the kernel's parent-death signal), and
+    /// the agent's children that outlive it when it exits (Linux).
     /// `exe` must run [`guard_main`] when its first argument is
     /// [`GUARD_ARG`]; the `acp-ext` binary does, and `acp-ext tap` passes
     /// itself. Without a guard (the default for embedders) a SIGKILLed tap

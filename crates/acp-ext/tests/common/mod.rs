@@ -49,6 +49,21 @@ pub fn corpus_files() -> Vec<PathBuf> {
     files
 }
 
+/// What an `acp-ext` process with this id left in the system's temporary
+/// directory (entries named `acp-ext-…-PID-…`).
+pub fn temp_entries_of(pid: u32) -> Vec<PathBuf> {
+    let mark = format!("-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("acp-ext-") && name.contains(&mark)
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
 /// A fresh scratch directory for one test, named after the test binary.
 /// Removed when dropped, unless the test is failing: then it stays for
 /// inspection and its path is printed.

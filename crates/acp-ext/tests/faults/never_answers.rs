@@ -251,6 +251,9 @@ fn a_probe_stopped_by_sigterm_leaves_no_agent_behind() {
     let status = wait(&mut child, "probe");
     assert_eq!(status.code(), Some(128 + 15), "{status:?}");
     assert_gone(pid, "agent behind a stopped probe");
+    // Nor anything in the temporary directory.
+    let left = common::temp_entries_of(child.id());
+    assert!(left.is_empty(), "the stopped probe left {left:?}");
 }
 
 #[tokio::test]
