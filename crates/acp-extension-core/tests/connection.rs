@@ -126,7 +126,18 @@ fn values_that_are_no_message_say_why_in_one_place() {
     for (v, why) in [
         (json!([]), "an empty batch"),
         (json!(3), "found a number"),
-        (json!({"method": 1}), "`method` must be a string"),
+        (
+            json!({"jsonrpc": "2.0", "method": 1}),
+            "`method` must be a string",
+        ),
+        (
+            json!({"method": "initialize"}),
+            "needs `\"jsonrpc\": \"2.0\"`",
+        ),
+        (
+            json!({"jsonrpc": 2, "id": 1, "result": {}}),
+            "`jsonrpc` must be \"2.0\", found 2",
+        ),
         (json!({"id": 1}), "needs `result` or `error`"),
         (
             json!({"inputTokens": 1, "outputTokens": 2}),

@@ -187,7 +187,6 @@ impl Observer for Step<'_> {
         // is no JSON-RPC message).
         if message.batch_index().is_some()
             || matches!(message, Message::Call(call) if call.bare_event)
-            || !is_json_rpc_2(message)
         {
             return;
         }
@@ -203,15 +202,6 @@ impl Observer for Step<'_> {
             _ => None,
         };
     }
-}
-
-/// Whether `message` says it is JSON-RPC 2.0 (`"jsonrpc": "2.0"`): only
-/// such a message is translated; any other passes as it is, for the peer
-/// to answer as it would without the bridge.
-fn is_json_rpc_2(message: &Message<'_>) -> bool {
-    // A verified event's envelope was read as JSON-RPC 2.0 with its line.
-    matches!(message, Message::Call(call) if call.params.is_verified())
-        || message.value().get("jsonrpc").and_then(Value::as_str) == Some("2.0")
 }
 
 impl Translator {

@@ -51,7 +51,7 @@ pub const INPUT_TOO_LARGE: RuleInfo = RuleInfo::new(
 pub const NOT_A_MESSAGE: RuleInfo = RuleInfo::new(
     "not-a-message",
     Error,
-    "A value where a JSON-RPC message was expected is not an object with `method`, or with `id` and `result`/`error`.",
+    "A value where a JSON-RPC message was expected is not an object with `\"jsonrpc\": \"2.0\"` and `method`, or with `id` and `result`/`error`.",
 );
 /// Shape: an extension payload or `_meta.<ns>` field breaks its type.
 pub const SHAPE: RuleInfo = RuleInfo::new(

@@ -107,11 +107,14 @@ fn not_a_message() {
     let findings = run(&[
         (A2C, json!(5)),
         (A2C, json!({"foo": 1})),
-        (A2C, json!({"method": 3})),
+        (A2C, json!({"jsonrpc": "2.0", "method": 3})),
+        // JSON-RPC 2.0 says so in every message.
+        (A2C, json!({"method": "session/update", "params": {}})),
+        (A2C, json!({"jsonrpc": "1.0", "id": 1, "result": {}})),
     ]);
     assert_eq!(
         paths(&of(&findings, &rules::NOT_A_MESSAGE)),
-        ["", "", "/method"]
+        ["", "", "/method", "/jsonrpc", "/jsonrpc"]
     );
     assert_clean(&[(
         A2C,

@@ -78,8 +78,9 @@ pub(crate) fn walk_meta(v: &Value, at: &str, owner: Option<&str>, out: &mut Vec<
 
 /// Why an object is no JSON-RPC message (the pointer and the words), or
 /// `None` when it is a request, a notification, a response or a bare
-/// subagent event: an `id` that is no string, number or null; a `method`
-/// that is no string; an `id` without `result` or `error`; no envelope at
+/// subagent event: an `id` that is no string, number or null; a message
+/// without `"jsonrpc": "2.0"`; a `method` that is no string; an `id`
+/// without `result` or `error`; no envelope at
 /// all (named by [`resembles`] when it is a known part of a message). The
 /// connection follower and `validate`'s `auto` kind judge by this one rule.
 pub(crate) fn envelope_problem(obj: &Map<String, Value>) -> Option<(&'static str, String)> {
@@ -95,10 +96,22 @@ pub(crate) fn envelope_problem(obj: &Map<String, Value>) -> Option<(&'static str
             ),
         ));
     }
+    let message =
+        obj.contains_key("method") || obj.contains_key("result") || obj.contains_key("error");
+    // JSON-RPC 2.0: every request, notification and response says so.
+    if message && obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some((
+            "/jsonrpc",
+            match obj.get("jsonrpc") {
+                None => "a JSON-RPC 2.0 message needs `\"jsonrpc\": \"2.0\"`".to_owned(),
+                Some(v) => format!("`jsonrpc` must be \"2.0\", found {v}"),
+            },
+        ));
+    }
     if let Some(method) = obj.get("method") {
         return (!method.is_string()).then(|| ("/method", "`method` must be a string".to_owned()));
     }
-    if obj.contains_key("result") || obj.contains_key("error") {
+    if message {
         return None;
     }
     if obj.contains_key("id") {
