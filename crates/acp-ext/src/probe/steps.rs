@@ -134,7 +134,6 @@ pub(super) async fn drive(
     let options = options.clone();
     let rec = Recorder(outcome);
     let root = session_dir.to_path_buf();
-    let dir = root.clone();
     agent_client_protocol::Builder::new(Client)
         .name("acp-ext probe")
         .on_receive_request(
@@ -158,7 +157,8 @@ pub(super) async fn drive(
             if !options.session && options.prompts.is_empty() {
                 return Ok(());
             }
-            let Some(session_id) = new_session(&cx, &init, &dir, options.timeout, &rec).await
+            let Some(session_id) =
+                new_session(&cx, &init, session_dir, options.timeout, &rec).await
             else {
                 return Ok(());
             };
@@ -168,7 +168,7 @@ pub(super) async fn drive(
                 &init,
                 &session_id,
                 last_turn.as_deref(),
-                &dir,
+                session_dir,
                 options.timeout,
                 &rec,
             )
@@ -778,7 +778,7 @@ fn sample_value(schema: &Value) -> Value {
 /// where the agent's files go, and the guard's report beside it. A guard
 /// that writes after the probe is gone finds no folder and leaves nothing.
 pub(super) struct TempDir {
-    pub(super) path: std::path::PathBuf,
+    path: std::path::PathBuf,
 }
 
 impl TempDir {
