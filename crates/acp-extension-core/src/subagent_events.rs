@@ -66,7 +66,6 @@
 //! ```
 
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::fmt;
 
 use agent_client_protocol::v1::schema::SessionUpdate;
@@ -734,12 +733,6 @@ impl<'de> Deserialize<'de> for SubagentEvent {
 /// The envelope's keys, then the payload's.
 const KEYS: usize = SubagentEvent::ENVELOPE_KEYS.len() + PAYLOAD_KEYS.len();
 
-thread_local! {
-    /// The keys of the last subagent event this thread's sift accepted
-    /// ([`sifted_keys`]).
-    static SIFTED_KEYS: Cell<Option<SiftedKeys>> = const { Cell::new(None) };
-}
-
 /// Where the keys of a subagent event the sift accepted end in the text
 /// it read: the facts' values follow them, so a follower finds the facts
 /// without walking the text again.
@@ -813,23 +806,26 @@ impl SiftedKeys {
     }
 }
 
-/// Runs `sift` (which sifts at most one subagent event) and gives the keys
-/// of the event it accepted, if it accepted one.
-pub(crate) fn sifted_keys<T>(sift: impl FnOnce() -> T) -> (T, Option<SiftedKeys>) {
-    SIFTED_KEYS.set(None);
-    let result = sift();
-    (result, SIFTED_KEYS.take())
-}
-
 impl Sift for SubagentEvent {
     fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
+        Self::sift_keys(d, buffered).map(|_| ())
+    }
+}
+
+impl SubagentEvent {
+    /// [`Sift::sift`], giving where the keys of the event it accepted end
+    /// in the text read.
+    pub(crate) fn sift_keys<'de, D: Deserializer<'de>>(
+        d: D,
+        buffered: bool,
+    ) -> Result<SiftedKeys, D::Error> {
         struct V(bool);
         impl<'de> Visitor<'de> for V {
-            type Value = ();
+            type Value = SiftedKeys;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a SubagentEvent object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SiftedKeys, A::Error> {
                 let b = self.0;
                 // Keys seen: the envelope, then the payload keys.
                 let mut seen = [false; KEYS];
@@ -903,10 +899,7 @@ impl Sift for SubagentEvent {
                         Some(SubagentEventType::Snapshot) if !snapshot => "snapshot",
                         Some(SubagentEventType::Progress) if !progress => "progress",
                         Some(SubagentEventType::Output) if !update => "update",
-                        Some(kind) => {
-                            SIFTED_KEYS.set(Some(SiftedKeys { kind, seen, ends }));
-                            return Ok(());
-                        }
+                        Some(kind) => return Ok(SiftedKeys { kind, seen, ends }),
                     }
                 };
                 Err(de::Error::missing_field(missing))

@@ -7,18 +7,16 @@ use std::cell::OnceCell;
 use std::fmt;
 
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
 use crate::connection::sequence::EventFacts;
 use crate::methods::ContractMethod;
 use crate::namespace::Namespace;
-use crate::subagent_events::{
-    EventKey, KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType, sifted_keys,
-};
+use crate::subagent_events::{EventKey, KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType};
 use crate::wire::Key;
 use crate::wire::WireEnum;
-use crate::wire::sift::{SiftSeed, sifting};
+use crate::wire::sift::sifting;
 
 mod scan;
 use scan::*;
@@ -506,8 +504,8 @@ fn typed_event(text: &str, parse: EventParse) -> Option<EventLine> {
         EventParse::Now => false,
     };
     if sift {
-        match sifted_keys(|| sifted_envelope(text)) {
-            (Sifted::Accepted(namespace), Some(keys)) => {
+        match sifted_envelope(text) {
+            Sifted::Accepted(namespace, keys) => {
                 let with_output = parse == EventParse::OutputOnDemand;
                 if let Some(facts) = FactSpans::find(text, &keys, with_output)
                     .filter(|f| !with_output || f.output.is_some())
@@ -521,10 +519,8 @@ fn typed_event(text: &str, parse: EventParse) -> Option<EventLine> {
                 }
             }
             // The typed parse would refuse it too.
-            (Sifted::Refused, _) => return None,
-            // Undecided, or (never: its sift records them) accepted
-            // without the event's keys.
-            _ => {}
+            Sifted::Refused => return None,
+            Sifted::Undecided => {}
         }
     }
     let envelope = typed_envelope(text)?;
@@ -584,8 +580,9 @@ fn plain_epoch_at(bytes: &[u8], at: usize) -> bool {
 
 /// What the sift says of a typed lane envelope.
 enum Sifted {
-    /// [`typed_envelope`] reads it, as a notification of this namespace.
-    Accepted(Namespace),
+    /// [`typed_envelope`] reads it, as a notification of this namespace;
+    /// where the event's keys end in the text.
+    Accepted(Namespace, SiftedKeys),
     /// It does not, or the method is not the lane's.
     Refused,
     /// The sift gave up: only the typed parse can tell.
@@ -596,30 +593,35 @@ enum Sifted {
 /// each, `jsonrpc` and `method` strings, and params the sift accepts as a
 /// [`SubagentEvent`] (what [`typed_envelope`] reads).
 fn sifted_envelope(text: &str) -> Sifted {
+    /// The params, sifted as a [`SubagentEvent`]: where its keys end.
+    struct Params;
+    impl<'de> DeserializeSeed<'de> for Params {
+        type Value = SiftedKeys;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SiftedKeys, D::Error> {
+            SubagentEvent::sift_keys(d, false)
+        }
+    }
     struct V;
     impl<'de> Visitor<'de> for V {
-        type Value = Option<Namespace>;
+        type Value = Option<(Namespace, SiftedKeys)>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a subagent event notification")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let (mut jsonrpc, mut method, mut params) = (None, None, false);
+            let (mut jsonrpc, mut method, mut params) = (None, None, None);
             while let Some(key) = map.next_key::<Key<'de>>()? {
                 match &*key.0 {
                     "jsonrpc" if jsonrpc.is_none() => {
                         jsonrpc = Some(map.next_value::<Key<'de>>()?.0)
                     }
                     "method" if method.is_none() => method = Some(map.next_value::<Key<'de>>()?.0),
-                    "params" if !params => {
-                        map.next_value_seed(SiftSeed::<SubagentEvent>::new(false))?;
-                        params = true;
-                    }
+                    "params" if params.is_none() => params = Some(map.next_value_seed(Params)?),
                     // Another key, or one twice: the typed parse refuses.
                     _ => return Ok(None),
                 }
             }
             Ok(match (jsonrpc, method, params) {
-                (Some(j), Some(m), true) => lane_namespace(&j, &m),
+                (Some(j), Some(m), Some(keys)) => lane_namespace(&j, &m).map(|n| (n, keys)),
                 _ => None,
             })
         }
@@ -630,7 +632,7 @@ fn sifted_envelope(text: &str) -> Sifted {
             .and_then(|namespace| de.end().map(|()| namespace))
     });
     match read {
-        Ok(Some(namespace)) => Sifted::Accepted(namespace),
+        Ok(Some((namespace, keys))) => Sifted::Accepted(namespace, keys),
         _ if gave_up => Sifted::Undecided,
         _ => Sifted::Refused,
     }
