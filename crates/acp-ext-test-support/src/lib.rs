@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use acp_extension_core::Namespace;
-use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
+use acp_extension_core::connection::{Line, ParsedLine, Reads};
 use acp_extension_core::methods::{
     ALL_METHODS, AnyExtensionNotification, AnyExtensionRequest, ExtensionNotification,
     ExtensionRequest, ExtensionResponse, MethodKind, method_kind,
@@ -116,12 +116,12 @@ pub fn validate(data: &[u8]) {
     }
 }
 
-/// [`parse_line_with`] both ways: the same lines take the typed lane, and
-/// a sifted line's event (built on demand) and facts are the built one's.
+/// [`Line::read`] both ways: the same lines take the typed lane, and a
+/// sifted line's event (built on demand) and facts are the built one's.
 fn lanes_agree(line: &[u8]) {
-    let built = parse_line_with(line, EventParse::Now);
-    let sifted = parse_line_with(line, EventParse::OnDemand);
-    match (&built, &sifted) {
+    let built = Line::read(line, Reads::Event);
+    let sifted = Line::read(line, Reads::RunFacts);
+    match (built.parsed(), sifted.parsed()) {
         (ParsedLine::Event(b), ParsedLine::Event(s)) => {
             assert_eq!(s.facts(), b.facts(), "facts");
             assert_eq!(s.event(), b.event(), "the sifted line built another event");

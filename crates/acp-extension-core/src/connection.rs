@@ -72,8 +72,14 @@ mod line;
 mod message;
 pub mod sequence;
 pub(crate) use line::SiftedOutput;
+/// How a [`Line`] was read (a tree, or an event read straight into its
+/// type): for the lanes' differential tests and fuzzers only (feature
+/// `test-support`); no one else can tell.
+#[cfg(feature = "test-support")]
 #[doc(hidden)]
-pub use line::{EventLine, EventParse, ParsedLine, parse_line, parse_line_with};
+pub use line::{EventLine, ParsedLine};
+#[cfg(not(feature = "test-support"))]
+pub(crate) use line::{EventLine, ParsedLine};
 pub use line::{Line, Reads};
 use message::NULL;
 pub use message::{Answer, Call, Invalid, Message, Params};
@@ -364,7 +370,11 @@ impl Connection {
         line: &str,
         observers: &mut [&mut dyn Observer],
     ) {
-        self.follow_parsed(direction, &parse_line(line.as_bytes()), observers)
+        self.follow_read(
+            direction,
+            &Line::read(line.as_bytes(), Reads::Event),
+            observers,
+        )
     }
 
     /// Follows one line read ahead by [`Line::read`] (on this thread or
@@ -377,21 +387,7 @@ impl Connection {
         line: &Line,
         observers: &mut [&mut dyn Observer],
     ) {
-        self.follow_parsed(direction, line.parsed(), observers)
-    }
-
-    #[doc(hidden)]
-    /// Follows one line read by [`parse_line`] (on this thread or another):
-    /// a JSON tree as [`Connection::follow`] does, a typed event without
-    /// one (the same classification, sequence rules and observers), and
-    /// bytes that are not JSON as `not-json`.
-    pub fn follow_parsed(
-        &mut self,
-        direction: Direction,
-        line: &ParsedLine,
-        observers: &mut [&mut dyn Observer],
-    ) {
-        match line {
+        match &line.0 {
             ParsedLine::Value(v) => self.follow(direction, v, observers),
             ParsedLine::Event(event) => {
                 let message = self.one_event(direction, event);

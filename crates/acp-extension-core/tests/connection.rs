@@ -219,16 +219,12 @@ fn a_line_that_is_not_json_reaches_every_observer() {
 
 #[test]
 fn a_line_is_read_as_utf_8_once_and_bytes_that_are_not_say_where() {
-    use acp_extension_core::connection::{EventParse, ParsedLine, parse_line_with};
+    use acp_extension_core::connection::{Line, Reads};
     // A lane line with a stray byte in a string: not JSON, at that byte (the
     // 70th).
     let bad = b"{\"jsonrpc\":\"2.0\",\"method\":\"_lody/subagents/event\",\"params\":{\"note\":\"a\xffb\"}}";
-    for parse in [
-        EventParse::Now,
-        EventParse::OnDemand,
-        EventParse::OutputOnDemand,
-    ] {
-        let ParsedLine::NotJson(why) = parse_line_with(bad, parse) else {
+    for reads in [Reads::Event, Reads::RunFacts, Reads::Fold] {
+        let Some(why) = Line::read(bad, reads).not_json().map(str::to_owned) else {
             panic!("a line that is not UTF-8 parsed")
         };
         assert_eq!(why, "invalid unicode code point at line 1 column 70");
@@ -236,17 +232,19 @@ fn a_line_is_read_as_utf_8_once_and_bytes_that_are_not_say_where() {
     // Valid UTF-8 outside the lane (and an invalid lane event): its tree,
     // non-ASCII text intact.
     let other = "{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{\"note\":\"é✓\"}}";
-    let ParsedLine::Value(v) = parse_line_with(other.as_bytes(), EventParse::OnDemand) else {
+    let read = Line::read(other.as_bytes(), Reads::RunFacts);
+    let Some(v) = read.tree() else {
         panic!("not a tree")
     };
     assert_eq!(v["params"]["note"], "é✓");
     let invalid = r#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"summary":"ü","turnCount":-2}}}"#;
-    let ParsedLine::Value(v) = parse_line_with(invalid.as_bytes(), EventParse::OnDemand) else {
+    let read = Line::read(invalid.as_bytes(), Reads::RunFacts);
+    let Some(v) = read.tree() else {
         panic!("an invalid event is its tree")
     };
     assert_eq!(v["params"]["progress"]["summary"], "ü");
     assert_eq!(
-        parse_line_with(b"{\"a\":1", EventParse::Now),
-        ParsedLine::NotJson("EOF while parsing an object at line 1 column 6".into())
+        Line::read(b"{\"a\":1", Reads::Event).not_json(),
+        Some("EOF while parsing an object at line 1 column 6")
     );
 }

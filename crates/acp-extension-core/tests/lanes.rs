@@ -1,12 +1,13 @@
 //! The follower's readings of a line reach one result.
 //!
-//! [`parse_line`] reads a valid subagent event notification straight into
+//! [`Line::read`] reads a valid subagent event notification straight into
 //! its type (the typed lane) and every other line as a JSON tree. Each line
-//! here is followed three ways by a connection with the consumer state as
-//! its observer: as a tree ([`Connection::follow`]), as `parse_line` reads
-//! it, and as [`parse_line_with`] reads it with [`EventParse::OnDemand`]
-//! (sifted, the event built when the state asks), both through
-//! [`Connection::follow_parsed`]. The messages the observers see (kind,
+//! here is followed four ways by a connection with the consumer state as
+//! its observer: as a tree ([`Connection::follow`]), and as `Line::read`
+//! reads it for each [`Reads`] (built with the line; sifted, the event
+//! built when the state asks; text chunks and tool calls sifted), through
+//! [`Connection::follow_read`]. How a line was read is seen only through
+//! the feature `test-support`. The messages the observers see (kind,
 //! direction, method, session, sequence findings, whether a run folds it)
 //! and the folded states must be the same, and both lanes must take the
 //! same lines. For every line the typed lane takes, the tree must also be
@@ -21,7 +22,7 @@ mod common;
 
 use acp_extension_core::connection::sequence::EventFacts;
 use acp_extension_core::connection::{
-    Connection, Direction, EventParse, Message, Observer, ParsedLine, parse_line, parse_line_with,
+    Connection, Direction, Line, Message, Observer, ParsedLine, Reads,
 };
 use acp_extension_core::meta::{epoch_findings, sections};
 use acp_extension_core::state::ConnectionState;
@@ -84,10 +85,10 @@ impl Reading {
         }
     }
 
-    fn parsed(&mut self, line: &ParsedLine) {
+    fn read(&mut self, line: &Line) {
         let observers: &mut [&mut dyn Observer] = &mut [&mut self.state, &mut self.seen];
         self.connection
-            .follow_parsed(Direction::Unknown, line, observers);
+            .follow_read(Direction::Unknown, line, observers);
     }
 }
 
@@ -141,7 +142,7 @@ fn assert_same(lines: &[Vec<u8>]) -> usize {
 }
 
 /// [`assert_same`], and how many lines read with
-/// [`EventParse::OutputOnDemand`] were left unbuilt (text chunks and tool
+/// [`Reads::Fold`] were left unbuilt (text chunks and tool
 /// calls the state folds from the line).
 fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
     let (mut tree, mut lane, mut sifted) = (Reading::new(), Reading::new(), Reading::new());
@@ -154,10 +155,10 @@ fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
     {
         let text = String::from_utf8_lossy(line);
         tree.tree(line);
-        let parsed = parse_line(line);
-        let on_demand = parse_line_with(line, EventParse::OnDemand);
-        let text_sifted = parse_line_with(line, EventParse::OutputOnDemand);
-        match (&parsed, &text_sifted) {
+        let parsed = Line::read(line, Reads::Event);
+        let on_demand = Line::read(line, Reads::RunFacts);
+        let text_sifted = Line::read(line, Reads::Fold);
+        match (parsed.parsed(), text_sifted.parsed()) {
             (ParsedLine::Event(e), ParsedLine::Event(t)) => {
                 assert_eq!(t.facts(), EventFacts::from(e.event()), "facts of {text}");
                 unbuilt += usize::from(!t.is_built());
@@ -167,7 +168,7 @@ fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
             }
             _ => assert_eq!(parsed, text_sifted, "{text}"),
         }
-        match (&parsed, &on_demand) {
+        match (parsed.parsed(), on_demand.parsed()) {
             (ParsedLine::Event(e), ParsedLine::Event(s)) => {
                 assert!(e.is_built());
                 assert_lane_promise(line, e.event());
@@ -182,10 +183,11 @@ fn assert_same_counting(lines: &[Vec<u8>]) -> (usize, usize) {
             }
             _ => assert_eq!(parsed, on_demand, "{text}"),
         }
-        lane.parsed(&parsed);
-        sifted.parsed(&on_demand);
-        chunks.parsed(&text_sifted);
-        if let (ParsedLine::Event(e), ParsedLine::Event(s)) = (&parsed, &on_demand) {
+        lane.read(&parsed);
+        sifted.read(&on_demand);
+        chunks.read(&text_sifted);
+        if let (ParsedLine::Event(e), ParsedLine::Event(s)) = (parsed.parsed(), on_demand.parsed())
+        {
             assert_eq!(
                 s.event(),
                 e.event(),
@@ -247,7 +249,7 @@ fn a_generated_session_folds_the_same_either_way() {
     let tool_calls = lines
         .iter()
         .filter(|l| {
-            matches!(parse_line_with(l, EventParse::OutputOnDemand),
+            matches!(Line::read(l, Reads::Fold).parsed(),
                 ParsedLine::Event(e) if !e.is_built() && String::from_utf8_lossy(l).contains(r#""sessionUpdate":"tool_call"#))
         })
         .count();
@@ -267,16 +269,16 @@ fn a_generated_session_folds_the_same_either_way() {
     // the text.
     let mut connection = Connection::new();
     let mut seen = Seen::default();
-    let parsed: Vec<ParsedLine> = lines
+    let parsed: Vec<Line> = lines
         .iter()
-        .map(|l| parse_line_with(l, EventParse::OnDemand))
+        .map(|l| Line::read(l, Reads::RunFacts))
         .collect();
     for line in &parsed {
-        connection.follow_parsed(Direction::Unknown, line, &mut [&mut seen]);
+        connection.follow_read(Direction::Unknown, line, &mut [&mut seen]);
     }
     let built = parsed
         .iter()
-        .filter(|p| matches!(p, ParsedLine::Event(e) if e.is_built()))
+        .filter(|p| matches!(p.parsed(), ParsedLine::Event(e) if e.is_built()))
         .count();
     assert_eq!(built, 0, "sifted events were built");
 }
@@ -363,10 +365,10 @@ fn envelope_variants_take_the_lane_only_when_exact() {
         (envelope(&text.replace(r#""sessionUpdate":"agent_message_chunk""#, r#""sessionUpdate":"agent_message_chunk","sessionUpdate":"agent_thought_chunk""#), "lody"), false),
     ];
     for (line, lane) in &cases {
-        let parsed = parse_line(line.as_bytes());
-        assert_eq!(matches!(parsed, ParsedLine::Event(_)), *lane, "{line}");
-        let sifted = parse_line_with(line.as_bytes(), EventParse::OnDemand);
-        assert_eq!(matches!(sifted, ParsedLine::Event(_)), *lane, "{line}");
+        let parsed = Line::read(line.as_bytes(), Reads::Event);
+        assert_eq!(parsed.tree().is_none(), *lane, "{line}");
+        let sifted = Line::read(line.as_bytes(), Reads::RunFacts);
+        assert_eq!(sifted.tree().is_none(), *lane, "{line}");
         assert_same(&[
             envelope(snapshot, "lody").into_bytes(),
             line.clone().into_bytes(),
@@ -399,8 +401,8 @@ fn a_sifted_line_gives_its_facts_without_being_built() {
         ),
     ];
     for (i, line) in cases.iter().enumerate() {
-        let ParsedLine::Event(event) = parse_line_with(line.as_bytes(), EventParse::OnDemand)
-        else {
+        let read = Line::read(line.as_bytes(), Reads::RunFacts);
+        let ParsedLine::Event(event) = read.parsed() else {
             panic!("not the lane: {line}");
         };
         let facts = event.facts();

@@ -27,10 +27,9 @@ pub(crate) use scan::{SiftedOutput, TextChunk};
 const LODY_SUBAGENTS_EVENT: &str = ContractMethod::SubagentEvent.method(Namespace::Lody);
 const UA_SUBAGENTS_EVENT: &str = ContractMethod::SubagentEvent.method(Namespace::Ua);
 
-#[doc(hidden)]
-/// One line of JSON-RPC traffic, parsed once ([`parse_line`]) and
-/// followed with [`Connection::follow_parsed`](super::Connection::follow_parsed):
-/// the parse may run on another thread than the connection.
+/// One line of JSON-RPC traffic, parsed once (`parse_line_with`), on
+/// any thread: what a [`Line`] holds. Public only with the feature
+/// `test-support`, for the lanes' differential tests.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ParsedLine {
@@ -42,11 +41,10 @@ pub enum ParsedLine {
     NotJson(String),
 }
 
-#[doc(hidden)]
-/// When the typed lane of [`parse_line_with`] builds the event.
+/// When the typed lane of [`parse_line_with`] builds the event (what
+/// [`Reads`] asks for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum EventParse {
+pub(crate) enum EventParse {
     /// With the line: for followers that read every event (a fold).
     #[default]
     Now,
@@ -66,9 +64,9 @@ pub enum EventParse {
     OutputOnDemand,
 }
 
-#[doc(hidden)]
 /// A `_<ns>/subagents/event` notification read straight into its type,
-/// with no JSON tree; see [`parse_line`] for which lines are read so.
+/// with no JSON tree; see `parse_line_with` for which lines are read so.
+/// Public only with the feature `test-support`.
 ///
 /// Two lines are equal when their text is: the text decides the event.
 #[derive(Clone)]
@@ -106,11 +104,6 @@ impl EventLine {
         }
     }
 
-    /// The method's namespace.
-    pub fn namespace(&self) -> Namespace {
-        self.namespace
-    }
-
     /// The event (the notification's params); for a line read with
     /// [`EventParse::OnDemand`], parsed from the line on the first call.
     ///
@@ -138,6 +131,7 @@ impl EventLine {
     /// [`EventParse::OnDemand`], once asked for, or from the start when
     /// its facts could not be found in the text (a string among them with
     /// an escape).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn is_built(&self) -> bool {
         self.event.get().is_some()
     }
@@ -283,7 +277,7 @@ impl Reads {
 /// assert_eq!(connection.values(), 1);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct Line(ParsedLine);
+pub struct Line(pub(super) ParsedLine);
 
 impl Line {
     /// Reads `bytes` for observers that read `reads`.
@@ -326,60 +320,30 @@ impl Line {
         }
     }
 
-    /// How the line was read (for the lanes' differential tests).
+    /// How the line was read: for the lanes' differential tests and
+    /// fuzzers only (feature `test-support`).
+    #[cfg(feature = "test-support")]
     #[doc(hidden)]
     pub fn parsed(&self) -> &ParsedLine {
         &self.0
     }
 }
 
-#[doc(hidden)]
-/// Parses one line of JSON-RPC traffic (without its newline), building a
-/// typed lane event with the line ([`EventParse::Now`]).
+/// Parses one line of JSON-RPC traffic (without its newline), choosing
+/// when a typed lane event is built: the lines taken, and everything a
+/// follower observes, are the same either way.
 ///
 /// A line that is a `_lody/subagents/event` or `_ua/subagents/event`
 /// notification with exactly `jsonrpc: "2.0"`, `method` and `params`, whose
 /// params are a valid [`SubagentEvent`] and whose text holds no `_meta`,
 /// no `…EpochSeconds` key but with a plain whole number of seconds (no
 /// fraction, no exponent, from 1 to 10^11) and no `\u` escape of an ASCII
-/// character, is read straight into its type ([`ParsedLine::Event`]): no JSON tree is built.
-/// Such a line is one no `_meta` or epoch rule can say anything about, and
-/// one validation accepts, so every observer reaches the same verdict as
-/// on its tree, without it. Every other line is a JSON tree, or not JSON.
-///
-/// ```
-/// use acp_extension_core::connection::{parse_line, ParsedLine};
-///
-/// let event = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
-/// let ParsedLine::Event(line) = parse_line(event) else { panic!() };
-/// assert_eq!(line.event().run_id.as_str(), "r");
-/// assert_eq!(line.to_value()["params"]["progress"]["turnCount"], 2);
-///
-/// // Invalid (a negative count): a tree, for the rules to report.
-/// let bad = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}}"#;
-/// assert!(matches!(parse_line(bad), ParsedLine::Value(_)));
-/// assert!(matches!(parse_line(b"{oops"), ParsedLine::NotJson(_)));
-/// ```
-pub fn parse_line(bytes: &[u8]) -> ParsedLine {
-    parse_line_with(bytes, EventParse::Now)
-}
-
-#[doc(hidden)]
-/// [`parse_line`], choosing when a typed lane event is built: the lines
-/// taken, and everything a follower observes, are the same either way.
-///
-/// ```
-/// use acp_extension_core::connection::{parse_line_with, EventParse, ParsedLine};
-///
-/// let event = br#"{"jsonrpc":"2.0","method":"_ua/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}}"#;
-/// let ParsedLine::Event(line) = parse_line_with(event, EventParse::OnDemand) else { panic!() };
-/// // The run rules' facts come from the text; the event when asked.
-/// assert_eq!(line.facts().snapshot_state, Some("running"));
-/// assert!(!line.is_built());
-/// assert_eq!(line.event().run_id.as_str(), "r");
-/// assert!(line.is_built());
-/// ```
-pub fn parse_line_with(bytes: &[u8], parse: EventParse) -> ParsedLine {
+/// character, is read straight into its type ([`ParsedLine::Event`]): no
+/// JSON tree is built. Such a line is one no `_meta` or epoch rule can say
+/// anything about, and one validation accepts, so every observer reaches
+/// the same verdict as on its tree, without it. Every other line is a JSON
+/// tree, or not JSON.
+fn parse_line_with(bytes: &[u8], parse: EventParse) -> ParsedLine {
     // Checked as UTF-8 once, the whole line at a time: parsed from a
     // `&[u8]`, every string would be checked again on its own. A line that
     // is not UTF-8 is parsed from its bytes, for the parser's error.
@@ -641,6 +605,39 @@ fn sifted_envelope(text: &str) -> Sifted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A valid event takes the lane, built with its line or on the first
+    /// ask; an invalid one is a tree, for the rules to report.
+    #[test]
+    fn a_valid_event_takes_the_lane_built_now_or_when_asked() {
+        let event = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2}}}"#;
+        let ParsedLine::Event(line) = parse_line_with(event, EventParse::Now) else {
+            panic!("not on the lane")
+        };
+        assert!(line.is_built());
+        assert_eq!(line.event().run_id.as_str(), "r");
+        assert_eq!(line.to_value()["params"]["progress"]["turnCount"], 2);
+
+        let bad = br#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}}"#;
+        assert!(matches!(
+            parse_line_with(bad, EventParse::Now),
+            ParsedLine::Value(_)
+        ));
+        assert!(matches!(
+            parse_line_with(b"{oops", EventParse::Now),
+            ParsedLine::NotJson(_)
+        ));
+
+        let snapshot = br#"{"jsonrpc":"2.0","method":"_ua/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}}"#;
+        let ParsedLine::Event(line) = parse_line_with(snapshot, EventParse::OnDemand) else {
+            panic!("not on the lane")
+        };
+        // The run rules' facts come from the text; the event when asked.
+        assert_eq!(line.facts().snapshot_state, Some("running"));
+        assert!(!line.is_built());
+        assert_eq!(line.event().run_id.as_str(), "r");
+        assert!(line.is_built());
+    }
 
     /// `check`'s reading (`OnDemand`) locates the run rules' facts and not
     /// the output; the state's (`OutputOnDemand`) locates the output it
