@@ -611,7 +611,8 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
     }
     if let Some(method) = obj.get("method").and_then(Value::as_str) {
         let id = obj.get("id").filter(|id| !id.is_null());
-        let params = Params::tree_of(value, obj.get("params").unwrap_or(&NULL));
+        let event = contract_method(method) == Some(ContractMethod::SubagentEvent);
+        let params = Params::tree_of(value, obj.get("params").unwrap_or(&NULL), event);
         return Message::Call(Call::new(direction, method, id, params));
     }
     let outcome = match (obj.get("result"), obj.get("error")) {
@@ -636,7 +637,7 @@ fn classify_shape(direction: Direction, value: &Value) -> Message<'_> {
         Direction::AgentToClient,
         crate::methods::ContractMethod::SubagentEvent.method(crate::namespace::Namespace::Lody),
         None,
-        Params::tree_of(value, value),
+        Params::tree_of(value, value, true),
     );
     call.bare_event = true;
     Message::Call(call)

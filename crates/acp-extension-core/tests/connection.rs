@@ -248,3 +248,63 @@ fn a_line_is_read_as_utf_8_once_and_bytes_that_are_not_say_where() {
         Some("EOF while parsing an object at line 1 column 6")
     );
 }
+
+/// Every observer gets a call's subagent event from its params, however
+/// the line was read: straight into its type, or from a JSON tree (an
+/// event with `_meta` is no verified line). Not for an event that breaks
+/// the contract, nor for another call.
+#[test]
+fn a_calls_subagent_event_is_there_whether_its_line_was_verified_or_not() {
+    use acp_extension_core::connection::{Line, Reads};
+    use acp_extension_core::subagent_events::SubagentEventType;
+
+    /// Per message: (verified, the event's run id and type).
+    #[derive(Default)]
+    struct Events(Vec<(bool, Option<(String, SubagentEventType)>)>);
+    impl Observer for Events {
+        fn message(&mut self, _: &Connection, m: &Message<'_>) {
+            let Message::Call(c) = m else { return };
+            let event = c
+                .params
+                .event()
+                .map(|e| (e.run_id.as_str().to_owned(), e.payload.event_type()));
+            self.0.push((c.params.is_verified(), event));
+        }
+    }
+    let snapshot = r#"{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":true,"outputRead":"none","cancel":false}}}"#;
+    let progress = r#"{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":2},"_meta":{"vendor":{"x":1}}}"#;
+    let invalid = r#"{"version":1,"sessionId":"s","runId":"r","type":"progress","progress":{"turnCount":-2}}"#;
+    let note = |params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","method":"_ua/subagents/event","params":{params}}}"#)
+    };
+    let lines = [
+        note(snapshot),
+        note(progress),
+        note(invalid),
+        // A bare event, as fixtures write it.
+        progress.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}"#.to_owned(),
+    ];
+    for reads in [Reads::Event, Reads::RunFacts, Reads::Fold] {
+        let (mut connection, mut events) = (Connection::new(), Events::default());
+        for line in &lines {
+            connection.follow_read(
+                Direction::AgentToClient,
+                &Line::read(line.as_bytes(), reads),
+                &mut [&mut events],
+            );
+        }
+        let r = |kind| Some(("r".to_owned(), kind));
+        assert_eq!(
+            events.0,
+            [
+                (true, r(SubagentEventType::Snapshot)),
+                (false, r(SubagentEventType::Progress)),
+                (false, None),
+                (false, r(SubagentEventType::Progress)),
+                (false, None),
+            ],
+            "{reads:?}"
+        );
+    }
+}

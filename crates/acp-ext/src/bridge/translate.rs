@@ -25,7 +25,6 @@ use acp_extension_core::standard::{
     SteeringResponse, advertises_steering, claude_rate_limits, client_reads_subagent_updates,
     prompt_model_usage, standard_prompt_usage,
 };
-use acp_extension_core::subagent_events::SubagentEvent;
 use acp_extension_core::usage::{ModelUsage, SessionUsageAccumulator};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -558,15 +557,9 @@ impl Translation {
         match self.mode {
             Mode::ToStandard => {
                 if contract_method(method) == Some(ContractMethod::SubagentEvent) {
-                    // Typed once: read with its line, or from its tree.
-                    let parsed;
-                    let event = match call.params.event() {
-                        Some(event) => event,
-                        None => {
-                            parsed = SubagentEvent::deserialize(call.params.tree()).ok()?;
-                            &parsed
-                        }
-                    };
+                    // Typed once, by the connection: read with its line,
+                    // or from its tree.
+                    let event = call.params.event()?;
                     let root = event.session_id.as_str().to_owned();
                     let runs = self
                         .to_standard

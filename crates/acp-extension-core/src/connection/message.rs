@@ -3,6 +3,8 @@
 
 use std::cell::OnceCell;
 
+use serde::Deserialize;
+
 use serde_json::Value;
 
 use super::Direction;
@@ -104,8 +106,14 @@ pub struct Params<'a> {
 /// What a call was read from.
 #[derive(Debug, Clone)]
 enum Body<'a> {
-    /// A JSON tree: the whole message and the params in it.
-    Tree { value: &'a Value, params: &'a Value },
+    /// A JSON tree: the whole message and the params in it; for a subagent
+    /// event, its typed reading once asked (`None` inside: it breaks the
+    /// contract).
+    Tree {
+        value: &'a Value,
+        params: &'a Value,
+        event: Option<OnceCell<Option<Box<SubagentEvent>>>>,
+    },
     /// A subagent event read from its line; its tree only when asked.
     Event {
         line: &'a EventLine,
@@ -114,9 +122,15 @@ enum Body<'a> {
 }
 
 impl<'a> Params<'a> {
-    pub(super) fn tree_of(value: &'a Value, params: &'a Value) -> Self {
+    /// The params of a call read as a JSON tree; `event`: the call is a
+    /// subagent event (its method's, or a bare event).
+    pub(super) fn tree_of(value: &'a Value, params: &'a Value, event: bool) -> Self {
         Self {
-            body: Body::Tree { value, params },
+            body: Body::Tree {
+                value,
+                params,
+                event: event.then(OnceCell::new),
+            },
             session: OnceCell::new(),
         }
     }
@@ -147,23 +161,36 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// The subagent event, when the connection verified it while reading
-    /// the line: a valid `subagents/event` notification whose text holds
-    /// no `_meta` and no `…EpochSeconds` key, so that no shape, `_meta` or
-    /// epoch rule applies to it. `None` for every other call, and for an
-    /// event followed as a JSON tree ([`super::Connection::follow`]).
-    pub fn event(&self) -> Option<&'a SubagentEvent> {
-        self.line().map(EventLine::event)
+    /// The subagent event of a `subagents/event` call (or a bare event)
+    /// whose params keep the contract: read with its line when the
+    /// connection verified it ([`Params::is_verified`]), otherwise parsed
+    /// from its JSON tree once, on the first ask, for the sequence rules
+    /// and every observer. `None` for every other call, and for an event
+    /// that breaks the contract.
+    pub fn event(&self) -> Option<&SubagentEvent> {
+        match &self.body {
+            Body::Event { line, .. } => Some(line.event()),
+            Body::Tree {
+                params,
+                event: Some(typed),
+                ..
+            } => typed
+                .get_or_init(|| SubagentEvent::deserialize(*params).ok().map(Box::new))
+                .as_deref(),
+            Body::Tree { event: None, .. } => None,
+        }
     }
 
     /// The text of the line, for an event verified while reading it
-    /// ([`Params::event`]).
+    /// ([`Params::is_verified`]).
     pub fn text(&self) -> Option<&'a str> {
         self.line().map(EventLine::text)
     }
 
-    /// Whether the connection verified the value while reading its line:
-    /// no shape, `_meta` or epoch rule applies to it ([`Params::event`]).
+    /// Whether the connection verified the value while reading its line: a
+    /// valid subagent event whose text holds no `_meta` and no
+    /// `…EpochSeconds` key, so that no shape, `_meta` or epoch rule applies
+    /// to it (and its JSON tree is built only if asked).
     pub fn is_verified(&self) -> bool {
         self.line().is_some()
     }

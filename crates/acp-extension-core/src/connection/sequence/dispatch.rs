@@ -2,13 +2,11 @@
 //! its contract method (or its standard ACP method), to the rules that
 //! remember.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{SequenceFinding, SequenceTracker};
 use crate::connection::{Answer, Call, Direction, is_prompt_receipt, prompt_steer_id};
 use crate::methods::{ContractMethod, contract_method};
-use crate::subagent_events::SubagentEvent;
 use crate::violation::child;
 
 const NULL: Value = Value::Null;
@@ -75,13 +73,13 @@ impl SequenceTracker {
                 // here.
                 let v = match params.line() {
                     Some(line) => self.subagent_event(line.facts()),
-                    // An event that breaks the contract is none of its
-                    // run's (an invalid snapshot does not start it); it is
-                    // recorded where it is folded.
-                    None if SubagentEvent::deserialize(params.tree()).is_err() => {
-                        Default::default()
-                    }
-                    None => self.subagent_event(params.tree()),
+                    None => match params.event() {
+                        Some(event) => self.subagent_event(event),
+                        // An event that breaks the contract is none of its
+                        // run's (an invalid snapshot does not start it); it
+                        // is recorded where it is folded.
+                        None => Default::default(),
+                    },
                 };
                 run_accepted = v.accepted;
                 out.extend(v.findings);
