@@ -78,7 +78,7 @@ use serde_json::Value;
 
 use crate::violation::{Check, Rule, Violation, child};
 use crate::wire::WireEnum;
-use crate::wire::sift::{Sift, SiftSeed, SkipValue, fallback};
+use crate::wire::sift::{Sift, SiftSeed, Sifting, SkipValue};
 use crate::wire::{
     EpochSeconds, Key, Map, NonEmptyString, NonNegF64, True, Version1, check_opt, check_req,
 };
@@ -322,8 +322,8 @@ impl<'de> Deserialize<'de> for SubagentOutput {
 }
 
 impl Sift for SubagentOutput {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        OutputUpdate::sift(d, buffered)
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        OutputUpdate::sift(d, cx)
     }
 }
 
@@ -807,8 +807,8 @@ impl SiftedKeys {
 }
 
 impl Sift for SubagentEvent {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        Self::sift_keys(d, buffered).map(|_| ())
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        Self::sift_keys(d, cx).map(|_| ())
     }
 }
 
@@ -817,10 +817,10 @@ impl SubagentEvent {
     /// in the text read.
     pub(crate) fn sift_keys<'de, D: Deserializer<'de>>(
         d: D,
-        buffered: bool,
+        cx: Sifting<'_>,
     ) -> Result<SiftedKeys, D::Error> {
-        struct V(bool);
-        impl<'de> Visitor<'de> for V {
+        struct V<'c>(Sifting<'c>);
+        impl<'de> Visitor<'de> for V<'_> {
             type Value = SiftedKeys;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a SubagentEvent object")
@@ -843,7 +843,7 @@ impl SubagentEvent {
                         continue;
                     };
                     if std::mem::replace(&mut seen[i], true) {
-                        return Err(fallback());
+                        return Err(b.fallback());
                     }
                     if let Cow::Borrowed(text) = key.0 {
                         ends[i] = Some(text.as_ptr() as usize + text.len());
@@ -873,7 +873,7 @@ impl SubagentEvent {
                             Some(_) => map.next_value_seed(SkipValue)?,
                             // The typed parse buffers payload keys seen
                             // before `type`.
-                            None => return Err(fallback()),
+                            None => return Err(b.fallback()),
                         },
                     }
                 }
@@ -905,7 +905,7 @@ impl SubagentEvent {
                 Err(de::Error::missing_field(missing))
             }
         }
-        d.deserialize_map(V(buffered))
+        d.deserialize_map(V(cx))
     }
 }
 

@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::violation::{Check, Rule, Violation, child};
 #[cfg(feature = "schema")]
 use crate::wire::nullable_schema;
-use crate::wire::sift::{Sift, SiftFields, SiftSeed, SkipValue, fallback};
+use crate::wire::sift::{Sift, SiftFields, SiftSeed, Sifting, SkipValue};
 use crate::wire::{
     FiniteF64, Key, Map, MaybeUndefined, NonEmptyString, SafeInt, SafeUint, WireObject,
     check_nullable, check_req, finish_variant, read_until_tag,
@@ -361,9 +361,9 @@ impl<'de> Deserialize<'de> for SubagentEmbeddedResourceContents {
 }
 
 impl Sift for SubagentEmbeddedResourceContents {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        struct V(bool);
-        impl<'de> Visitor<'de> for V {
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        struct V<'c>(Sifting<'c>);
+        impl<'de> Visitor<'de> for V<'_> {
             type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a SubagentEmbeddedResourceContents object")
@@ -382,7 +382,7 @@ impl Sift for SubagentEmbeddedResourceContents {
                         continue;
                     };
                     if std::mem::replace(&mut seen[i], true) {
-                        return Err(fallback());
+                        return Err(self.0.fallback());
                     }
                     match k {
                         "uri" => map.next_value_seed(SiftSeed::<String>::new(self.0))?,
@@ -405,7 +405,7 @@ impl Sift for SubagentEmbeddedResourceContents {
                 Ok(())
             }
         }
-        d.deserialize_map(V(buffered))
+        d.deserialize_map(V(cx))
     }
 }
 
@@ -449,10 +449,14 @@ impl<'de> Visitor<'de> for IsString {
         d.deserialize_any(self)
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-        Value::sift(de::value::SeqAccessDeserializer::new(seq), false).map(|()| false)
+        SkipValue
+            .deserialize(de::value::SeqAccessDeserializer::new(seq))
+            .map(|()| false)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-        Value::sift(de::value::MapAccessDeserializer::new(map), false).map(|()| false)
+        SkipValue
+            .deserialize(de::value::MapAccessDeserializer::new(map))
+            .map(|()| false)
     }
 }
 
@@ -888,9 +892,9 @@ impl<'de> Deserialize<'de> for OutputUpdate {
 }
 
 impl Sift for OutputUpdate {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        struct V(bool);
-        impl<'de> Visitor<'de> for V {
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        struct V<'c>(Sifting<'c>);
+        impl<'de> Visitor<'de> for V<'_> {
             type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a SubagentOutput object")
@@ -899,7 +903,7 @@ impl Sift for OutputUpdate {
                 // Entries before the tag are buffered by the typed parse.
                 match map.next_key::<Key<'de>>()? {
                     Some(k) if k.0 == OutputUpdate::TAG => {}
-                    Some(_) => return Err(fallback()),
+                    Some(_) => return Err(self.0.fallback()),
                     None => return Err(de::Error::missing_field(OutputUpdate::TAG)),
                 }
                 let tag: Key<'de> = map.next_value()?;
@@ -917,7 +921,7 @@ impl Sift for OutputUpdate {
                 }
             }
         }
-        d.deserialize_map(V(buffered))
+        d.deserialize_map(V(cx))
     }
 }
 

@@ -182,13 +182,13 @@ macro_rules! wire_struct {
             #[allow(unused_mut, unused_variables, unreachable_code)]
             fn sift_fields<'de, A: ::serde::de::MapAccess<'de>>(
                 mut map: A,
-                buffered: bool,
+                cx: $crate::wire::sift::Sifting<'_>,
                 tag: Option<&'static str>,
             ) -> Result<(), A::Error> {
                 #[allow(unused_imports)]
                 use $crate::wire::sift::{ViaParse as _, ViaSift as _};
                 // A cross-field rule needs the typed value.
-                $( let _ = $rule; return Err($crate::wire::sift::fallback()); )?
+                $( let _ = $rule; return Err(cx.fallback()); )?
                 // Keys seen so far: a second copy gives up (see `sift`).
                 $($( let mut $lf = false; )*)?
                 $($( let mut $rf = false; )*)?
@@ -196,7 +196,7 @@ macro_rules! wire_struct {
                 $($( let mut $nf = false; )*)?
                 let seen = |f: &mut bool| -> Result<(), A::Error> {
                     if ::std::mem::replace(f, true) {
-                        Err($crate::wire::sift::fallback())
+                        Err(cx.fallback())
                     } else {
                         Ok(())
                     }
@@ -204,24 +204,24 @@ macro_rules! wire_struct {
                 while let Some(key) = map.next_key::<$crate::wire::Key<'de>>()? {
                     let k = &*key.0;
                     if tag == Some(k) {
-                        return Err($crate::wire::sift::fallback());
+                        return Err(cx.fallback());
                     }
                     match k {
                         $($( $lw => {
                             seen(&mut $lf)?;
-                            map.next_value_seed((&&$crate::wire::sift::Probe::<$lty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$lty>::new()).seed(cx))?;
                         } )*)?
                         $($( $rw => {
                             seen(&mut $rf)?;
-                            map.next_value_seed((&&$crate::wire::sift::Probe::<$rty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$rty>::new()).seed(cx))?;
                         } )*)?
                         $($( $ow => {
                             seen(&mut $of)?;
-                            map.next_value_seed((&&$crate::wire::sift::Probe::<$oty>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<$oty>::new()).seed(cx))?;
                         } )*)?
                         $($( $nw => {
                             seen(&mut $nf)?;
-                            map.next_value_seed((&&$crate::wire::sift::Probe::<Option<$nty>>::new()).seed(buffered))?;
+                            map.next_value_seed((&&$crate::wire::sift::Probe::<Option<$nty>>::new()).seed(cx))?;
                         } )*)?
                         _ => map.next_value_seed($crate::wire::sift::SkipValue)?,
                     }
@@ -233,8 +233,8 @@ macro_rules! wire_struct {
         }
 
         impl $crate::wire::sift::Sift for $name {
-            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-                d.deserialize_map($crate::wire::sift::FieldsVisitor::<Self>(buffered, ::std::marker::PhantomData))
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, cx: $crate::wire::sift::Sifting<'_>) -> Result<(), D::Error> {
+                d.deserialize_map($crate::wire::sift::FieldsVisitor::<Self>(cx, ::std::marker::PhantomData))
             }
         }
 
@@ -353,7 +353,7 @@ macro_rules! wire_enum {
         }
 
         impl $crate::wire::sift::Sift for $name {
-            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, _: $crate::wire::sift::Sifting<'_>) -> Result<(), D::Error> {
                 <Self as ::serde::Deserialize>::deserialize(d).map(drop)
             }
         }
@@ -432,9 +432,9 @@ macro_rules! wire_union {
 
 
         impl $crate::wire::sift::Sift for $name {
-            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-                struct V(bool);
-                impl<'de> ::serde::de::Visitor<'de> for V {
+            fn sift<'de, D: ::serde::Deserializer<'de>>(d: D, cx: $crate::wire::sift::Sifting<'_>) -> Result<(), D::Error> {
+                struct V<'c>($crate::wire::sift::Sifting<'c>);
+                impl<'de> ::serde::de::Visitor<'de> for V<'_> {
                     type Value = ();
                     fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                         f.write_str(concat!("internally tagged enum ", stringify!($name)))
@@ -446,17 +446,17 @@ macro_rules! wire_union {
                         // tag that comes first can be read in one pass.
                         match map.next_key::<$crate::wire::Key<'de>>()? {
                             Some(k) if k.0 == $tag => {}
-                            Some(_) => return Err($crate::wire::sift::fallback()),
+                            Some(_) => return Err(self.0.fallback()),
                             None => return Err(<A::Error as ::serde::de::Error>::missing_field($tag)),
                         }
                         let index = map.next_value_seed($crate::wire::sift::TagSeed {
-                            buffered: self.0,
+                            buffered: self.0.buffered,
                             tags: $name::TAGS,
                         })?;
                         let mut i = 0;
                         $(
                             if index == i {
-                                return (&&$crate::wire::sift::Probe::<$ty>::new()).sift_variant(map, $tag);
+                                return (&&$crate::wire::sift::Probe::<$ty>::new()).sift_variant(map, self.0, $tag);
                             }
                             i += 1;
                         )*
@@ -466,7 +466,7 @@ macro_rules! wire_union {
                 }
                 // Like serde's internally tagged enums: any value is read,
                 // and only an object can hold the variant's fields.
-                d.deserialize_any(V(buffered))
+                d.deserialize_any(V(cx))
             }
         }
 

@@ -22,7 +22,7 @@
 //! Inside a `wire_union!` body the typed parse reads from serde's buffered
 //! content, where values arrive in another form (and a nested union's tag
 //! could be a variant index, which the sift refuses as `Check` does); the
-//! `buffered` flag carries that down.
+//! sift's context ([`Sifting`]) carries that down, and where a sift gave up.
 
 use std::cell::Cell;
 use std::fmt;
@@ -31,31 +31,51 @@ use std::marker::PhantomData;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 
-thread_local! {
-    /// Set when a sift gave up and the typed parse must decide.
-    static FALLBACK: Cell<bool> = const { Cell::new(false) };
+/// What a sift hands down to the sifts it runs: whether the typed parse
+/// would read the value from serde's buffered content, and where a sift
+/// that gives up says so (serde's errors carry no such mark).
+#[derive(Debug, Clone, Copy)]
+pub struct Sifting<'c> {
+    /// The typed parse would read this value from serde's buffered
+    /// content (inside a `wire_union!` body).
+    pub buffered: bool,
+    gave_up: &'c Cell<bool>,
 }
 
-/// The error a sift returns when only the typed parse can decide.
-pub fn fallback<E: de::Error>() -> E {
-    FALLBACK.with(|f| f.set(true));
-    E::custom("the typed parse decides")
+impl Sifting<'_> {
+    /// The same sift, for a value the typed parse reads from serde's
+    /// buffered content.
+    pub fn in_buffer(self) -> Self {
+        Self {
+            buffered: true,
+            ..self
+        }
+    }
+
+    /// The error a sift returns when only the typed parse can decide;
+    /// [`sifting`] tells its caller.
+    pub fn fallback<E: de::Error>(self) -> E {
+        self.gave_up.set(true);
+        E::custom("the typed parse decides")
+    }
 }
 
-/// Runs `sift` and tells whether it gave up ([`fallback`]): then only the
-/// typed parse can decide.
-pub(crate) fn sifting<T>(sift: impl FnOnce() -> T) -> (T, bool) {
-    FALLBACK.with(|f| f.set(false));
-    let result = sift();
-    (result, FALLBACK.with(Cell::get))
+/// Runs `sift` from the top of a value and tells whether it gave up
+/// ([`Sifting::fallback`]): then only the typed parse can decide.
+pub(crate) fn sifting<T>(sift: impl FnOnce(Sifting<'_>) -> T) -> (T, bool) {
+    let gave_up = Cell::new(false);
+    let result = sift(Sifting {
+        buffered: false,
+        gave_up: &gave_up,
+    });
+    (result, gave_up.get())
 }
 
 /// Checks a value the way its typed parse does, without building it.
 pub trait Sift {
     /// Reads one value from `d`; `Ok` exactly when the typed parse would
-    /// succeed. `buffered`: the typed parse would read this value from
-    /// serde's buffered content (inside a `wire_union!` body).
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error>;
+    /// succeed.
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error>;
 }
 
 /// An object whose keys can be checked from a map being read (what
@@ -65,7 +85,7 @@ pub trait SiftFields {
     /// key seen twice) gives up.
     fn sift_fields<'de, A: MapAccess<'de>>(
         map: A,
-        buffered: bool,
+        cx: Sifting<'_>,
         tag: Option<&'static str>,
     ) -> Result<(), A::Error>;
 }
@@ -74,9 +94,9 @@ pub trait SiftFields {
 /// `Some(valid)`, or `None` where only the typed parse and the JSON tree
 /// can decide (see the module docs).
 pub fn verdict<T: Sift>(text: &str) -> Option<bool> {
-    let (read, gave_up) = sifting(|| {
+    let (read, gave_up) = sifting(|cx| {
         let mut de = serde_json::Deserializer::from_str(text);
-        T::sift(&mut de, false).and_then(|()| de.end())
+        T::sift(&mut de, cx).and_then(|()| de.end())
     });
     match read {
         Ok(()) => Some(true),
@@ -172,7 +192,7 @@ impl<'de> Visitor<'de> for DupVisitor {
 }
 
 /// Chooses, for a concrete type, its sift or else its typed parse (by
-/// autoref: `(&&Probe::<T>::new()).seed(buffered)`), so a contract type
+/// autoref: `(&&Probe::<T>::new()).seed(cx)`), so a contract type
 /// without a sift still works as a field.
 pub struct Probe<T>(PhantomData<fn() -> T>);
 
@@ -187,17 +207,17 @@ impl<T> Probe<T> {
 /// Picked for types with a [`Sift`].
 pub trait ViaSift {
     /// The seed that reads one value.
-    type Seed;
+    type Seed<'c>;
     /// The seed that reads one value.
-    fn seed(&self, buffered: bool) -> Self::Seed;
+    fn seed<'c>(&self, cx: Sifting<'c>) -> Self::Seed<'c>;
     /// The whole-text verdict.
     fn verdict_fn(&self) -> fn(&str) -> Option<bool>;
 }
 
 impl<T: Sift> ViaSift for &Probe<T> {
-    type Seed = SiftSeed<T>;
-    fn seed(&self, buffered: bool) -> SiftSeed<T> {
-        SiftSeed(buffered, PhantomData)
+    type Seed<'c> = SiftSeed<'c, T>;
+    fn seed<'c>(&self, cx: Sifting<'c>) -> SiftSeed<'c, T> {
+        SiftSeed(cx, PhantomData)
     }
     fn verdict_fn(&self) -> fn(&str) -> Option<bool> {
         verdict::<T>
@@ -207,17 +227,17 @@ impl<T: Sift> ViaSift for &Probe<T> {
 /// Picked for types without a [`Sift`]: their typed parse.
 pub trait ViaParse {
     /// The seed that reads one value.
-    type Seed;
+    type Seed<'c>;
     /// The seed that reads one value.
-    fn seed(&self, buffered: bool) -> Self::Seed;
+    fn seed<'c>(&self, cx: Sifting<'c>) -> Self::Seed<'c>;
     /// The whole-text verdict: none.
     fn verdict_fn(&self) -> fn(&str) -> Option<bool>;
 }
 
 impl<T: DeserializeOwned> ViaParse for Probe<T> {
-    type Seed = ParseSeed<T>;
-    fn seed(&self, _: bool) -> ParseSeed<T> {
-        ParseSeed(PhantomData)
+    type Seed<'c> = ParseSeed<'c, T>;
+    fn seed<'c>(&self, cx: Sifting<'c>) -> ParseSeed<'c, T> {
+        ParseSeed(cx, PhantomData)
     }
     fn verdict_fn(&self) -> fn(&str) -> Option<bool> {
         |_| None
@@ -225,16 +245,16 @@ impl<T: DeserializeOwned> ViaParse for Probe<T> {
 }
 
 /// Sifts one `T`.
-pub struct SiftSeed<T>(bool, PhantomData<fn() -> T>);
+pub struct SiftSeed<'c, T>(Sifting<'c>, PhantomData<fn() -> T>);
 
-impl<T> SiftSeed<T> {
-    /// A seed for one `T` (`buffered`: see [`Sift::sift`]).
-    pub fn new(buffered: bool) -> Self {
-        Self(buffered, PhantomData)
+impl<'c, T> SiftSeed<'c, T> {
+    /// A seed for one `T`, in the sift `cx`.
+    pub fn new(cx: Sifting<'c>) -> Self {
+        Self(cx, PhantomData)
     }
 }
 
-impl<'de, T: Sift> DeserializeSeed<'de> for SiftSeed<T> {
+impl<'de, T: Sift> DeserializeSeed<'de> for SiftSeed<'_, T> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         T::sift(d, self.0)
@@ -243,19 +263,19 @@ impl<'de, T: Sift> DeserializeSeed<'de> for SiftSeed<T> {
 
 /// Gives up on a type without a sift: its duplicate keys are out of
 /// sight (see the module docs).
-pub struct ParseSeed<T>(PhantomData<fn() -> T>);
+pub struct ParseSeed<'c, T>(Sifting<'c>, PhantomData<fn() -> T>);
 
-impl<'de, T> DeserializeSeed<'de> for ParseSeed<T> {
+impl<'de, T> DeserializeSeed<'de> for ParseSeed<'_, T> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, _: D) -> Result<(), D::Error> {
-        Err(fallback())
+        Err(self.0.fallback())
     }
 }
 
 /// Reads a map with [`SiftFields`].
-pub struct FieldsVisitor<T>(pub bool, pub PhantomData<fn() -> T>);
+pub struct FieldsVisitor<'c, T>(pub Sifting<'c>, pub PhantomData<fn() -> T>);
 
-impl<'de, T: SiftFields> Visitor<'de> for FieldsVisitor<T> {
+impl<'de, T: SiftFields> Visitor<'de> for FieldsVisitor<'_, T> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an object")
@@ -271,7 +291,7 @@ macro_rules! sift_by_parse {
     ($($ty:ty),* $(,)?) => {
         $(
             impl Sift for $ty {
-                fn sift<'de, D: Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+                fn sift<'de, D: Deserializer<'de>>(d: D, _: Sifting<'_>) -> Result<(), D::Error> {
                     <$ty as de::Deserialize>::deserialize(d).map(drop)
                 }
             }
@@ -325,13 +345,13 @@ impl<'de> Visitor<'de> for StrVisitor {
 }
 
 impl Sift for String {
-    fn sift<'de, D: Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+    fn sift<'de, D: Deserializer<'de>>(d: D, _: Sifting<'_>) -> Result<(), D::Error> {
         d.deserialize_string(StrVisitor { non_empty: false })
     }
 }
 
 impl Sift for crate::wire::NonEmptyString {
-    fn sift<'de, D: Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+    fn sift<'de, D: Deserializer<'de>>(d: D, _: Sifting<'_>) -> Result<(), D::Error> {
         d.deserialize_string(StrVisitor { non_empty: true })
     }
 }
@@ -401,7 +421,7 @@ impl<'de> Visitor<'de> for AnyVisitor {
 }
 
 impl Sift for Value {
-    fn sift<'de, D: Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+    fn sift<'de, D: Deserializer<'de>>(d: D, _: Sifting<'_>) -> Result<(), D::Error> {
         SkipValue.deserialize(d)
     }
 }
@@ -423,14 +443,14 @@ impl<'de> Visitor<'de> for MapVisitor {
 }
 
 impl Sift for crate::wire::Map {
-    fn sift<'de, D: Deserializer<'de>>(d: D, _: bool) -> Result<(), D::Error> {
+    fn sift<'de, D: Deserializer<'de>>(d: D, _: Sifting<'_>) -> Result<(), D::Error> {
         d.deserialize_map(MapVisitor)
     }
 }
 
-struct OptionVisitor<T>(bool, PhantomData<fn() -> T>);
+struct OptionVisitor<'c, T>(Sifting<'c>, PhantomData<fn() -> T>);
 
-impl<'de, T: Sift> Visitor<'de> for OptionVisitor<T> {
+impl<'de, T: Sift> Visitor<'de> for OptionVisitor<'_, T> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("option")
@@ -447,14 +467,14 @@ impl<'de, T: Sift> Visitor<'de> for OptionVisitor<T> {
 }
 
 impl<T: Sift> Sift for Option<T> {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        d.deserialize_option(OptionVisitor::<T>(buffered, PhantomData))
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        d.deserialize_option(OptionVisitor::<T>(cx, PhantomData))
     }
 }
 
-struct SeqVisitor<T>(bool, PhantomData<fn() -> T>);
+struct SeqVisitor<'c, T>(Sifting<'c>, PhantomData<fn() -> T>);
 
-impl<'de, T: Sift> Visitor<'de> for SeqVisitor<T> {
+impl<'de, T: Sift> Visitor<'de> for SeqVisitor<'_, T> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a sequence")
@@ -469,8 +489,8 @@ impl<'de, T: Sift> Visitor<'de> for SeqVisitor<T> {
 }
 
 impl<T: Sift> Sift for Vec<T> {
-    fn sift<'de, D: Deserializer<'de>>(d: D, buffered: bool) -> Result<(), D::Error> {
-        d.deserialize_seq(SeqVisitor::<T>(buffered, PhantomData))
+    fn sift<'de, D: Deserializer<'de>>(d: D, cx: Sifting<'_>) -> Result<(), D::Error> {
+        d.deserialize_seq(SeqVisitor::<T>(cx, PhantomData))
     }
 }
 
@@ -527,6 +547,7 @@ pub trait ViaSiftFields {
     fn sift_variant<'de, A: MapAccess<'de>>(
         &self,
         map: A,
+        cx: Sifting<'_>,
         tag: &'static str,
     ) -> Result<(), A::Error>;
 }
@@ -535,9 +556,10 @@ impl<T: SiftFields> ViaSiftFields for &Probe<T> {
     fn sift_variant<'de, A: MapAccess<'de>>(
         &self,
         map: A,
+        cx: Sifting<'_>,
         tag: &'static str,
     ) -> Result<(), A::Error> {
-        T::sift_fields(map, true, Some(tag))
+        T::sift_fields(map, cx.in_buffer(), Some(tag))
     }
 }
 
@@ -547,12 +569,18 @@ pub trait ViaVariantParse {
     fn sift_variant<'de, A: MapAccess<'de>>(
         &self,
         map: A,
+        cx: Sifting<'_>,
         tag: &'static str,
     ) -> Result<(), A::Error>;
 }
 
 impl<T> ViaVariantParse for Probe<T> {
-    fn sift_variant<'de, A: MapAccess<'de>>(&self, _: A, _: &'static str) -> Result<(), A::Error> {
-        Err(fallback())
+    fn sift_variant<'de, A: MapAccess<'de>>(
+        &self,
+        _: A,
+        cx: Sifting<'_>,
+        _: &'static str,
+    ) -> Result<(), A::Error> {
+        Err(cx.fallback())
     }
 }

@@ -16,7 +16,7 @@ use crate::namespace::Namespace;
 use crate::subagent_events::{EventKey, KeyEnd, SiftedKeys, SubagentEvent, SubagentEventType};
 use crate::wire::Key;
 use crate::wire::WireEnum;
-use crate::wire::sift::sifting;
+use crate::wire::sift::{Sifting, sifting};
 
 mod scan;
 use scan::*;
@@ -558,15 +558,15 @@ enum Sifted {
 /// [`SubagentEvent`] (what [`typed_envelope`] reads).
 fn sifted_envelope(text: &str) -> Sifted {
     /// The params, sifted as a [`SubagentEvent`]: where its keys end.
-    struct Params;
-    impl<'de> DeserializeSeed<'de> for Params {
+    struct Params<'c>(Sifting<'c>);
+    impl<'de> DeserializeSeed<'de> for Params<'_> {
         type Value = SiftedKeys;
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<SiftedKeys, D::Error> {
-            SubagentEvent::sift_keys(d, false)
+            SubagentEvent::sift_keys(d, self.0)
         }
     }
-    struct V;
-    impl<'de> Visitor<'de> for V {
+    struct V<'c>(Sifting<'c>);
+    impl<'de> Visitor<'de> for V<'_> {
         type Value = Option<(Namespace, SiftedKeys)>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a subagent event notification")
@@ -579,7 +579,9 @@ fn sifted_envelope(text: &str) -> Sifted {
                         jsonrpc = Some(map.next_value::<Key<'de>>()?.0)
                     }
                     "method" if method.is_none() => method = Some(map.next_value::<Key<'de>>()?.0),
-                    "params" if params.is_none() => params = Some(map.next_value_seed(Params)?),
+                    "params" if params.is_none() => {
+                        params = Some(map.next_value_seed(Params(self.0))?)
+                    }
                     // Another key, or one twice: the typed parse refuses.
                     _ => return Ok(None),
                 }
@@ -590,9 +592,9 @@ fn sifted_envelope(text: &str) -> Sifted {
             })
         }
     }
-    let (read, gave_up) = sifting(|| {
+    let (read, gave_up) = sifting(|cx| {
         let mut de = serde_json::Deserializer::from_str(text);
-        de.deserialize_map(V)
+        de.deserialize_map(V(cx))
             .and_then(|namespace| de.end().map(|()| namespace))
     });
     match read {
