@@ -11,7 +11,7 @@ use crate::capabilities::Feature;
 use crate::meta::{self, fields};
 use crate::rate_limits::RateLimitsSnapshot;
 use crate::session::{ActivityKind, GoalSnapshot, NoticeLevel, SessionActivityState};
-use crate::wire::WireEnum;
+use crate::wire::{MaybeUndefined, WireEnum};
 
 impl ConnectionState {
     pub(super) fn session_update(&mut self, method: &str, params: &Value, out: &mut Changes) {
@@ -394,7 +394,7 @@ impl ConnectionState {
     }
 
     pub(super) fn set_goal(&mut self, sid: &str, goal: Option<GoalSnapshot>, out: &mut Changes) {
-        self.session_mut(sid).goal = Some(goal);
+        self.session_mut(sid).goal = goal.map_or(MaybeUndefined::Null, MaybeUndefined::Value);
         out.add(|| Change::Goal {
             session_id: sid.to_owned(),
         });

@@ -507,8 +507,9 @@ pub struct SessionState {
     /// codex's `_meta.codex.goal`, else AIR's `_meta.jetbrains.air.goal`
     /// (their millisecond times converted). Absent keeps, `null` clears,
     /// an invalid goal is recorded and keeps the old one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub goal: Option<Option<GoalSnapshot>>,
+    #[serde(skip_serializing_if = "MaybeUndefined::is_undefined")]
+    #[cfg_attr(feature = "schema", schemars(with = "Option<Option<GoalSnapshot>>"))]
+    pub goal: MaybeUndefined<GoalSnapshot>,
     /// Activity level and background task count.
     pub activity: ActivityState,
     /// Prompt turns.
@@ -539,7 +540,7 @@ pub struct SessionState {
 impl SessionState {
     /// The current goal (none when never reported or cleared).
     pub fn current_goal(&self) -> Option<&GoalSnapshot> {
-        self.goal.as_ref().and_then(Option::as_ref)
+        self.goal.as_opt_ref().flatten()
     }
 
     /// Nothing but a request named it: no title, goal, run, usage, task,
@@ -547,7 +548,7 @@ impl SessionState {
     /// counted).
     pub(crate) fn named_only(&self) -> bool {
         self.title.is_none()
-            && self.goal.is_none()
+            && self.goal.is_undefined()
             && self.activity == ActivityState::default()
             && self.tasks.is_empty()
             && self.subagent_runs.is_empty()
