@@ -398,6 +398,17 @@ fn parse_params<T: DeserializeOwned + Check>(
     })
 }
 
+/// The violations of a subagent event whose typed parse is known to fail
+/// (the connection read it), as its parse lists them; `None` where the
+/// checks find none (the parse's own reason then tells).
+pub(crate) fn subagent_event_violations(method: &str, params: &Value) -> Option<ParamsError> {
+    let violations = check::<crate::subagent_events::SubagentEvent>(params);
+    (!violations.is_empty()).then(|| ParamsError {
+        method: method.to_owned(),
+        violations,
+    })
+}
+
 /// Params (or a result) of a known extension method that break the contract.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("invalid params for {method}: {}", summary(.violations))]

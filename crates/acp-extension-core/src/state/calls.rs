@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::extensions::TreeEvent;
 use super::legacy;
 use super::tasks;
 use super::*;
@@ -30,6 +31,7 @@ impl ConnectionState {
         method: &str,
         id: Option<&Value>,
         params: &Value,
+        read: TreeEvent<'_>,
         out: &mut Changes,
     ) {
         let sid = str_at(params, "sessionId").map(str::to_owned);
@@ -49,6 +51,12 @@ impl ConnectionState {
             return;
         }
         let converted = self.epoch_records(method, sid.as_deref(), params, "/params", out);
+        // Params with an epoch converted are read again.
+        let read = if converted.is_some() {
+            TreeEvent::Unread
+        } else {
+            read
+        };
         let params = converted.as_ref().unwrap_or(params);
         match method {
             "initialize" => self.read_advertisement(params, Side::Client, out),
@@ -112,7 +120,7 @@ impl ConnectionState {
             _ if tasks::is_lifecycle(method) => self.task_lifecycle(method, params, out),
             _ => {
                 if split_method(method).is_some() && method_kind(method).is_some() {
-                    self.extension_call(method, params, out);
+                    self.extension_call(method, params, read, out);
                 } else if split_method(method).is_some() || method.starts_with("_acp_ext:") {
                     self.record(out, Record::new("/method", "unknown-extension-method", format!("`{method}` is not a method of the contract")).method(method).session_opt(sid.as_deref()));
                 } else {

@@ -12,8 +12,27 @@ use crate::methods::{
 };
 use crate::subagent_events::SubagentEvent;
 
+/// What the connection read of a call's JSON tree as a subagent event
+/// ([`crate::connection::Params::event`]), so that the state reads it no
+/// second time.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum TreeEvent<'a> {
+    /// Not read (another call, or params the state changed first).
+    Unread,
+    /// A valid event.
+    Valid(&'a SubagentEvent),
+    /// An event that breaks the contract.
+    Invalid,
+}
+
 impl ConnectionState {
-    pub(super) fn extension_call(&mut self, method: &str, params: &Value, out: &mut Changes) {
+    pub(super) fn extension_call(
+        &mut self,
+        method: &str,
+        params: &Value,
+        read: TreeEvent<'_>,
+        out: &mut Changes,
+    ) {
         let sid = str_at(params, "sessionId");
         if method_kind(method) == Some(crate::methods::MethodKind::Request) {
             match ExtensionRequest::parse(method, params) {
@@ -33,7 +52,17 @@ impl ConnectionState {
             }
             return;
         }
-        match ExtensionNotification::parse(method, params) {
+        let parsed = match read {
+            TreeEvent::Valid(event) => {
+                return self.core_event(method, event, EventSource::Tree(params), out);
+            }
+            TreeEvent::Invalid => match crate::methods::subagent_event_violations(method, params) {
+                Some(e) => Err(e),
+                None => ExtensionNotification::parse(method, params),
+            },
+            TreeEvent::Unread => ExtensionNotification::parse(method, params),
+        };
+        match parsed {
             Ok(Some((_, n))) => self.extension_notification(method, n, params, out),
             Ok(None) => out.ignore(IgnoredKind::Call, || Change::Seen {
                 method: Some(method.to_owned()),

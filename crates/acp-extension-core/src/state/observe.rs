@@ -1,7 +1,9 @@
 //! The fold of one classified message: what the state reads of a call or
 //! an answer, and the records of what it cannot fold.
 
+use super::extensions::TreeEvent;
 use super::*;
+use crate::methods::{ContractMethod, contract_method};
 
 impl ConnectionState {
     /// Folds one classified message.
@@ -36,7 +38,19 @@ impl ConnectionState {
                                 self.core_event(method, line.event(), EventSource::Line(line), out)
                             }
                         },
-                        None => self.on_call(c.direction, method, c.id, c.params.tree(), out),
+                        None => {
+                            // The event the connection read from the tree
+                            // for the sequence rules, read no second time.
+                            let read =
+                                if contract_method(method) == Some(ContractMethod::SubagentEvent) {
+                                    c.params
+                                        .event()
+                                        .map_or(TreeEvent::Invalid, TreeEvent::Valid)
+                                } else {
+                                    TreeEvent::Unread
+                                };
+                            self.on_call(c.direction, method, c.id, c.params.tree(), read, out)
+                        }
                     }
                 }
             }
