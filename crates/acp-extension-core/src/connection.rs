@@ -25,7 +25,9 @@
 //! verdicts as its tree. Each observer declares what it reads of such an
 //! event ([`Observer::reads`]): a linter only the run rules' facts (the
 //! event is then not built at all), the consumer state what it folds
-//! (plain text chunks and tool calls straight from the line).
+//! (plain text chunks and tool calls straight from the line). However the
+//! line was read, a call's subagent event is read once, for the sequence
+//! rules and every observer ([`Params::event`]).
 //!
 //! It then hands the classified [`Message`] to each [`Observer`]: the
 //! consumer state ([`crate::state::ConnectionState`]) is one, a linter's
