@@ -4,7 +4,6 @@
 use std::cell::OnceCell;
 
 use serde::Deserialize;
-
 use serde_json::Value;
 
 use super::Direction;
