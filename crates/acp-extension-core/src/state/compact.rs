@@ -1,6 +1,8 @@
-//! A JSON object kept as its compact text: how a run holds its tool calls.
+//! JSON the state keeps or writes as text: a run's tool calls kept as
+//! their compact text, and a run's long text written as a JSON string.
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 #[cfg(feature = "schema")]
@@ -9,16 +11,17 @@ use schemars::JsonSchema;
 /// A JSON object kept as its compact text: a run may hold tens of
 /// thousands of tool calls, and a JSON tree of each costs several times
 /// its text. Read it back with [`CompactObject::value`]; it serializes as
-/// the object.
+/// the object, its text as it stands (a raw value, checked as JSON once,
+/// when it is kept).
 #[derive(Debug, Clone)]
-pub(crate) struct CompactObject(Box<str>);
+pub(crate) struct CompactObject(Box<RawValue>);
 
 impl CompactObject {
     /// The compact text of `object`.
     pub fn new(object: &Map<String, Value>) -> Self {
         #[expect(clippy::expect_used, reason = "a JSON map always serializes")]
-        let text = serde_json::to_string(object).expect("a JSON map serializes");
-        Self(text.into())
+        let raw = serde_json::value::to_raw_value(object).expect("a JSON map serializes");
+        Self(raw)
     }
 
     /// The compact text of `object` without its key `skip`.
@@ -35,26 +38,26 @@ impl CompactObject {
             }
         }
         #[expect(clippy::expect_used, reason = "a JSON map always serializes")]
-        let text = serde_json::to_string(&Without(object, skip)).expect("a JSON map serializes");
-        Self(text.into())
+        let raw =
+            serde_json::value::to_raw_value(&Without(object, skip)).expect("a JSON map serializes");
+        Self(raw)
     }
 
     /// An object's compact text as [`plain_without`] cut it from JSON a
-    /// parser accepted (an update in a line read): JSON as it stands, not
-    /// read again.
-    pub(crate) fn from_plain(text: String) -> Self {
-        debug_assert!(serde_json::from_str::<&serde_json::value::RawValue>(&text).is_ok());
-        Self(text.into())
+    /// parser accepted (an update in a line read), kept as it stands;
+    /// `None` if it is not one JSON value after all.
+    pub(crate) fn from_plain(text: String) -> Option<Self> {
+        RawValue::from_string(text).ok().map(Self)
     }
 
     /// Its compact JSON text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.get()
     }
 
     /// The object, parsed.
     pub fn value(&self) -> Map<String, Value> {
-        serde_json::from_str(&self.0).unwrap_or_default()
+        serde_json::from_str(self.0.get()).unwrap_or_default()
     }
 }
 
@@ -240,13 +243,93 @@ impl PartialEq for CompactObject {
 
 impl Serialize for CompactObject {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // A raw value: its text as it stands (serde_json checks it once
-        // more as JSON, which it is).
-        match serde_json::from_str::<&serde_json::value::RawValue>(&self.0) {
-            Ok(raw) => raw.serialize(serializer),
-            Err(_) => self.value().serialize(serializer),
-        }
+        self.0.serialize(serializer)
     }
+}
+
+/// Texts shorter than this go to the serializer as strings.
+const LONG_TEXT: usize = 4 << 10;
+
+/// Serializes a run's text (`serialize_with`) as the JSON string serde_json
+/// writes: a long one is escaped here a word at a time, where serde_json
+/// takes it a byte at a time, and goes out as a raw value (for the largest
+/// texts, most of the state's document: BENCHMARKS.md).
+pub(crate) fn serialize_text<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    if text.len() < LONG_TEXT {
+        return s.serialize_str(text);
+    }
+    let json = json_string(text);
+    match serde_json::from_str::<&RawValue>(&json) {
+        Ok(raw) => raw.serialize(s),
+        Err(_) => s.serialize_str(text),
+    }
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it: a quote, a
+/// backslash and the control characters (`\n`, `\r`, `\t`, `\b`, `\f`,
+/// the others as `\u00xx`); everything else as it stands.
+fn json_string(text: &str) -> String {
+    use std::fmt::Write;
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + text.len() / 32 + 2);
+    out.push('"');
+    let mut start = 0;
+    while let Some(at) = next_to_escape(bytes, start) {
+        // Every byte escaped is ASCII: `at` is a character boundary.
+        let (Some(run), Some(&byte)) = (text.get(start..at), bytes.get(at)) else {
+            break;
+        };
+        out.push_str(run);
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            control => {
+                let _ = write!(out, "\\u{control:04x}");
+            }
+        }
+        start = at + 1;
+    }
+    out.push_str(text.get(start..).unwrap_or_default());
+    out.push('"');
+    out
+}
+
+/// The first byte at or after `from` that a JSON string escapes (a quote,
+/// a backslash, a byte below 0x20), eight bytes at a time: in each word, a
+/// byte's high bit is set in `found` where the byte is below 0x20 or equal
+/// to a quote or a backslash (equal: their difference is zero). A borrow
+/// can set a bit only above a byte found, so the lowest bit set is exact.
+fn next_to_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let mut words = bytes.get(from..)?.chunks_exact(8);
+    let mut at = from;
+    for word in words.by_ref() {
+        let mut w = [0; 8];
+        w.copy_from_slice(word);
+        let w = u64::from_le_bytes(w);
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        let found = (w.wrapping_sub(ONES * 0x20)
+            | (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash))
+            & !w
+            & HIGH;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = words.remainder();
+    let i = rest
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')?;
+    Some(at + i)
 }
 
 #[cfg(feature = "schema")]
@@ -391,6 +474,37 @@ mod tests {
             })
     }
 
+    /// A run's text serialized through [`serialize_text`].
+    #[derive(Serialize)]
+    struct Text<'a>(#[serde(serialize_with = "serialize_text")] &'a str);
+
+    #[test]
+    fn a_long_text_is_written_as_serde_json_writes_it() {
+        let mut text = String::new();
+        // Every byte that needs an escape, at every offset of a word, after
+        // characters of one to four bytes.
+        let fillers = ["", "x", "é", "✓", "𝄞", "xé", "é✓x", "abcdefg"];
+        for (i, c) in (0u8..0x20).map(char::from).chain(['"', '\\']).enumerate() {
+            for filler in fillers.iter().cycle().skip(i).take(3) {
+                text.push_str(filler);
+                text.push(c);
+            }
+        }
+        while text.len() < 2 * LONG_TEXT {
+            text.push_str("the agent reads src/main.rs\n\t\"quoted\" \\ é ✓ \u{7f}\u{1}");
+        }
+        let expected = serde_json::to_string(&text).unwrap();
+        assert_eq!(json_string(&text), expected);
+        assert_eq!(serde_json::to_string(&Text(&text)).unwrap(), expected);
+        // Into a JSON tree it is the string itself.
+        assert_eq!(
+            serde_json::to_value(Text(&text)).unwrap(),
+            Value::String(text.clone())
+        );
+        // A short text goes to the serializer as a string.
+        assert_eq!(serde_json::to_string(&Text("a\"b")).unwrap(), r#""a\"b""#);
+    }
+
     proptest! {
         // Whatever the walk keeps is what the tree keeps, and it keeps the
         // compact text of any object with plain strings and integers.
@@ -405,6 +519,18 @@ mod tests {
             let pretty = serde_json::to_string_pretty(&object).unwrap();
             if let Some(got) = plain(&pretty) {
                 prop_assert_eq!(Some(got), through_tree(&pretty));
+            }
+        }
+
+        // Any string is escaped as serde_json escapes it, wherever its
+        // escapes fall in a word.
+        #[test]
+        fn a_text_is_escaped_as_serde_json_escapes_it(
+            text in "[a\"\\\\\u{0}-\u{1f}\u{7f}é✓𝄞 ]{0,40}",
+            any_text in any::<String>(),
+        ) {
+            for t in [&text, &any_text] {
+                prop_assert_eq!(json_string(t), serde_json::to_string(t).unwrap());
             }
         }
     }

@@ -230,10 +230,11 @@ pub(super) fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits:
 pub(super) fn fold_tool_call_text(run: &mut RunState, update: &str, limits: &StateLimits) {
     if let Some((text, id)) = plain_without(update, "sessionUpdate", "toolCallId")
         // One lookup: a call the run does not know is the common case.
-        && let indexmap::map::Entry::Vacant(call) = run.tool_calls.entry(id.to_owned())
+        && let indexmap::map::Entry::Vacant(slot) = run.tool_calls.entry(id.to_owned())
+        && let Some(call) = CompactObject::from_plain(text)
     {
         run.message_ended = true;
-        call.insert(CompactObject::from_plain(text));
+        slot.insert(call);
         cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
         return;
     }

@@ -67,6 +67,7 @@ pub struct RunState {
     /// Message text: the chunks of one message appended as sent; a message
     /// that follows a tool call or a plan, or that has another `messageId`,
     /// starts on a new line (bounded mode keeps the tail).
+    #[serde(serialize_with = "crate::state::compact::serialize_text")]
     pub text: String,
     /// Tool calls by id (read them with [`RunState::tool_calls`]), each
     /// kept as its compact JSON text: a run may hold tens of thousands.
