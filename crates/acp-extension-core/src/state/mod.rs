@@ -289,6 +289,10 @@ struct Call {
 
 /// The folded state of one connection; see the [module docs](self).
 ///
+/// It serializes as JSON through serde_json (`to_writer`, `to_value`): a
+/// run's tool calls and its long text go out as serde_json's raw values,
+/// which serializers of other formats do not know.
+///
 /// # Example
 ///
 /// ```
