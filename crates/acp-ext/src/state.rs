@@ -129,10 +129,15 @@ pub fn run(
             writeln!(w)?;
             w.flush()?;
         } else {
+            // A file's view is written whole, in large pieces: through a
+            // line-buffered handle, each of its lines (one per record, tens
+            // of thousands for a large file) was a write of its own.
+            let mut w = io::BufWriter::new(&mut *out);
             if i > 0 {
-                writeln!(out)?;
+                writeln!(w)?;
             }
-            print_state(out, &file.display().to_string(), &state, options.style)?;
+            print_state(&mut w, &file.display().to_string(), &state, options.style)?;
+            w.flush()?;
         }
         if options.exiting && i + 1 == files.len() {
             // Its memory goes back with the process (`Options::exiting`).

@@ -195,6 +195,50 @@ fn people_output_shows_each_part() {
     }
 }
 
+/// A writer that keeps what it is given and counts the calls.
+#[derive(Default)]
+struct CountedWrites {
+    bytes: Vec<u8>,
+    calls: usize,
+}
+
+impl std::io::Write for CountedWrites {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.calls += 1;
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn people_output_goes_out_in_large_pieces_not_a_write_per_line() {
+    // 2,000 subagent events without a field: a view of thousands of
+    // records, a line each, handed to a writer that, like standard output,
+    // writes whatever it is given (a line-buffered handle wrote each line
+    // on its own).
+    let dir = scratch("pieces");
+    let path = dir.join("records.jsonl");
+    let line = r#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{}}"#;
+    std::fs::write(&path, format!("{line}\n").repeat(2_000)).unwrap();
+    let mut out = CountedWrites::default();
+    let options = acp_ext::state::Options::new(acp_ext::output::Style::plain());
+    let code = acp_ext::state::run(&[path], options, &mut out, &mut std::io::sink()).unwrap();
+    assert_eq!(code, 0);
+    let text = String::from_utf8(out.bytes).unwrap();
+    let lines = text.lines().count();
+    assert!(lines >= 2_000, "{lines} lines:\n{text}");
+    // Before: a write per line at least (8,004 here); now one per 8 KiB.
+    assert!(
+        out.calls * 20 <= lines,
+        "{} writes for {} bytes in {lines} lines",
+        out.calls,
+        text.len()
+    );
+}
+
 #[test]
 fn every_corpus_file_folds() {
     let files = corpus_files();
