@@ -164,23 +164,44 @@ pub(super) fn read_loose<R: BufRead>(reader: R, sink: &mut dyn FnMut(Item)) -> i
             if read_array(&mut rd, sink, &mut errors)? {
                 continue;
             }
-            return Ok(());
+            return stop_reading(&mut rd, errors, sink);
         }
         match parse_one(&mut rd)? {
             Parsed::Value(v) => classify(v, "", line, sink),
             Parsed::Syntax(e) => {
                 errors += 1;
                 sink(not_json(line, "", e));
-                if errors >= MAX_SYNTAX_ERRORS {
-                    return Ok(());
-                }
                 rd.resync()?;
+                if errors >= MAX_SYNTAX_ERRORS {
+                    return stop_reading(&mut rd, errors, sink);
+                }
             }
             Parsed::TooLarge => {
                 sink(too_large(line));
                 rd.resync()?;
             }
         }
+    }
+    Ok(())
+}
+
+/// Where reading stops for good (an array that is not closed, or
+/// [`MAX_SYNTAX_ERRORS`] values that are not JSON): what is left unread is
+/// said, not dropped in silence.
+fn stop_reading<R: BufRead>(
+    rd: &mut Counting<R>,
+    errors: usize,
+    sink: &mut dyn FnMut(Item),
+) -> io::Result<()> {
+    if errors >= MAX_SYNTAX_ERRORS && rd.peek_non_ws()?.is_some() {
+        sink(not_json(
+            rd.line,
+            "",
+            format!(
+                "{errors} values of this file are not JSON: reading stopped, and the rest of \
+                 the file, from this line on, was not read"
+            ),
+        ));
     }
     Ok(())
 }

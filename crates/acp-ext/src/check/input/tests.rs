@@ -41,6 +41,47 @@ fn loose_values_keep_their_lines() {
 }
 
 #[test]
+fn reading_that_stops_at_the_cap_of_broken_values_says_so() {
+    let problems = |text: &str| -> Vec<(u64, String)> {
+        records(text, Format::Loose)
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Problem { line, finding } => Some((line, finding.message)),
+                _ => None,
+            })
+            .collect()
+    };
+    let plan = "{\"sessionUpdate\":\"plan\",\"entries\":[]}\n";
+    // The cap of broken values, then a value: reading stops, and the
+    // problem after the last broken value says where and why.
+    let broken = "{oops\n".repeat(MAX_SYNTAX_ERRORS);
+    let found = problems(&format!("{broken}{plan}{plan}"));
+    assert_eq!(found.len(), MAX_SYNTAX_ERRORS + 1, "{found:?}");
+    let (line, message) = found.last().unwrap();
+    assert_eq!(*line, MAX_SYNTAX_ERRORS as u64 + 1);
+    assert!(message.contains("reading stopped"), "{message}");
+    assert!(
+        message.contains("from this line on, was not read"),
+        "{message}"
+    );
+    // The same within an array.
+    let in_array = format!("[\n{}]\n{plan}", "{oops,\n".repeat(MAX_SYNTAX_ERRORS));
+    let found = problems(&in_array);
+    assert!(
+        found.last().unwrap().1.contains("reading stopped"),
+        "{found:?}"
+    );
+    // Nothing after the last broken value: nothing was left unread.
+    let found = problems(&broken);
+    assert_eq!(found.len(), MAX_SYNTAX_ERRORS);
+    assert!(found.iter().all(|(_, m)| !m.contains("reading stopped")));
+    // One broken value fewer than the cap: every value is read.
+    let fewer = "{oops\n".repeat(MAX_SYNTAX_ERRORS - 1);
+    let items = records(&format!("{fewer}{plan}"), Format::Loose);
+    assert!(matches!(items.last(), Some(Item::Record(_))));
+}
+
+#[test]
 fn top_level_arrays_stream_with_element_lines() {
     let text = "[\n {\"b\":1},\n {\"c\":2}\n]\n";
     let lines = loose_lines(text);
