@@ -198,8 +198,8 @@ fn stop_reading<R: BufRead>(
             rd.line,
             "",
             format!(
-                "{errors} values of this file are not JSON: reading stopped, and the rest of \
-                 the file, from this line on, was not read"
+                "reading stopped after {errors} values that are not JSON: the rest of the \
+                 file, from this line on, was not read"
             ),
         ));
     }
