@@ -173,21 +173,15 @@ impl ConnectionState {
     }
 
     pub(super) fn session_mut(&mut self, session_id: &str) -> &mut SessionState {
-        let index = match self.sessions.get_index_of(session_id) {
-            Some(index) => index,
-            None => {
-                while self.sessions.len() >= self.limits.sessions.max(1) {
-                    self.sessions.shift_remove_index(0);
-                }
-                let fresh = SessionState::default();
-                self.sessions.insert_full(session_id.to_owned(), fresh).0
+        if !self.sessions.contains_key(session_id) {
+            while self.sessions.len() >= self.limits.sessions.max(1) {
+                self.sessions.shift_remove_index(0);
             }
-        };
-        #[expect(clippy::expect_used, reason = "the index was found or made just above")]
-        let (_, s) = self
-            .sessions
-            .get_index_mut(index)
-            .expect("a session's index");
+            self.sessions
+                .insert(session_id.to_owned(), SessionState::default());
+        }
+        #[expect(clippy::expect_used, reason = "the key is inserted just above")]
+        let s = self.sessions.get_mut(session_id).expect("inserted above");
         s
     }
 

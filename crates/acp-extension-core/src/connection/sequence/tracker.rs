@@ -185,7 +185,7 @@ struct SessionMemory {
 /// The sessions of one connection, least recently used dropped first.
 #[derive(Debug, Default, Clone)]
 struct Sessions {
-    map: indexmap::IndexMap<String, SessionMemory>,
+    map: HashMap<String, SessionMemory>,
     tick: u64,
 }
 
@@ -193,23 +193,21 @@ impl Sessions {
     fn get_or_create(&mut self, id: &str, cap: usize) -> &mut SessionMemory {
         self.tick += 1;
         let tick = self.tick;
-        let index = match self.map.get_index_of(id) {
-            Some(index) => index,
-            None => {
-                while self.map.len() >= cap.max(1) {
-                    let values = self.map.values().enumerate();
-                    let Some((oldest, _)) = values.min_by_key(|(_, s)| s.last_used) else {
-                        break;
-                    };
-                    self.map.swap_remove_index(oldest);
+        if !self.map.contains_key(id) {
+            while !self.map.is_empty() && self.map.len() >= cap.max(1) {
+                let oldest = self
+                    .map
+                    .iter()
+                    .min_by_key(|(_, s)| s.last_used)
+                    .map(|(k, _)| k.clone());
+                if let Some(k) = oldest {
+                    self.map.remove(&k);
                 }
-                self.map
-                    .insert_full(id.to_owned(), SessionMemory::default())
-                    .0
             }
-        };
-        #[expect(clippy::expect_used, reason = "the index was found or made just above")]
-        let (_, s) = self.map.get_index_mut(index).expect("a session's index");
+            self.map.insert(id.to_owned(), SessionMemory::default());
+        }
+        #[expect(clippy::expect_used, reason = "the key is inserted just above")]
+        let s = self.map.get_mut(id).expect("inserted above");
         s.last_used = tick;
         s
     }
@@ -356,7 +354,7 @@ impl SequenceTracker {
 
     /// Session `sid` is closed or deleted.
     pub fn session_closed(&mut self, sid: &str) {
-        self.sessions.map.swap_remove(sid);
+        self.sessions.map.remove(sid);
         self.scopes.remove(unscoped_key(sid));
     }
 
