@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use acp_ext::check::{self, Severity, input::Format};
-use acp_ext::output::Style;
+use acp_ext::output::{Progress, Style};
 use acp_ext::tap::{RecordFormat, TapOptions};
 use acp_extension_core::namespace::{Namespace, NamespaceSet};
 use acp_extension_core::validate::{self, Kind, StreamOptions};
@@ -312,10 +312,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
             ..
         } => {
-            let options = check::run::Options::for_terminal()
+            let mut options = check::run::Options::for_terminal()
                 .format(format)
                 .json(json)
                 .min_severity(min_severity);
+            // `--json` findings go out while the files are read.
+            options.progress = Progress::allowed(json);
             let summary = check::run::check_files(
                 &files,
                 &options,
@@ -334,6 +336,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             options.json = json;
             options.format = format;
             options.bounded = bounded;
+            options.progress = Progress::allowed(false);
             options.exiting = true;
             // A document of tens of megabytes: through a handle that does
             // not search it for newlines.
@@ -506,10 +509,14 @@ fn validate_files(
     let mut shown = 0usize;
     const SHOW: usize = 20;
     let mut write_err: Option<io::Error> = None;
+    let mut stderr = io::stderr();
     for path in files {
         let reader = open(path)?;
         let name = path.display().to_string();
-        let summary = validate::validate_stream(kind, reader, &options, |item| {
+        let size = std::fs::metadata(path).map_or(0, |m| m.len());
+        let mut progress = Progress::new(&name, size, Progress::allowed(json));
+        let summary = validate::validate_stream(kind, progress.count(reader), &options, |item| {
+            progress.update(&mut stderr);
             if item
                 .report
                 .violations
@@ -525,7 +532,10 @@ fn validate_files(
                 acp_ext::output::write_item_json(&mut out, &item)
             } else if !quiet && !item.report.is_valid() && shown < SHOW {
                 shown += 1;
+                // Out at once, below the bar, which is drawn again after.
+                progress.finish(&mut stderr);
                 acp_ext::output::write_item_human(&mut out, &style, &name, &item)
+                    .and_then(|()| out.flush())
             } else {
                 Ok(())
             };
@@ -533,7 +543,9 @@ fn validate_files(
                 write_err = Some(e);
             }
         })
-        .map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("cannot read {name}: {e}"));
+        progress.finish(&mut stderr);
+        let summary = summary?;
         valid += summary.values - summary.invalid;
         invalid += summary.invalid;
     }

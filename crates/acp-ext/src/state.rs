@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::check::input::{self, Format, Item};
 use crate::finding::Severity;
-use crate::output::Style;
+use crate::output::{Progress, Style};
 use crate::present::{duration, serde_name, short_id, shorten};
 
 /// How to fold and print.
@@ -40,6 +40,9 @@ pub struct Options {
     pub bounded: bool,
     /// Colour.
     pub style: Style,
+    /// Whether a progress bar may be drawn on the error output while a
+    /// large file is read ([`Progress`]).
+    pub progress: bool,
     /// The process ends after [`run`]: the last file's state is not freed
     /// piece by piece (tens of thousands of allocations for a large one,
     /// some 4 ms at the end of the benchmark's run), as its memory goes
@@ -48,13 +51,15 @@ pub struct Options {
 }
 
 impl Options {
-    /// Auto-detected format, people's output, unbounded; every state freed.
+    /// Auto-detected format, people's output, unbounded, no progress bar;
+    /// every state freed.
     pub fn new(style: Style) -> Self {
         Self {
             format: Format::Auto,
             json: false,
             bounded: false,
             style,
+            progress: false,
             exiting: false,
         }
     }
@@ -66,6 +71,16 @@ pub fn fold_reader(
     format: Format,
     limits: StateLimits,
 ) -> io::Result<ConnectionState> {
+    fold_ticking(reader, format, limits, || {})
+}
+
+/// [`fold_reader`], calling `tick` after each batch of lines.
+fn fold_ticking(
+    reader: impl io::BufRead + Send,
+    format: Format,
+    limits: StateLimits,
+    tick: impl FnMut(),
+) -> io::Result<ConnectionState> {
     let mut state = ConnectionState::with_limits(limits);
     // Only the state it ends in is printed: its changes need not be built.
     state.set_list_changes(false);
@@ -74,7 +89,7 @@ pub fn fold_reader(
     // chunk of plain text or a tool call, which the fold reads from the
     // line.
     let reads = Reads::of(&[&state]);
-    input::read_parallel(reader, format, reads, |item| match item {
+    let fold = |item: &Item| match item {
         Item::Record(r) => {
             state.set_line(Some(r.line));
             state.message_with_method(r.direction, &r.message, r.request_method.as_deref());
@@ -87,7 +102,8 @@ pub fn fold_reader(
             state.set_line(Some(*line));
             state.unreadable(finding.rule, &finding.message);
         }
-    })?;
+    };
+    input::read_parallel_batches(reader, format, reads, fold, tick)?;
     Ok(state)
 }
 
@@ -111,7 +127,17 @@ pub fn run(
         let folded = if file == Path::new("-") {
             fold_reader(BufReader::new(io::stdin()), options.format, limits)
         } else {
-            File::open(file).and_then(|f| fold_reader(BufReader::new(f), options.format, limits))
+            File::open(file).and_then(|f| {
+                let size = f.metadata().map_or(0, |m| m.len());
+                let mut progress =
+                    Progress::new(file.display().to_string(), size, options.progress);
+                let reader = BufReader::new(progress.count(f));
+                let folded = fold_ticking(reader, options.format, limits, || {
+                    progress.update(&mut *err)
+                });
+                progress.finish(&mut *err);
+                folded
+            })
         };
         let state = match folded {
             Ok(s) => s,

@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{EXE, corpus_files, record, scratch};
+use common::{EXE, LARGE_CHUNK_TEXT, corpus_files, large_transcript, record, scratch};
 use serde_json::{Value, json};
 
 /// `acp-ext state --json ARGS FILES`, as it ended.
@@ -237,6 +237,45 @@ fn people_output_goes_out_in_large_pieces_not_a_write_per_line() {
         out.calls,
         text.len()
     );
+}
+
+#[test]
+fn a_large_file_shows_a_progress_bar_on_the_error_output_and_clears_it() {
+    let dir = scratch("progress");
+    let (big, chunks) = large_transcript(&dir);
+    let small = dir.join("small.jsonl");
+    let head: String = std::fs::read_to_string(&big)
+        .unwrap()
+        .lines()
+        .take(2)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&small, head).unwrap();
+
+    let run = |file: &Path, progress: bool| {
+        let mut options = acp_ext::state::Options::new(acp_ext::output::Style::plain());
+        options.json = true;
+        options.progress = progress;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = acp_ext::state::run(&[file.to_owned()], options, &mut out, &mut err).unwrap();
+        assert_eq!(code, 0);
+        (out, String::from_utf8(err).unwrap())
+    };
+    let (with_bar, drawn) = run(&big, true);
+    assert!(drawn.contains(&format!("{} [", big.display())), "{drawn:?}");
+    assert!(drawn.contains("/9.0 MiB"), "{drawn:?}");
+    // Cleared before the document goes out, which it leaves unchanged.
+    assert!(drawn.ends_with("\r\x1b[2K"), "{drawn:?}");
+    let (without, none) = run(&big, false);
+    assert_eq!(none, "");
+    assert_eq!(with_bar, without);
+    let doc: Value = serde_json::from_slice(&with_bar).unwrap();
+    let text = doc["sessions"]["s"]["subagentRuns"]["r"]["text"]
+        .as_str()
+        .unwrap();
+    assert_eq!(text.len(), chunks * LARGE_CHUNK_TEXT.len());
+    // A small file gets no bar.
+    assert_eq!(run(&small, true).1, "");
 }
 
 #[test]

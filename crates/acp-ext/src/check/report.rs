@@ -25,7 +25,6 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -210,74 +209,5 @@ impl HumanReport {
             }
         }
         Ok(())
-    }
-}
-
-/// A progress bar on stderr for large inputs, redrawn at most ten times a
-/// second; does nothing when disabled.
-#[derive(Debug)]
-pub struct Progress {
-    label: String,
-    total: u64,
-    enabled: bool,
-    last: Option<Instant>,
-    drawn: bool,
-}
-
-/// Inputs at least this large get a progress bar (when stderr is a terminal).
-pub const PROGRESS_MIN_BYTES: u64 = 8 << 20;
-
-impl Progress {
-    /// A bar for `total` bytes of `label`; drawn only when `enabled`.
-    pub fn new(label: impl Into<String>, total: u64, enabled: bool) -> Self {
-        Self {
-            label: label.into(),
-            total,
-            enabled: enabled && total > 0,
-            last: None,
-            drawn: false,
-        }
-    }
-
-    /// Redraws the bar for `done` bytes when enough time has passed.
-    pub fn update(&mut self, done: u64) {
-        if !self.enabled {
-            return;
-        }
-        let now = Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(100))
-        {
-            return;
-        }
-        self.last = Some(now);
-        let fraction = (done as f64 / self.total as f64).clamp(0.0, 1.0);
-        const WIDTH: usize = 30;
-        let filled = (fraction * WIDTH as f64) as usize;
-        let bar: String = "#".repeat(filled) + &"-".repeat(WIDTH - filled);
-        let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
-        eprint!(
-            "\r\x1b[2K{} [{bar}] {:3.0}% {:.1}/{:.1} MiB",
-            self.label,
-            fraction * 100.0,
-            mb(done),
-            mb(self.total)
-        );
-        self.drawn = true;
-    }
-
-    /// Clears the bar.
-    pub fn finish(&mut self) {
-        if self.drawn {
-            eprint!("\r\x1b[2K");
-            self.drawn = false;
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.finish();
     }
 }

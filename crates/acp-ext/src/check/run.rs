@@ -14,15 +14,13 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::input::{self, Format, Item};
-use super::report::{Counts, HumanReport, Located, PROGRESS_MIN_BYTES, Progress, write_json};
+use super::report::{Counts, HumanReport, Located, write_json};
 use super::{Checker, Direction, Finding, Severity};
-use crate::output::Style;
+use crate::output::{Progress, Style};
 use acp_extension_core::connection::Reads;
 use acp_extension_core::connection::sequence::SequenceLimits;
 
@@ -62,7 +60,7 @@ impl Options {
     pub fn for_terminal() -> Self {
         Self {
             style: Style::stdout(),
-            progress: io::stderr().is_terminal(),
+            progress: Progress::allowed(false),
             ..Self::default()
         }
     }
@@ -184,22 +182,9 @@ impl<W: Write> JsonOut<W> {
     }
 }
 
-/// Counts bytes read, for the progress bar.
-struct Tracked<R> {
-    inner: R,
-    read: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Tracked<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
 /// Checks every file (`-` is stdin; no files reads stdin), writing findings
-/// to `out` and problems opening files to `err`.
+/// to `out`, and problems opening files and the progress bar
+/// ([`Options::progress`]) to `err`.
 pub fn check_files(
     paths: &[PathBuf],
     options: &Options,
@@ -234,21 +219,12 @@ pub fn check_files(
                 }
             }
         };
-        let read = Arc::new(AtomicU64::new(0));
-        let tracked = Tracked {
-            inner: reader,
-            read: Arc::clone(&read),
-        };
-        let mut progress = Progress::new(
-            name.clone(),
-            size,
-            options.progress && size >= PROGRESS_MIN_BYTES,
-        );
+        let mut progress = Progress::new(name.clone(), size, options.progress);
         let result = check_ticking(
-            BufReader::with_capacity(1 << 16, tracked),
+            BufReader::with_capacity(1 << 16, progress.count(reader)),
             options.format,
             options,
-            || progress.update(read.load(Ordering::Relaxed)),
+            || progress.update(err),
             |line, finding| {
                 if finding.severity < options.min_severity {
                     return;
@@ -263,7 +239,7 @@ pub fn check_files(
             },
             || json.borrow_mut().flush(),
         );
-        progress.finish();
+        progress.finish(err);
         match result {
             Ok(()) => summary.files += 1,
             Err(e) => {

@@ -239,3 +239,27 @@ fn json_findings_of_a_live_stream_are_not_held_back() {
     assert!(!child.wait().unwrap().success());
     reader.join().unwrap();
 }
+
+#[test]
+fn a_large_file_shows_a_progress_bar_on_the_error_output_not_among_the_findings() {
+    let dir = common::scratch("progress");
+    let (big, _) = common::large_transcript(&dir);
+    let run = |progress: bool| {
+        let mut options = Options::default().json(true);
+        options.progress = progress;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let summary = acp_ext::check::run::check_files(
+            std::slice::from_ref(&big),
+            &options,
+            &mut out,
+            &mut err,
+        )
+        .unwrap();
+        assert_eq!((summary.files, summary.exit_code()), (1, 0));
+        (out, String::from_utf8(err).unwrap())
+    };
+    let (out, drawn) = run(true);
+    assert!(drawn.contains(&format!("{} [", big.display())), "{drawn:?}");
+    assert!(drawn.ends_with("\r\x1b[2K"), "{drawn:?}");
+    assert_eq!((out, String::new()), run(false));
+}

@@ -176,3 +176,24 @@ pub fn xorshift(seed: &mut u64) -> u64 {
     *seed ^= *seed << 17;
     *seed
 }
+
+/// The text of each chunk in [`large_transcript`].
+pub const LARGE_CHUNK_TEXT: &str = "the agent reads the file and patches the tests ";
+
+/// Writes `large.jsonl` in `dir`: a run's snapshot, then text chunks of
+/// [`LARGE_CHUNK_TEXT`] up to 9 MiB (past the size from which a progress
+/// bar is drawn). Returns its path and the number of chunks.
+pub fn large_transcript(dir: &Path) -> (PathBuf, usize) {
+    let snapshot = r#"{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{"version":1,"sessionId":"s","runId":"r","type":"snapshot","snapshot":{"state":"running","support":{"stream":["text"],"progress":false,"outputRead":"none","cancel":false}}}}"#;
+    let chunk = format!(
+        r#"{{"jsonrpc":"2.0","method":"_lody/subagents/event","params":{{"version":1,"sessionId":"s","runId":"r","type":"output","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{LARGE_CHUNK_TEXT}"}}}}}}}}"#
+    );
+    let chunks = (9 << 20) / chunk.len() + 1;
+    let path = dir.join("large.jsonl");
+    std::fs::write(
+        &path,
+        format!("{snapshot}\n{}", format!("{chunk}\n").repeat(chunks)),
+    )
+    .unwrap();
+    (path, chunks)
+}
