@@ -5,16 +5,15 @@
 
 mod common;
 
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use acp_ext::check::input::Format;
 use acp_ext::watch::{App, frame_text};
+use common::pty::Pty;
 use common::{EXE, record, scratch};
-use portable_pty::{CommandBuilder, PtySize, native_pty_system};
 use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
 const PROMPTS: &[&str] = &[
@@ -261,91 +260,6 @@ fn once_prints_the_final_frame_for_every_format() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read /nonexistent/rec.jsonl"));
-}
-
-/// The binary in a pseudo-terminal, its screen read through a terminal
-/// emulator.
-struct Pty {
-    screen: Arc<Mutex<vt100::Parser>>,
-    writer: Box<dyn Write + Send>,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-}
-
-impl Pty {
-    fn start(args: &[&str], cols: u16, rows: u16) -> Pty {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows,
-                cols,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .unwrap();
-        let mut cmd = CommandBuilder::new(EXE);
-        cmd.args(args);
-        cmd.env("TERM", "xterm-256color");
-        let child = pty.slave.spawn_command(cmd).unwrap();
-        drop(pty.slave);
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let writer = pty.master.take_writer().unwrap();
-        let screen = Arc::new(Mutex::new(vt100::Parser::new(
-            std::num::NonZeroU16::new(rows).unwrap(),
-            std::num::NonZeroU16::new(cols).unwrap(),
-            0,
-        )));
-        let s = screen.clone();
-        std::thread::spawn(move || {
-            let _master = pty.master;
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                s.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        Pty {
-            screen,
-            writer,
-            child,
-        }
-    }
-
-    fn contents(&self) -> String {
-        self.screen.lock().unwrap().screen().contents()
-    }
-
-    /// Waits until the screen shows `text`.
-    fn wait_for(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let c = self.contents();
-            if c.contains(text) {
-                return c;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "screen never showed {text:?}:\n{c}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap();
-        self.writer.flush().unwrap();
-    }
-
-    fn wait_exit(&mut self) -> portable_pty::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "watch did not exit");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
 #[test]

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod procfs;
+pub mod pty;
 
 use std::ffi::OsStr;
 use std::fmt::Display;
