@@ -420,7 +420,7 @@ fn exit_codes_and_schema() {
     let (code, _, err) = state_json(&[], &[Path::new("/nonexistent/acp-ext.jsonl")]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("cannot read /nonexistent/acp-ext.jsonl"),
+        err.contains("acp-ext state: cannot read /nonexistent/acp-ext.jsonl"),
         "{err}"
     );
     let out = Command::new(EXE)

@@ -213,7 +213,7 @@ pub fn check_files(
                     (Box::new(f), size)
                 }
                 Err(e) => {
-                    writeln!(err, "acp-ext: cannot read {name}: {e}")?;
+                    writeln!(err, "acp-ext check: cannot read {name}: {e}")?;
                     summary.unreadable += 1;
                     continue;
                 }
@@ -243,7 +243,7 @@ pub fn check_files(
         match result {
             Ok(()) => summary.files += 1,
             Err(e) => {
-                writeln!(err, "acp-ext: cannot read {name}: {e}")?;
+                writeln!(err, "acp-ext check: cannot read {name}: {e}")?;
                 summary.unreadable += 1;
             }
         }

@@ -80,7 +80,7 @@ fn cli_exit_codes() {
     let (code, _, err) = acp_ext(&["check", bad.to_str().unwrap(), "/nonexistent/acp-ext.jsonl"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("cannot read /nonexistent/acp-ext.jsonl"),
+        err.contains("acp-ext check: cannot read /nonexistent/acp-ext.jsonl"),
         "{err}"
     );
     // A partly malformed file is findings, not a crash.
