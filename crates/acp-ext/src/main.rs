@@ -337,15 +337,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             options.format = format;
             options.bounded = bounded;
             options.progress = Progress::allowed(false);
-            options.exiting = true;
-            // A document of tens of megabytes: through a handle that does
-            // not search it for newlines.
-            let mut out: Box<dyn Write> = if json {
-                acp_ext::output::bulk_stdout()
-            } else {
-                Box::new(io::stdout().lock())
-            };
-            let code = acp_ext::state::run(&files, options, &mut out, &mut io::stderr().lock())?;
+            let code = acp_ext::state::run(
+                &files,
+                options,
+                &mut io::stdout().lock(),
+                &mut io::stderr().lock(),
+            )?;
             Ok(ExitCode::from(code))
         }
         Command::Watch {

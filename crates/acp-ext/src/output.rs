@@ -76,27 +76,6 @@ impl Style {
     }
 }
 
-/// Standard output for a large document the caller buffers itself (in
-/// pieces of a megabyte or so): on Unix a second handle on the same file,
-/// which writes each piece as it is handed; elsewhere the standard handle.
-/// The standard handle is line-buffered: it searches every piece for its
-/// last newline, and a document of one line is scanned whole again
-/// (37 MB for the follower's benchmark state). Anything the standard
-/// handle holds is flushed first, so the two do not interleave.
-pub fn bulk_stdout() -> Box<dyn Write> {
-    let stdout = io::stdout();
-    // Nothing written before stays behind the document.
-    let _ = stdout.lock().flush();
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        if let Ok(fd) = stdout.as_fd().try_clone_to_owned() {
-            return Box::new(std::fs::File::from(fd));
-        }
-    }
-    Box::new(stdout)
-}
-
 /// A progress bar for people while a large input is read: drawn where the
 /// caller says (standard error on a terminal), redrawn at most ten times a
 /// second, and cleared by [`Progress::finish`]. A bar that is not enabled,

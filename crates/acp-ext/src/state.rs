@@ -43,16 +43,10 @@ pub struct Options {
     /// Whether a progress bar may be drawn on the error output while a
     /// large file is read ([`Progress`]).
     pub progress: bool,
-    /// The process ends after [`run`]: the last file's state is not freed
-    /// piece by piece (tens of thousands of allocations for a large one,
-    /// some 4 ms at the end of the benchmark's run), as its memory goes
-    /// back to the system whole when the process ends.
-    pub exiting: bool,
 }
 
 impl Options {
-    /// Auto-detected format, people's output, unbounded, no progress bar;
-    /// every state freed.
+    /// Auto-detected format, people's output, unbounded, no progress bar.
     pub fn new(style: Style) -> Self {
         Self {
             format: Format::Auto,
@@ -60,7 +54,6 @@ impl Options {
             bounded: false,
             style,
             progress: false,
-            exiting: false,
         }
     }
 }
@@ -164,10 +157,6 @@ pub fn run(
             }
             print_state(&mut w, &file.display().to_string(), &state, options.style)?;
             w.flush()?;
-        }
-        if options.exiting && i + 1 == files.len() {
-            // Its memory goes back with the process (`Options::exiting`).
-            std::mem::forget(state);
         }
     }
     Ok(code)

@@ -131,8 +131,7 @@
 //!   per-operation max-merge, per-model totals, the delta since the last emitted update,
 //!   unknown cost kept unknown, and `_meta.<ns>.usageScopeId`. It behaves exactly like the
 //!   reference on every vector, and costs O(models in the update) per update instead of
-//!   re-summing the history (16,000 updates over 8,000 operations: about 50 ms; see
-//!   the repository's BENCHMARKS.md).
+//!   re-summing the history (measured in the repository's BENCHMARKS.md).
 //! - **Subagents.** Keep one `subagent_emitter::SubagentEmitter` per root session; call
 //!   `start`, `snapshot`, `progress`, `output` and `disconnect` with native ids; it maps them
 //!   to opaque run ids and sends ordered `_<ns>/subagents/event` notifications through a

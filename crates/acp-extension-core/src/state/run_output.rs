@@ -116,7 +116,6 @@ pub(super) fn append_text(
     if other_message || (message_id.is_some() && run.message_id.is_none()) {
         run.message_id = message_id.map(str::to_owned);
     }
-    reserve_text(&mut run.text, text.len(), limits.text_per_run);
     run.text.push_str(text);
     run.message_len += text.len();
     cap_text(&mut run.text, limits.text_per_run);
@@ -177,40 +176,6 @@ pub(super) fn append_tool_content(run: &mut RunState, update: &Value, limits: &S
     merge_tool_call(run, id, &call, limits);
 }
 
-/// Makes room for `more` bytes in a run's text. Texts grow by appends
-/// of a few hundred bytes up to megabytes; grown by doubling, a text is
-/// copied into fresh memory at each step, and each fresh page costs a page
-/// fault, the largest cost of folding long texts. A text that outgrows
-/// 64 KiB (and the doubling that took it past) is given 4 MiB at once,
-/// then grows eightfold: a text of a few megabytes is copied once, at
-/// 128 KB, and the capacity not yet written is never faulted in
-/// (BENCHMARKS.md: fewer page faults and less peak memory on the
-/// benchmark's state than eightfold growth all the way). When that much
-/// cannot be had (an address space or a commit limit), the text grows as
-/// much as the append needs. A capped text is given no more room than its
-/// cap lets it hold.
-pub(super) fn reserve_text(text: &mut String, more: usize, cap: usize) {
-    const SMALL: usize = 64 << 10;
-    const LARGE: usize = 4 << 20;
-    let need = text.len().saturating_add(more).saturating_add(1);
-    if need <= text.capacity() || need <= SMALL {
-        return;
-    }
-    // A capped text never holds more than half as much again as its cap.
-    let most = cap
-        .saturating_add(cap / 2)
-        .saturating_add(more)
-        .saturating_add(1);
-    let room = match text.capacity() {
-        c if c < LARGE => LARGE,
-        c => c.saturating_mul(8),
-    };
-    let target = room.min(most).max(need);
-    if text.try_reserve_exact(target - text.len()).is_err() {
-        text.reserve(need - text.len());
-    }
-}
-
 /// A tool call or its update, as it came (its tree): it ends the message,
 /// and merges by id, all its keys but `sessionUpdate`, in their order.
 pub(super) fn fold_tool_call(run: &mut RunState, update: Option<&Value>, limits: &StateLimits) {
@@ -264,43 +229,4 @@ pub(super) fn merge_tool_call(
     };
     run.tool_calls.insert(id.to_owned(), merged);
     cap_map(&mut run.tool_calls, limits.tool_calls_per_run);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_long_text_gets_4_mib_then_grows_eightfold_and_a_capped_one_within_its_cap() {
-        let chunk = "x".repeat(1000);
-        let mut text = String::new();
-        let mut capacities = Vec::new();
-        for _ in 0..5000 {
-            reserve_text(&mut text, chunk.len(), usize::MAX);
-            text.push_str(&chunk);
-            if capacities.last() != Some(&text.capacity()) {
-                capacities.push(text.capacity());
-            }
-        }
-        // Doubling while the text fits in 64 KiB (the last doubling ends
-        // past it), then 4 MiB at once (600 KB of text fits without another
-        // copy), then eightfold: 5 MB of text after two large steps, not
-        // six more doublings.
-        assert!(capacities.contains(&128_000), "{capacities:?}");
-        let large: Vec<_> = capacities.iter().filter(|&&c| c > 128 << 10).collect();
-        assert_eq!(large.len(), 2, "{capacities:?}");
-        assert_eq!(*large[0], 4 << 20, "{capacities:?}");
-        assert_eq!(*large[1], 8 * large[0], "{capacities:?}");
-
-        // A cap below the first large step: the room stops at what the
-        // cap lets the text hold, not 4 MiB.
-        let cap = 256 << 10;
-        let mut capped = String::new();
-        for _ in 0..600 {
-            reserve_text(&mut capped, chunk.len(), cap);
-            capped.push_str(&chunk);
-            cap_text(&mut capped, cap);
-            assert!(capped.capacity() <= 2 * cap, "{}", capped.capacity());
-        }
-    }
 }

@@ -4,11 +4,12 @@
 //! order. When the calling thread's next block is not parsed yet, it parses
 //! the oldest block read and not yet taken instead of waiting: on two cores
 //! the parse is the slower stage, and the helping keeps both cores busy
-//! where a second parser thread would compete for them (measured in
-//! BENCHMARKS.md: `check` and `state` are both faster with one parser
-//! thread and the helping than with two parser threads). The reading has
-//! no thread of its own: a third thread on two cores was woken thousands of
-//! times a run and took the cores from the other two (BENCHMARKS.md).
+//! where a second parser thread would compete for them (measured on
+//! 2026-12-02: `check` and `state` are both faster with one parser thread
+//! and the helping than with two parser threads). The reading has no
+//! thread of its own: a third thread on two cores was woken thousands of
+//! times a run, for the same wall time and more CPU (the measurement
+//! journal, BENCHMARKS.md as of commit 5a0accc).
 //!
 //! Blocks return to the parser thread for reuse, and items to the thread
 //! that parsed them, to be dropped where their memory was allocated.
