@@ -312,12 +312,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             files,
             ..
         } => {
-            let mut options = check::run::Options::for_terminal()
+            let options = check::run::Options::for_terminal()
                 .format(format)
                 .json(json)
-                .min_severity(min_severity);
-            // `--json` findings go out while the files are read.
-            options.progress = Progress::allowed(json);
+                .min_severity(min_severity)
+                // `--json` findings go out while the files are read.
+                .progress(Progress::allowed(json));
             let summary = check::run::check_files(
                 &files,
                 &options,
@@ -332,11 +332,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             bounded,
             files,
         } => {
-            let mut options = acp_ext::state::Options::new(Style::stdout());
-            options.json = json;
-            options.format = format;
-            options.bounded = bounded;
-            options.progress = Progress::allowed(false);
+            let options = acp_ext::state::Options::new(Style::stdout())
+                .format(format)
+                .json(json)
+                .bounded(bounded)
+                .progress(Progress::allowed(false));
             let code = acp_ext::state::run(
                 &files,
                 options,
@@ -353,12 +353,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             stats,
             file,
         } => {
-            let mut options = acp_ext::watch::WatchOptions::default();
-            options.once = once;
-            options.width = width.max(20);
-            options.height = height.max(10);
-            options.format = format;
-            options.stats = stats;
+            let options = acp_ext::watch::WatchOptions::default()
+                .format(format)
+                .once(once)
+                .size(width.max(20), height.max(10))
+                .stats(stats);
             acp_ext::watch::run(&file, &options, &mut io::stdout().lock())?;
             Ok(ExitCode::SUCCESS)
         }
@@ -388,7 +387,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .namespace(namespace)
                 .session_ids(session_ids)
                 .plain_clients(plain_clients);
-            options.only = only;
+            if let Some(features) = only {
+                options = options.only(features);
+            }
             runtime()?.block_on(acp_ext::serve::run_stdio(options))?;
             Ok(ExitCode::SUCCESS)
         }

@@ -56,6 +56,30 @@ impl Options {
             progress: false,
         }
     }
+
+    /// Sets the input format.
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Sets the JSON document instead of the view for people.
+    pub fn json(mut self, json: bool) -> Self {
+        self.json = json;
+        self
+    }
+
+    /// Sets the bounded state ([`StateLimits::bounded`]).
+    pub fn bounded(mut self, bounded: bool) -> Self {
+        self.bounded = bounded;
+        self
+    }
+
+    /// Sets whether a progress bar may be drawn ([`Progress::allowed`]).
+    pub fn progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
 }
 
 /// Folds everything `reader` holds in `format`.

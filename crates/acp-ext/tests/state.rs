@@ -253,9 +253,9 @@ fn a_large_file_shows_a_progress_bar_on_the_error_output_and_clears_it() {
     std::fs::write(&small, head).unwrap();
 
     let run = |file: &Path, progress: bool| {
-        let mut options = acp_ext::state::Options::new(acp_ext::output::Style::plain());
-        options.json = true;
-        options.progress = progress;
+        let options = acp_ext::state::Options::new(acp_ext::output::Style::plain())
+            .json(true)
+            .progress(progress);
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let code = acp_ext::state::run(&[file.to_owned()], options, &mut out, &mut err).unwrap();
         assert_eq!(code, 0);

@@ -355,6 +355,39 @@ fn usage_with_several_models_shows_their_total() {
     );
 }
 
+/// `--stats` prints the counters once the live view ends, and only with it.
+#[test]
+fn stats_are_printed_on_exit_only_when_asked() {
+    let dir = scratch("stats");
+    let path = record(&dir, "jsonl", &["/title Counted"]);
+    let arg = path.display().to_string();
+    let run = |args: &[&str]| {
+        let mut pty = Pty::start(args, 100, 30);
+        pty.wait_for("Counted");
+        pty.send(b"q");
+        assert!(pty.wait_exit().success());
+        std::thread::sleep(Duration::from_millis(200));
+        pty.raw()
+    };
+    let with = run(&["watch", "--stats", &arg]);
+    let line = with
+        .lines()
+        .find_map(|l| l.split("messages=").nth(1))
+        .unwrap_or_else(|| panic!("no stats line:\n{with}"));
+    let messages: usize = line
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count: {line}"));
+    assert!(messages > 0, "{line}");
+    assert!(
+        line.contains(" redraws=") && line.contains(" seconds="),
+        "{line}"
+    );
+    let without = run(&["watch", &arg]);
+    assert!(!without.contains("messages="), "{without}");
+}
+
 #[test]
 fn a_record_that_does_not_exist_yet_is_waited_for() {
     let dir = scratch("later");

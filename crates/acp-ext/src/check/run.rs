@@ -82,6 +82,12 @@ impl Options {
         self.min_severity = severity;
         self
     }
+
+    /// Sets whether a progress bar may be drawn ([`Progress::allowed`]).
+    pub fn progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
 }
 
 /// The outcome of checking some files.

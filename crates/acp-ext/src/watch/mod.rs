@@ -465,6 +465,33 @@ impl Default for WatchOptions {
     }
 }
 
+impl WatchOptions {
+    /// Sets the input format.
+    pub fn format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+
+    /// Sets whether to print the final frame as text and exit.
+    pub fn once(mut self, once: bool) -> Self {
+        self.once = once;
+        self
+    }
+
+    /// Sets the size of that frame.
+    pub fn size(mut self, width: u16, height: u16) -> Self {
+        self.width = width;
+        self.height = height;
+        self
+    }
+
+    /// Sets whether to print the counters on exit.
+    pub fn stats(mut self, stats: bool) -> Self {
+        self.stats = stats;
+        self
+    }
+}
+
 /// Draws the model into a `width`×`height` frame and returns it as plain
 /// text, one line per row, trailing spaces trimmed.
 pub fn frame_text(app: &App, width: u16, height: u16) -> String {

@@ -245,8 +245,7 @@ fn a_large_file_shows_a_progress_bar_on_the_error_output_not_among_the_findings(
     let dir = common::scratch("progress");
     let (big, _) = common::large_transcript(&dir);
     let run = |progress: bool| {
-        let mut options = Options::default().json(true);
-        options.progress = progress;
+        let options = Options::default().json(true).progress(progress);
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let summary = acp_ext::check::run::check_files(
             std::slice::from_ref(&big),
