@@ -160,6 +160,25 @@ pub(crate) fn serialize_js_number<S: Serializer>(n: f64, s: S) -> Result<S::Ok, 
 
 pub use crate::violation::json_type;
 
+/// The JSON Schema of a wire primitive, written inline where it is used
+/// (a primitive has no definition of its own).
+macro_rules! inline_schema {
+    ($name:ident, $schema:tt) => {
+        #[cfg(feature = "schema")]
+        impl JsonSchema for $name {
+            fn schema_name() -> Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
+
 macro_rules! number_wrapper {
     (
         $(#[$doc:meta])*
@@ -222,18 +241,7 @@ macro_rules! number_wrapper {
             }
         }
 
-        #[cfg(feature = "schema")]
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!($schema)
-            }
-        }
+        inline_schema!($name, $schema);
     };
 }
 
@@ -468,18 +476,7 @@ macro_rules! literal {
             }
         }
 
-        #[cfg(feature = "schema")]
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
-                stringify!($name).into()
-            }
-            fn inline_schema() -> bool {
-                true
-            }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!($schema)
-            }
-        }
+        inline_schema!($name, $schema);
     };
 }
 
@@ -580,18 +577,7 @@ impl Check for NonEmptyString {
     }
 }
 
-#[cfg(feature = "schema")]
-impl JsonSchema for NonEmptyString {
-    fn schema_name() -> Cow<'static, str> {
-        "NonEmptyString".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "string", "minLength": 1 })
-    }
-}
+inline_schema!(NonEmptyString, { "type": "string", "minLength": 1 });
 
 /// Map keys that borrow from the input when they can (no allocation for
 /// the common unescaped key).
@@ -796,15 +782,4 @@ impl Check for Count {
     }
 }
 
-#[cfg(feature = "schema")]
-impl JsonSchema for Count {
-    fn schema_name() -> Cow<'static, str> {
-        "Count".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": "integer", "minimum": 0 })
-    }
-}
+inline_schema!(Count, { "type": "integer", "minimum": 0 });
