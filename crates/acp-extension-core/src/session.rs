@@ -978,18 +978,7 @@ impl Check for ConfigOptionValue {
     }
 }
 
-#[cfg(feature = "schema")]
-impl JsonSchema for ConfigOptionValue {
-    fn schema_name() -> Cow<'static, str> {
-        "ConfigOptionValue".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({ "type": ["string", "boolean"] })
-    }
-}
+crate::wire::inline_schema!(ConfigOptionValue, { "type": ["string", "boolean"] });
 
 /// The `configOptionValues` map of [`SessionConfig`]: config option id to
 /// value, in wire order. Dereferences to an [`IndexMap`].

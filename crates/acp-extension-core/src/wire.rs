@@ -34,7 +34,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 #[cfg(feature = "schema")]
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use schemars::{Schema, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
@@ -165,19 +165,20 @@ pub use crate::violation::json_type;
 macro_rules! inline_schema {
     ($name:ident, $schema:tt) => {
         #[cfg(feature = "schema")]
-        impl JsonSchema for $name {
-            fn schema_name() -> Cow<'static, str> {
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 stringify!($name).into()
             }
             fn inline_schema() -> bool {
                 true
             }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
-                json_schema!($schema)
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!($schema)
             }
         }
     };
 }
+pub(crate) use inline_schema;
 
 macro_rules! number_wrapper {
     (

@@ -477,20 +477,12 @@ impl crate::violation::Check for UsageScopeId {
     }
 }
 
-#[cfg(feature = "schema")]
-impl schemars::JsonSchema for UsageScopeId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "UsageScopeId".into()
-    }
-    fn inline_schema() -> bool {
-        true
-    }
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        // JSON Schema counts code points; the contract counts UTF-16 units,
-        // which the validators apply exactly.
-        schemars::json_schema!({ "type": "string", "maxLength": MAX_USAGE_SCOPE_ID_LENGTH })
-    }
-}
+// JSON Schema counts code points; the contract counts UTF-16 units, which
+// the validators apply exactly.
+crate::wire::inline_schema!(
+    UsageScopeId,
+    { "type": "string", "maxLength": MAX_USAGE_SCOPE_ID_LENGTH }
+);
 
 /// The contract's one length rule for scope ids: at most
 /// [`MAX_USAGE_SCOPE_ID_LENGTH`] UTF-16 code units; `Err` holds the length.
