@@ -248,9 +248,10 @@ impl SessionUsageAccumulator {
     ///
     /// Per model of `rows`, each counter and the cost of the stored row
     /// only grow (a row without cost keeps the stored one); `contextWindow`
-    /// is dropped. Models of the operation absent from `rows` keep their
-    /// rows. A [`ModelUsage`] holds no negative counter or cost (where the
-    /// reference clamps them to 0, its wire type refuses them).
+    /// and unknown keys are dropped. Models of the operation absent from
+    /// `rows` keep their rows. A [`ModelUsage`] holds no negative counter or
+    /// cost (where the reference clamps them to 0, its wire type refuses
+    /// them).
     ///
     /// The update holds: `usage`, the sum over every model of this operation
     /// (cost only if all are known); `modelUsage`, per-model totals over all
